@@ -1,0 +1,39 @@
+//! The ringback worker with the scripted processor (job data decides what each attempt does),
+//! configured like `ringback worker`. Used by the Node interop tests and the drills.
+
+use clap::Parser;
+use ringback::cli::{WorkerArgs, init_logging, shutdown_on_signals};
+use ringback::{Worker, scripted::ScriptedProcessor};
+
+#[derive(Parser)]
+#[command(about = "ringback worker with the scripted processor")]
+struct Cli {
+    #[command(flatten)]
+    worker: WorkerArgs,
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    init_logging();
+    let config = match Cli::parse().worker.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ringback: bad configuration: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let worker = match Worker::new(config, ScriptedProcessor) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("ringback: bad configuration: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match worker.run(shutdown_on_signals()).await {
+        Ok(_) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ringback: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

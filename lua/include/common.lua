@@ -1,0 +1,244 @@
+--[[
+  ringback: helpers shared by every script in lua/ (prepended to each script by
+  src/scripts.rs, so a script is always one self-contained EVAL body).
+
+  These are our own functions written to BullMQ's Redis data layout
+  (../shared/reference/bullmq-protocol.md, sections 1-3). Nothing here reads KEYS
+  or ARGV; callers pass every key they use.
+]]
+local rcall = redis.call
+
+-- Split a full job key "<prefix>:<queue>:<id>" given the queue key prefix length.
+local function queuePrefixOf(jobKey, jobId)
+  return string.sub(jobKey, 1, #jobKey - #jobId)
+end
+
+-- BullMQ major version recorded in meta.version ("bullmq:5.81.5"); nil when absent.
+local function metaMajor(metaKey)
+  local v = rcall("HGET", metaKey, "version")
+  if v then
+    local major = string.match(v, ":(%d+)%.")
+    if major then return tonumber(major) end
+  end
+  return nil
+end
+
+-- Where a job that becomes ready goes, and whether the queue may be woken.
+-- v5 queues move jobs into the `paused` list while paused; v6 keeps them in
+-- `wait` and only flags meta.paused. Returns targetList, pausedOrMaxed.
+local function readyTarget(metaKey, activeKey, waitKey, pausedKey)
+  local m = rcall("HMGET", metaKey, "paused", "concurrency")
+  if m[1] then
+    local major = metaMajor(metaKey)
+    if major and major < 6 then return pausedKey, true end
+    return waitKey, true
+  end
+  if m[2] and rcall("LLEN", activeKey) >= tonumber(m[2]) then
+    return waitKey, true
+  end
+  return waitKey, false
+end
+
+local function addBaseMarker(markerKey, pausedOrMaxed)
+  if not pausedOrMaxed then rcall("ZADD", markerKey, 0, "0") end
+end
+
+local function nextDelayedTimestamp(delayedKey)
+  local r = rcall("ZRANGE", delayedKey, 0, 0, "WITHSCORES")
+  if r[2] then return tonumber(r[2]) / 0x1000 end
+  return nil
+end
+
+local function addDelayMarker(markerKey, delayedKey)
+  local ts = nextDelayedTimestamp(delayedKey)
+  if ts then rcall("ZADD", markerKey, ts, "1") end
+end
+
+local function priorityScore(priority, pcKey)
+  local counter = rcall("INCR", pcKey)
+  return priority * 0x100000000 + counter % 0x100000000
+end
+
+local function maxEvents(metaKey)
+  local n = rcall("HGET", metaKey, "opts.maxLenEvents")
+  if not n then
+    n = 10000
+    rcall("HSET", metaKey, "opts.maxLenEvents", n)
+  end
+  return n
+end
+
+-- Put a job id back where ready jobs live: prioritized set or a list.
+local function enqueueReady(q, jobId, pushCmd)
+  local jobKey = q.prefix .. jobId
+  local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+  local target, pausedOrMaxed = readyTarget(q.meta, q.active, q.wait, q.paused)
+  if priority == 0 then
+    rcall(pushCmd, target, jobId)
+  else
+    rcall("ZADD", q.prioritized, priorityScore(priority, q.pc), jobId)
+  end
+  addBaseMarker(q.marker, pausedOrMaxed)
+end
+
+-- Promote delayed jobs that are due (at most 1000 per call).
+local function promoteDelayed(q, now)
+  local ids = rcall("ZRANGEBYSCORE", q.delayed, 0, (tonumber(now) + 1) * 0x1000 - 1, "LIMIT", 0, 1000)
+  if #ids == 0 then return end
+  rcall("ZREM", q.delayed, unpack(ids))
+  local target, pausedOrMaxed = readyTarget(q.meta, q.active, q.wait, q.paused)
+  for _, id in ipairs(ids) do
+    local jobKey = q.prefix .. id
+    local priority = tonumber(rcall("HGET", jobKey, "priority")) or 0
+    if priority == 0 then
+      rcall("LPUSH", target, id)
+    else
+      rcall("ZADD", q.prioritized, priorityScore(priority, q.pc), id)
+    end
+    rcall("XADD", q.events, "*", "event", "waiting", "jobId", id, "prev", "delayed")
+    rcall("HSET", jobKey, "delay", 0)
+  end
+  addBaseMarker(q.marker, pausedOrMaxed)
+end
+
+-- Release the lock held by `token`: 0 ok, -2 missing, -6 owned by another token.
+local function releaseLock(jobKey, stalledKey, token, jobId)
+  if token == "0" then return 0 end
+  local current = rcall("GET", jobKey .. ":lock")
+  if current == token then
+    rcall("DEL", jobKey .. ":lock")
+    rcall("SREM", stalledKey, jobId)
+    return 0
+  end
+  if current then return -6 end
+  return -2
+end
+
+-- Trailing ARGV from index `from` are field/value pairs to HSET on the job.
+local function applyFields(jobKey, from)
+  if #ARGV >= from + 1 then
+    rcall("HSET", jobKey, unpack(ARGV, from))
+  end
+end
+
+-- Take the next job, lock it and return BullMQ's 4-tuple
+-- {fields, jobId, rateLimitTtl, nextDelayedMs}, {0,0,pttl,0} when rate
+-- limited, {0,0,0,0} when paused or maxed, {0,0,0,dueMs} when only delayed
+-- jobs remain, and nil when there is nothing at all.
+-- `w` = {token, lockDuration, name, limiterMax, limiterDuration} (strings, "" = unset).
+local function fetchNext(q, now, w)
+  local m = rcall("HMGET", q.meta, "paused", "concurrency", "max", "duration")
+  local pausedOrMaxed = m[1] ~= false and m[1] ~= nil
+  if not pausedOrMaxed and m[2] then
+    pausedOrMaxed = rcall("LLEN", q.active) >= tonumber(m[2])
+  end
+  promoteDelayed(q, now)
+
+  local maxJobs = tonumber(m[3] or (w.limiterMax ~= "" and w.limiterMax) or nil)
+  if maxJobs and maxJobs <= tonumber(rcall("GET", q.limiter) or 0) then
+    local pttl = rcall("PTTL", q.limiter)
+    if pttl == 0 then rcall("DEL", q.limiter) end
+    if pttl > 0 then return {0, 0, pttl, 0} end
+  end
+  if pausedOrMaxed then return {0, 0, 0, 0} end
+
+  local jobId = rcall("RPOPLPUSH", q.wait, q.active)
+  if jobId and string.sub(jobId, 1, 2) == "0:" then
+    -- pre-v5 marker left in the wait list
+    rcall("LREM", q.active, 1, jobId)
+    jobId = rcall("RPOPLPUSH", q.wait, q.active)
+  end
+  if not jobId then
+    local p = rcall("ZPOPMIN", q.prioritized)
+    if p[1] then
+      jobId = p[1]
+      rcall("LPUSH", q.active, jobId)
+    else
+      rcall("DEL", q.pc)
+    end
+  end
+  if not jobId then
+    local ts = nextDelayedTimestamp(q.delayed)
+    if ts then return {0, 0, 0, ts} end
+    return nil -- nothing at all: callers decide (move_to_active answers {0,0,0,0})
+  end
+
+  local jobKey = q.prefix .. jobId
+  if maxJobs and rcall("HEXISTS", jobKey, "defa") == 0 then
+    if tonumber(rcall("INCR", q.limiter)) == 1 then
+      local duration = m[4]
+      if w.limiterDuration ~= "" then duration = w.limiterDuration end
+      rcall("PEXPIRE", q.limiter, math.floor(math.abs(tonumber(duration or 0))))
+    end
+  end
+  if w.token ~= "0" then
+    rcall("SET", jobKey .. ":lock", w.token, "PX", w.lockDuration)
+  end
+  rcall("XADD", q.events, "*", "event", "active", "jobId", jobId, "prev", "waiting")
+  if w.name ~= "" then
+    rcall("HSET", jobKey, "processedOn", now, "pb", w.name)
+  else
+    rcall("HSET", jobKey, "processedOn", now)
+  end
+  rcall("HINCRBY", jobKey, "ats", 1)
+  rcall("ZADD", q.marker, 0, "0")
+  return {rcall("HGETALL", jobKey), jobId, 0, 0}
+end
+
+local function deleteJobKeys(jobKey)
+  rcall("DEL", jobKey, jobKey .. ":logs", jobKey .. ":dependencies",
+    jobKey .. ":processed", jobKey .. ":failed", jobKey .. ":unsuccessful")
+end
+
+-- Parent bookkeeping (flows). A parent lives in its own queue: `pq` is that
+-- queue's key prefix "<prefix>:<queue>:" and every key is built from it.
+local function parentQueue(pq)
+  return {prefix = pq, wait = pq .. "wait", active = pq .. "active", paused = pq .. "paused",
+    meta = pq .. "meta", marker = pq .. "marker", prioritized = pq .. "prioritized",
+    pc = pq .. "pc", delayed = pq .. "delayed", events = pq .. "events"}
+end
+
+-- Move a parent that no longer waits for children to delayed (if it has a
+-- delay) or to its queue's ready list, announcing it in its own queue.
+local function moveParentToReady(pq, parentId, now)
+  local parentKey = pq .. parentId
+  local p = parentQueue(pq)
+  local delay = tonumber(rcall("HGET", parentKey, "delay")) or 0
+  if delay > 0 then
+    local due = tonumber(now) + delay
+    rcall("ZADD", p.delayed, due * 0x1000, parentId)
+    rcall("XADD", p.events, "*", "event", "delayed", "jobId", parentId, "delay", due)
+    addDelayMarker(p.marker, p.delayed)
+  else
+    enqueueReady(p, parentId, "RPUSH")
+    rcall("XADD", p.events, "*", "event", "waiting", "jobId", parentId, "prev", "waiting-children")
+  end
+end
+
+local function releaseParent(pq, parentId, now)
+  if rcall("EXISTS", pq .. parentId) == 0 then return end
+  if rcall("ZREM", pq .. "waiting-children", parentId) == 1 then
+    moveParentToReady(pq, parentId, now)
+  end
+end
+
+local function releaseParentIfDone(pq, parentId, now)
+  if rcall("SCARD", pq .. parentId .. ":dependencies") == 0 then
+    releaseParent(pq, parentId, now)
+  end
+end
+
+-- A finished child detaches from its parent (used when the child is deleted).
+local function detachFromParent(jobKey, now)
+  local parentKey = rcall("HGET", jobKey, "parentKey")
+  if parentKey and parentKey ~= "" and rcall("SREM", parentKey .. ":dependencies", jobKey) == 1 then
+    local parentId = string.match(parentKey, ".*:(.*)")
+    releaseParentIfDone(queuePrefixOf(parentKey, parentId), parentId, now)
+  end
+end
+
+local function removeJob(prefix, jobId, now)
+  local jobKey = prefix .. jobId
+  detachFromParent(jobKey, now)
+  deleteJobKeys(jobKey)
+end

@@ -1,0 +1,152 @@
+//! The command-line surface shared by the `ringback` binary and the examples: flags that also
+//! read environment variables (names from `../shared/CLI.md`), turned into a validated config.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::config::WorkerConfig;
+use crate::error::ConfigError;
+use crate::job::KeepJobs;
+
+/// Redis and queue settings.
+#[derive(Debug, Clone, Args)]
+pub struct QueueArgs {
+    #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+    #[arg(long, env = "RINGBACK_PREFIX", default_value = "bull")]
+    pub prefix: String,
+    #[arg(long, env = "RINGBACK_QUEUE", default_value = "notify")]
+    pub queue: String,
+}
+
+/// Worker settings (BullMQ Worker options).
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub queue: QueueArgs,
+    #[arg(long, env = "RINGBACK_CONCURRENCY", default_value_t = 1)]
+    pub concurrency: usize,
+    #[arg(long, env = "RINGBACK_LOCK_DURATION_MS", default_value_t = 30_000)]
+    pub lock_duration_ms: u64,
+    /// Default: half the lock duration, as BullMQ.
+    #[arg(long, env = "RINGBACK_LOCK_RENEW_TIME_MS")]
+    pub lock_renew_time_ms: Option<u64>,
+    #[arg(long, env = "RINGBACK_STALLED_INTERVAL_MS", default_value_t = 30_000)]
+    pub stalled_interval_ms: u64,
+    #[arg(long, env = "RINGBACK_MAX_STALLED_COUNT", default_value_t = 1)]
+    pub max_stalled_count: u32,
+    #[arg(long, env = "RINGBACK_SHUTDOWN_GRACE_MS", default_value_t = 30_000)]
+    pub shutdown_grace_ms: u64,
+    #[arg(long, env = "RINGBACK_DRAIN_DELAY_MS", default_value_t = 5_000)]
+    pub drain_delay_ms: u64,
+    /// Written on each job as `pb` (processedBy).
+    #[arg(long, env = "RINGBACK_WORKER_NAME")]
+    pub worker_name: Option<String>,
+    /// Worker default for jobs without the option: `true`, `false`, a count, or JSON `{"age":s,"count":n}`.
+    #[arg(long, env = "RINGBACK_REMOVE_ON_COMPLETE")]
+    pub remove_on_complete: Option<String>,
+    #[arg(long, env = "RINGBACK_REMOVE_ON_FAIL")]
+    pub remove_on_fail: Option<String>,
+    /// Worker rate limit as `<max>/<duration_ms>`, e.g. `10/1000`.
+    #[arg(long, env = "RINGBACK_LIMITER")]
+    pub limiter: Option<String>,
+    /// Keep BullMQ metrics with this many per-minute data points.
+    #[arg(long, env = "RINGBACK_METRICS_DATA_POINTS")]
+    pub metrics_data_points: Option<u32>,
+}
+
+impl WorkerArgs {
+    /// Build and validate the worker configuration.
+    pub fn to_config(&self) -> Result<WorkerConfig, ConfigError> {
+        let keep = |setting: &'static str,
+                    v: &Option<String>|
+         -> Result<Option<KeepJobs>, ConfigError> {
+            v.as_deref()
+                .map(|s| {
+                    serde_json::from_str(s)
+                        .ok()
+                        .and_then(|v| KeepJobs::parse(&v))
+                        .ok_or_else(|| ConfigError::new(setting, format!("expected true, false, a count or {{\"age\":s,\"count\":n}}, got {s:?}")))
+                })
+                .transpose()
+        };
+        let limiter = self
+            .limiter
+            .as_deref()
+            .map(|s| {
+                s.split_once('/')
+                    .and_then(|(m, d)| {
+                        Some((
+                            m.trim().parse().ok()?,
+                            Duration::from_millis(d.trim().parse().ok()?),
+                        ))
+                    })
+                    .ok_or_else(|| {
+                        ConfigError::new(
+                            "RINGBACK_LIMITER",
+                            format!("expected <max>/<duration_ms>, got {s:?}"),
+                        )
+                    })
+            })
+            .transpose()?;
+        let lock_duration = Duration::from_millis(self.lock_duration_ms);
+        let config = WorkerConfig {
+            redis_url: self.queue.redis_url.clone(),
+            prefix: self.queue.prefix.clone(),
+            queue: self.queue.queue.clone(),
+            concurrency: self.concurrency,
+            lock_duration,
+            lock_renew_time: self
+                .lock_renew_time_ms
+                .map_or(lock_duration / 2, Duration::from_millis),
+            stalled_interval: Duration::from_millis(self.stalled_interval_ms),
+            max_stalled_count: self.max_stalled_count,
+            shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
+            drain_delay: Duration::from_millis(self.drain_delay_ms),
+            name: self.worker_name.clone(),
+            remove_on_complete: keep("RINGBACK_REMOVE_ON_COMPLETE", &self.remove_on_complete)?,
+            remove_on_fail: keep("RINGBACK_REMOVE_ON_FAIL", &self.remove_on_fail)?,
+            limiter,
+            metrics_max_data_points: self.metrics_data_points,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+/// Logs to stderr, `text` or `json` (`RINGBACK_LOG_FORMAT`), filtered by `RUST_LOG` (default info).
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("RINGBACK_LOG_FORMAT").as_deref() == Ok("json") {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// A token cancelled on the first SIGTERM or SIGINT.
+pub fn shutdown_on_signals() -> tokio_util::sync::CancellationToken {
+    let token = tokio_util::sync::CancellationToken::new();
+    let t = token.clone();
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot listen for SIGTERM");
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+        }
+        t.cancel();
+    });
+    token
+}

@@ -1,0 +1,433 @@
+//! One typed function per Lua script: keys in header order, arguments packed in one place,
+//! replies parsed into typed values and negative codes mapped to [`ScriptCode`].
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use redis::Value;
+use redis::aio::ConnectionManager;
+
+use crate::error::{Error, ScriptCode};
+use crate::job::{Job, KeepJobs};
+use crate::keys::QueueKeys;
+use crate::scripts::{RoundTrips, scripts};
+
+/// Milliseconds since the Unix epoch, as BullMQ timestamps are.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// What the worker passes to every script that may take a job (move_to_active, and the
+/// fetch-next of the finishing scripts).
+#[derive(Debug, Clone)]
+pub struct FetchArgs {
+    pub token: String,
+    pub lock_ms: String,
+    pub name: String,
+    pub limiter_max: String,
+    pub limiter_duration: String,
+}
+
+/// The answer of a fetch.
+#[derive(Debug)]
+pub enum Fetched {
+    /// A job is ours now, locked with the token that fetched it.
+    Job(Box<Job>),
+    /// Rate limited: try again in this many ms.
+    RateLimited(u64),
+    /// Nothing ready; the next delayed job is due at this time (ms).
+    NextDelayed(i64),
+    /// Nothing ready (or the queue is paused or at its global concurrency).
+    Empty,
+}
+
+/// How an attempt ends, as the finishing scripts record it.
+#[derive(Debug, Clone)]
+pub enum Finish {
+    Completed {
+        returnvalue: String,
+    },
+    /// Final failure (no retries left, unrecoverable, or deferred failure).
+    Failed {
+        reason: String,
+        stacktrace: String,
+    },
+    /// Failed attempt, retried at once.
+    RetryNow {
+        reason: String,
+        stacktrace: String,
+        lifo: bool,
+    },
+    /// Failed attempt retried after `delay_ms` (uses an attempt), or a processor-requested delay
+    /// (`skip_attempt`, no failure fields).
+    Delay {
+        delay_ms: u64,
+        skip_attempt: bool,
+        failure: Option<(String, String)>,
+    },
+}
+
+/// Redis commands of one queue, over the shared multiplexed connection.
+#[derive(Clone)]
+pub struct Commands {
+    conn: ConnectionManager,
+    keys: Arc<QueueKeys>,
+    trips: Arc<RoundTrips>,
+}
+
+impl Commands {
+    pub fn new(conn: ConnectionManager, keys: QueueKeys, trips: Arc<RoundTrips>) -> Self {
+        Self {
+            conn,
+            keys: Arc::new(keys),
+            trips,
+        }
+    }
+
+    pub fn keys(&self) -> &QueueKeys {
+        &self.keys
+    }
+
+    pub fn round_trips(&self) -> &Arc<RoundTrips> {
+        &self.trips
+    }
+
+    pub fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    pub async fn move_to_active(&self, fetch: &FetchArgs) -> Result<Fetched, Error> {
+        let k = &self.keys;
+        let keys = [
+            k.wait(),
+            k.active(),
+            k.prioritized(),
+            k.events(),
+            k.stalled(),
+            k.limiter(),
+            k.delayed(),
+            k.paused(),
+            k.meta(),
+            k.pc(),
+            k.marker(),
+        ];
+        let now = now_ms().to_string();
+        let args = [
+            k.base(),
+            &now,
+            &fetch.token,
+            &fetch.lock_ms,
+            &fetch.name,
+            &fetch.limiter_max,
+            &fetch.limiter_duration,
+        ];
+        let reply: Value = scripts()
+            .move_to_active
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        parse_fetched("move_to_active", reply)
+    }
+
+    /// Record how an attempt ended. `fetch` asks the script to take the next job in the same
+    /// round trip (BullMQ's fetch-next); the answer then carries it.
+    pub async fn finish(
+        &self,
+        job: &Job,
+        token: &str,
+        finish: &Finish,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&FetchArgs>,
+    ) -> Result<Result<Fetched, ScriptCode>, Error> {
+        match finish {
+            Finish::Completed { .. } | Finish::Failed { .. } => {
+                self.move_to_finished(job, token, finish, keep, metrics_max, fetch)
+                    .await
+            }
+            Finish::RetryNow {
+                reason,
+                stacktrace,
+                lifo,
+            } => {
+                let k = &self.keys;
+                let keys = [
+                    k.active(),
+                    k.wait(),
+                    k.paused(),
+                    k.job(&job.id),
+                    k.meta(),
+                    k.events(),
+                    k.delayed(),
+                    k.prioritized(),
+                    k.pc(),
+                    k.marker(),
+                    k.stalled(),
+                ];
+                let now = now_ms().to_string();
+                let push = if *lifo { "RPUSH" } else { "LPUSH" };
+                let args = [
+                    k.base(),
+                    &now,
+                    push,
+                    &job.id,
+                    token,
+                    "failedReason",
+                    reason,
+                    "stacktrace",
+                    stacktrace,
+                ];
+                let reply: Value = scripts()
+                    .retry_job
+                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .await?;
+                Ok(code_or("retry_job", reply).map(|()| Fetched::Empty))
+            }
+            Finish::Delay {
+                delay_ms,
+                skip_attempt,
+                failure,
+            } => {
+                let k = &self.keys;
+                let keys = [
+                    k.marker(),
+                    k.active(),
+                    k.prioritized(),
+                    k.delayed(),
+                    k.job(&job.id),
+                    k.events(),
+                    k.meta(),
+                    k.stalled(),
+                    k.wait(),
+                    k.limiter(),
+                    k.pc(),
+                    k.paused(),
+                ];
+                let now = now_ms().to_string();
+                let delay = delay_ms.to_string();
+                let none = String::new();
+                let f = fetch;
+                let mut args: Vec<&str> = vec![
+                    k.base(),
+                    &now,
+                    &job.id,
+                    token,
+                    &delay,
+                    if *skip_attempt { "1" } else { "0" },
+                    if fetch.is_some() { "1" } else { "0" },
+                    f.map_or(&none, |f| &f.lock_ms),
+                    f.map_or(&none, |f| &f.name),
+                    f.map_or(&none, |f| &f.limiter_max),
+                    f.map_or(&none, |f| &f.limiter_duration),
+                ];
+                if let Some((reason, stack)) = failure {
+                    args.extend([
+                        "failedReason",
+                        reason.as_str(),
+                        "stacktrace",
+                        stack.as_str(),
+                    ]);
+                }
+                let reply: Value = scripts()
+                    .move_to_delayed
+                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .await?;
+                match reply {
+                    Value::Array(_) => parse_fetched("move_to_delayed", reply).map(Ok),
+                    other => Ok(code_or("move_to_delayed", other).map(|()| Fetched::Empty)),
+                }
+            }
+        }
+    }
+
+    async fn move_to_finished(
+        &self,
+        job: &Job,
+        token: &str,
+        finish: &Finish,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&FetchArgs>,
+    ) -> Result<Result<Fetched, ScriptCode>, Error> {
+        let k = &self.keys;
+        let (target, field, value, stack) = match finish {
+            Finish::Completed { returnvalue } => ("completed", "returnvalue", returnvalue, None),
+            Finish::Failed { reason, stacktrace } => {
+                ("failed", "failedReason", reason, Some(stacktrace))
+            }
+            _ => unreachable!("move_to_finished only takes Completed or Failed"),
+        };
+        let keys = [
+            k.wait(),
+            k.active(),
+            k.prioritized(),
+            k.events(),
+            k.stalled(),
+            k.limiter(),
+            k.delayed(),
+            k.paused(),
+            k.meta(),
+            k.pc(),
+            k.finished(target),
+            k.job(&job.id),
+            k.metrics(target),
+            k.marker(),
+        ];
+        let now = now_ms().to_string();
+        let none = String::new();
+        let count = keep.count.to_string();
+        let age = keep.age.map(|a| a.to_string()).unwrap_or_default();
+        let limit = keep.limit.map(|a| a.to_string()).unwrap_or_default();
+        let attempts = job.opts.attempts.to_string();
+        let metrics = metrics_max.map(|m| m.to_string()).unwrap_or_default();
+        let f = fetch;
+        let mut args: Vec<&str> = vec![
+            &job.id,
+            &now,
+            field,
+            value,
+            target,
+            if fetch.is_some() { "1" } else { "0" },
+            k.base(),
+            token,
+            &count,
+            &age,
+            &limit,
+            &attempts,
+            &metrics,
+            f.map_or(&none, |f| &f.lock_ms),
+            f.map_or(&none, |f| &f.name),
+            f.map_or(&none, |f| &f.limiter_max),
+            f.map_or(&none, |f| &f.limiter_duration),
+        ];
+        if let Some(stack) = stack {
+            args.extend(["failedReason", value.as_str(), "stacktrace", stack.as_str()]);
+        }
+        let reply: Value = scripts()
+            .move_to_finished
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        match reply {
+            Value::Array(_) => parse_fetched("move_to_finished", reply).map(Ok),
+            other => Ok(code_or("move_to_finished", other).map(|()| Fetched::Empty)),
+        }
+    }
+
+    /// Renew the locks of `jobs` (id, token); returns the ids whose lock is no longer ours.
+    pub async fn extend_locks(
+        &self,
+        jobs: &[(String, String)],
+        lock_ms: u64,
+    ) -> Result<Vec<String>, Error> {
+        let k = &self.keys;
+        let duration = lock_ms.to_string();
+        let mut args: Vec<&str> = vec![k.base(), &duration];
+        for (id, token) in jobs {
+            args.push(id);
+            args.push(token);
+        }
+        Ok(scripts()
+            .extend_locks
+            .run(&mut self.conn.clone(), &self.trips, &[k.stalled()], &args)
+            .await?)
+    }
+
+    /// One stall sweep; returns the ids moved back to wait.
+    pub async fn move_stalled_jobs_to_wait(
+        &self,
+        max_stalled: u32,
+        stalled_interval_ms: u64,
+    ) -> Result<Vec<String>, Error> {
+        let k = &self.keys;
+        let keys = [
+            k.stalled(),
+            k.wait(),
+            k.active(),
+            k.stalled_check(),
+            k.meta(),
+            k.paused(),
+            k.marker(),
+            k.events(),
+            k.repeat(),
+        ];
+        let args = [
+            max_stalled.to_string(),
+            k.base().to_string(),
+            now_ms().to_string(),
+            stalled_interval_ms.to_string(),
+        ];
+        Ok(scripts()
+            .move_stalled_jobs_to_wait
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?)
+    }
+
+    /// Store a job's progress (any JSON) and emit the `progress` event.
+    pub async fn update_progress(
+        &self,
+        job_id: &str,
+        progress: &serde_json::Value,
+    ) -> Result<(), Error> {
+        let k = &self.keys;
+        let keys = [k.job(job_id), k.events(), k.meta()];
+        let args = [job_id.to_string(), progress.to_string()];
+        let code: i64 = scripts()
+            .update_progress
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        code_or("update_progress", Value::Int(code)).map_err(|c| Error::Reply {
+            script: "update_progress",
+            detail: c.to_string(),
+        })
+    }
+}
+
+fn code_or(script: &'static str, reply: Value) -> Result<(), ScriptCode> {
+    match reply {
+        Value::Int(0) => Ok(()),
+        Value::Int(code) => Err(ScriptCode::from_code(code)),
+        other => {
+            tracing::error!(script, ?other, "unexpected script reply");
+            Err(ScriptCode::Other(i64::MIN))
+        }
+    }
+}
+
+/// Parse BullMQ's 4-tuple `{fields|0, jobId|0, rateLimitTtl, nextDelayedMs}`.
+fn parse_fetched(script: &'static str, reply: Value) -> Result<Fetched, Error> {
+    let bad = |detail: String| Error::Reply { script, detail };
+    let Value::Array(mut items) = reply else {
+        return Err(bad(format!("expected an array, got {reply:?}")));
+    };
+    if items.len() < 4 {
+        return Err(bad(format!("expected 4 elements, got {}", items.len())));
+    }
+    let int = |v: &Value| match v {
+        Value::Int(i) => *i,
+        _ => 0,
+    };
+    let delayed = int(&items[3]);
+    let ttl = int(&items[2]);
+    let id = items.swap_remove(1);
+    match (items.swap_remove(0), id) {
+        (Value::Array(fields), Value::BulkString(id)) => {
+            let text = |v: Value| match v {
+                Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+                Value::SimpleString(s) => s,
+                Value::Int(i) => i.to_string(),
+                _ => String::new(),
+            };
+            let mut pairs = Vec::with_capacity(fields.len() / 2);
+            let mut it = fields.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                pairs.push((text(k), text(v)));
+            }
+            let id = String::from_utf8_lossy(&id).into_owned();
+            Ok(Fetched::Job(Box::new(Job::from_fields(id, pairs))))
+        }
+        _ if ttl > 0 => Ok(Fetched::RateLimited(ttl as u64)),
+        _ if delayed > 0 => Ok(Fetched::NextDelayed(delayed)),
+        _ => Ok(Fetched::Empty),
+    }
+}

@@ -1,0 +1,154 @@
+//! Worker configuration: a plain struct with `Duration` fields and BullMQ's defaults, validated
+//! once. Environment and flag parsing live in `cli`, not here.
+
+use std::time::Duration;
+
+use crate::error::ConfigError;
+use crate::job::KeepJobs;
+
+/// Everything a worker needs to run against one queue.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub redis_url: String,
+    pub prefix: String,
+    pub queue: String,
+    /// Jobs processed at once by this process.
+    pub concurrency: usize,
+    /// Lock TTL; a job whose lock expires is presumed dead and recovered by a stall sweep.
+    pub lock_duration: Duration,
+    /// Each running job's lock is renewed every `lock_renew_time / 2 ..= lock_renew_time`.
+    pub lock_renew_time: Duration,
+    /// Period of the stall sweep (and TTL of its queue-wide throttle key).
+    pub stalled_interval: Duration,
+    /// Stall recoveries a job may have before it is failed (deferred failure `defa`).
+    pub max_stalled_count: u32,
+    /// On SIGTERM, how long running jobs may take to finish before we exit anyway.
+    pub shutdown_grace: Duration,
+    /// BZPOPMIN timeout while idle (BullMQ `drainDelay`).
+    pub drain_delay: Duration,
+    /// Written to each job as `pb` (processedBy) when set.
+    pub name: Option<String>,
+    /// Worker defaults; a job's own option wins.
+    pub remove_on_complete: Option<KeepJobs>,
+    pub remove_on_fail: Option<KeepJobs>,
+    /// Worker-side rate limit: at most `max` jobs per `duration`.
+    pub limiter: Option<(u64, Duration)>,
+    /// Keep this many per-minute data points in `metrics:*` (BullMQ `metrics.maxDataPoints`).
+    pub metrics_max_data_points: Option<u32>,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        Self {
+            redis_url: "redis://127.0.0.1:6379".into(),
+            prefix: "bull".into(),
+            queue: "notify".into(),
+            concurrency: 1,
+            lock_duration: Duration::from_millis(30_000),
+            lock_renew_time: Duration::from_millis(15_000),
+            stalled_interval: Duration::from_millis(30_000),
+            max_stalled_count: 1,
+            shutdown_grace: Duration::from_millis(30_000),
+            drain_delay: Duration::from_secs(5),
+            name: None,
+            remove_on_complete: None,
+            remove_on_fail: None,
+            limiter: None,
+            metrics_max_data_points: None,
+        }
+    }
+}
+
+impl WorkerConfig {
+    /// Check every invariant; the error names the setting (by its environment name) that breaks one.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.redis_url.starts_with("redis://")
+            && !self.redis_url.starts_with("rediss://")
+            && !self.redis_url.starts_with("unix://")
+        {
+            return Err(ConfigError::new(
+                "REDIS_URL",
+                "must start with redis://, rediss:// or unix://",
+            ));
+        }
+        if self.prefix.is_empty() {
+            return Err(ConfigError::new("RINGBACK_PREFIX", "must not be empty"));
+        }
+        if self.queue.is_empty() || self.queue.contains(':') {
+            return Err(ConfigError::new(
+                "RINGBACK_QUEUE",
+                "must be a non-empty name without ':' (BullMQ refuses such queue names)",
+            ));
+        }
+        if self.concurrency == 0 || self.concurrency > 10_000 {
+            return Err(ConfigError::new(
+                "RINGBACK_CONCURRENCY",
+                "must be between 1 and 10000",
+            ));
+        }
+        if self.lock_duration < Duration::from_millis(100) {
+            return Err(ConfigError::new(
+                "RINGBACK_LOCK_DURATION_MS",
+                "must be at least 100 ms",
+            ));
+        }
+        if self.lock_renew_time.is_zero() || self.lock_renew_time >= self.lock_duration {
+            return Err(ConfigError::new(
+                "RINGBACK_LOCK_DURATION_MS",
+                "the lock renewal time must be shorter than the lock duration, or locks expire \
+                 under running jobs",
+            ));
+        }
+        if self.stalled_interval < Duration::from_millis(10) {
+            return Err(ConfigError::new(
+                "RINGBACK_STALLED_INTERVAL_MS",
+                "must be at least 10 ms",
+            ));
+        }
+        if let Some((max, duration)) = self.limiter
+            && (max == 0 || duration.is_zero())
+        {
+            return Err(ConfigError::new(
+                "RINGBACK_LIMITER",
+                "max and duration must both be positive",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_bullmq_defaults_and_valid() {
+        let c = WorkerConfig::default();
+        assert_eq!(c.lock_duration, Duration::from_secs(30));
+        assert_eq!(c.lock_renew_time, c.lock_duration / 2);
+        assert_eq!(c.max_stalled_count, 1);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn refusals_name_the_setting() {
+        let c = WorkerConfig {
+            concurrency: 0,
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap_err().setting, "RINGBACK_CONCURRENCY");
+        let c = WorkerConfig {
+            queue: "a:b".into(),
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap_err().setting, "RINGBACK_QUEUE");
+        let c = WorkerConfig {
+            lock_renew_time: Duration::from_secs(40),
+            ..Default::default()
+        };
+        assert_eq!(
+            c.validate().unwrap_err().setting,
+            "RINGBACK_LOCK_DURATION_MS"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! The fetch driver: takes the next job, or waits for one the way BullMQ 5/6 workers do, on the
+//! marker ZSET with `BZPOPMIN` over a dedicated connection (bullmq-protocol.md §2.2, §8.1–8.3).
+//!
+//! After every wake-up or timeout we call `move_to_active` again: one marker stands for many
+//! jobs, and pause/resume delete and re-add it.
+
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use tokio_util::sync::CancellationToken;
+
+use crate::commands::{Commands, Fetched, now_ms};
+use crate::config::WorkerConfig;
+use crate::job::Job;
+
+/// BullMQ's ceiling on one blocking wait (#1658) and on a rate-limit sleep.
+const MAX_BLOCK: Duration = Duration::from_secs(10);
+const MAX_RATE_LIMIT_DELAY: Duration = Duration::from_secs(30);
+/// Redis ≥ 7.0.8 accepts a 1 ms BZPOPMIN timeout; 0 would block forever.
+const MIN_BLOCK: Duration = Duration::from_millis(1);
+
+pub struct Fetcher {
+    client: redis::Client,
+    commands: Commands,
+    blocking: Option<MultiplexedConnection>,
+    config: WorkerConfig,
+    worker_id: String,
+    fetches: u64,
+    error_delay: Duration,
+}
+
+impl Fetcher {
+    pub fn new(client: redis::Client, commands: Commands, config: &WorkerConfig) -> Self {
+        Self {
+            client,
+            commands,
+            blocking: None,
+            config: config.clone(),
+            // unique per process: replicas must never share an identity (apalis #504)
+            worker_id: uuid::Uuid::new_v4().to_string(),
+            fetches: 0,
+            error_delay: Duration::ZERO,
+        }
+    }
+
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    /// The next job and the lock token it was taken with; `None` once `cancel` fires.
+    /// Cancellation only interrupts waits, never a `move_to_active` in flight (its reply
+    /// would be lost with a job already moved to active).
+    pub async fn next_job(&mut self, cancel: &CancellationToken) -> Option<(Box<Job>, String)> {
+        loop {
+            if cancel.is_cancelled() {
+                return None;
+            }
+            self.fetches += 1;
+            let token = format!("{}:{}", self.worker_id, self.fetches);
+            let args = crate::worker::fetch_args(&self.config, &token);
+            let wait = match self.commands.move_to_active(&args).await {
+                Ok(Fetched::Job(job)) => {
+                    self.error_delay = Duration::ZERO;
+                    return Some((job, token));
+                }
+                Ok(Fetched::RateLimited(ms)) => {
+                    sleep(Duration::from_millis(ms).min(MAX_RATE_LIMIT_DELAY), cancel).await;
+                    continue;
+                }
+                Ok(Fetched::NextDelayed(due)) => {
+                    let ms = due - now_ms();
+                    if ms <= 0 {
+                        continue;
+                    }
+                    Duration::from_millis(ms as u64).min(MAX_BLOCK)
+                }
+                Ok(Fetched::Empty) => self.config.drain_delay.min(MAX_BLOCK),
+                Err(e) => {
+                    self.backoff_after(&e, cancel).await;
+                    continue;
+                }
+            };
+            self.error_delay = Duration::ZERO;
+            self.wait_for_marker(wait, cancel).await;
+        }
+    }
+
+    /// Block on the marker for up to `timeout`, with a client-side watchdog one second later
+    /// that drops a connection that stopped answering (bullmq #4479).
+    async fn wait_for_marker(&mut self, timeout: Duration, cancel: &CancellationToken) {
+        let timeout = timeout.max(MIN_BLOCK);
+        let mut conn = match self.blocking.take() {
+            Some(c) => c,
+            None => match crate::connection::blocking(
+                &self.client,
+                &self.config.prefix,
+                &self.config.queue,
+            )
+            .await
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    self.backoff_after(&e.into(), cancel).await;
+                    return;
+                }
+            },
+        };
+        let mut cmd = redis::cmd("BZPOPMIN");
+        cmd.arg(self.commands.keys().marker())
+            .arg(timeout.as_secs_f64());
+        self.commands.round_trips().add(1);
+        let reply = tokio::select! {
+            _ = cancel.cancelled() => return,
+            r = tokio::time::timeout(timeout + Duration::from_secs(1), cmd.query_async::<redis::Value>(&mut conn)) => r,
+        };
+        match reply {
+            Ok(Ok(_)) => self.blocking = Some(conn),
+            Ok(Err(e)) => self.backoff_after(&e.into(), cancel).await,
+            Err(_) => tracing::warn!("blocking wait on the marker did not return; reconnecting"),
+        }
+    }
+
+    async fn backoff_after(&mut self, e: &crate::error::Error, cancel: &CancellationToken) {
+        self.error_delay =
+            (self.error_delay * 2).clamp(Duration::from_millis(100), Duration::from_secs(5));
+        tracing::warn!(error = %e, retry_ms = self.error_delay.as_millis() as u64, "fetching jobs failed");
+        sleep(self.error_delay, cancel).await;
+    }
+}
+
+async fn sleep(d: Duration, cancel: &CancellationToken) {
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = tokio::time::sleep(d) => {}
+    }
+}

@@ -1,0 +1,102 @@
+//! The one place that builds Redis key names: BullMQ's `<prefix>:<queue>:<suffix>` layout.
+//!
+//! The prefix is a plain value, so a hash-tagged prefix such as `{bull}` keeps every key of a
+//! queue in one Redis Cluster slot (bullmq-protocol.md §6).
+
+/// Key names of one BullMQ queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueKeys {
+    /// `<prefix>:<queue>:`, the "key prefix" BullMQ scripts append job ids to.
+    base: String,
+}
+
+macro_rules! queue_key {
+    ($($(#[$doc:meta])* $name:ident => $suffix:literal),* $(,)?) => {
+        $($(#[$doc])* pub fn $name(&self) -> String { format!("{}{}", self.base, $suffix) })*
+    };
+}
+
+impl QueueKeys {
+    pub fn new(prefix: &str, queue: &str) -> Self {
+        Self {
+            base: format!("{prefix}:{queue}:"),
+        }
+    }
+
+    /// `<prefix>:<queue>:` with its trailing colon.
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    queue_key! {
+        /// LIST of ready job ids (consumed from the right).
+        wait => "wait",
+        /// LIST of job ids being processed.
+        active => "active",
+        /// LIST where v5 queues park jobs while paused.
+        paused => "paused",
+        /// ZSET of ready jobs with a priority.
+        prioritized => "prioritized",
+        /// Priority counter.
+        pc => "pc",
+        /// ZSET of delayed jobs, score `due_ms * 4096 + seq`.
+        delayed => "delayed",
+        /// ZSET that wakes workers: member "0" (work) and "1" (next delayed due time).
+        marker => "marker",
+        completed => "completed",
+        failed => "failed",
+        /// SET of jobs suspected stalled by the previous sweep.
+        stalled => "stalled",
+        /// Throttle of the queue-wide stall sweep.
+        stalled_check => "stalled-check",
+        limiter => "limiter",
+        meta => "meta",
+        events => "events",
+        /// Job-scheduler ZSET.
+        repeat => "repeat",
+        id => "id",
+        waiting_children => "waiting-children",
+    }
+
+    /// The job hash.
+    pub fn job(&self, id: &str) -> String {
+        format!("{}{id}", self.base)
+    }
+
+    /// The job's lock string.
+    pub fn lock(&self, id: &str) -> String {
+        format!("{}{id}:lock", self.base)
+    }
+
+    /// `metrics:completed` or `metrics:failed`.
+    pub fn metrics(&self, target: &str) -> String {
+        format!("{}metrics:{target}", self.base)
+    }
+
+    /// The finished set for a target ("completed" | "failed").
+    pub fn finished(&self, target: &str) -> String {
+        format!("{}{target}", self.base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_bullmq_layout() {
+        let k = QueueKeys::new("bull", "notify");
+        assert_eq!(k.wait(), "bull:notify:wait");
+        assert_eq!(k.stalled_check(), "bull:notify:stalled-check");
+        assert_eq!(k.job("42"), "bull:notify:42");
+        assert_eq!(k.lock("a:b"), "bull:notify:a:b:lock");
+        assert_eq!(k.metrics("failed"), "bull:notify:metrics:failed");
+    }
+
+    #[test]
+    fn hash_tagged_prefix_is_kept_verbatim() {
+        let k = QueueKeys::new("{bull}", "notify");
+        assert_eq!(k.base(), "{bull}:notify:");
+        assert_eq!(k.marker(), "{bull}:notify:marker");
+    }
+}

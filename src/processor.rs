@@ -1,0 +1,85 @@
+//! The seam between the worker core and the work: a [`Processor`] turns a job into an
+//! [`Outcome`]. The core knows nothing of SMS; the SMS processor and the scripted test
+//! processor plug in here.
+//!
+//! An outcome is a value, not an error (apalis-core, BullMQ's `UnrecoverableError`): the core
+//! decides from it and the job's options whether to complete, retry, delay or fail.
+
+use std::future::Future;
+
+use crate::commands::Commands;
+use crate::error::Error;
+use crate::job::Job;
+
+/// How one attempt ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Done; the value is stored as the job's `returnvalue` (JSON).
+    Completed(serde_json::Value),
+    /// The attempt failed; retried per the job's `attempts`/`backoff` unless `unrecoverable`.
+    Failed(Failure),
+    /// Run the job again at this time (ms since the epoch) without using an attempt, as
+    /// Node's `job.moveToDelayed(ts)` + `DelayedError`.
+    DelayUntil(i64),
+}
+
+impl Outcome {
+    pub fn fail(message: impl Into<String>) -> Self {
+        Outcome::Failed(Failure::new(message))
+    }
+
+    pub fn unrecoverable(message: impl Into<String>) -> Self {
+        Outcome::Failed(Failure {
+            unrecoverable: true,
+            ..Failure::new(message)
+        })
+    }
+}
+
+/// A failed attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// Stored as `failedReason`: what a person reads first.
+    pub message: String,
+    /// Stored as the next entry of `stacktrace`; defaults to `Error: <message>`.
+    pub stack: Option<String>,
+    /// Skip any retries left (BullMQ `UnrecoverableError`).
+    pub unrecoverable: bool,
+}
+
+impl Failure {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            stack: None,
+            unrecoverable: false,
+        }
+    }
+
+    pub(crate) fn stack_entry(&self) -> String {
+        match &self.stack {
+            Some(s) => s.clone(),
+            None if self.unrecoverable => format!("UnrecoverableError: {}", self.message),
+            None => format!("Error: {}", self.message),
+        }
+    }
+}
+
+/// What a running job may do besides returning: report progress.
+#[derive(Clone)]
+pub struct JobContext {
+    pub(crate) commands: Commands,
+    pub(crate) job_id: String,
+}
+
+impl JobContext {
+    /// Store progress on the job and emit the `progress` event QueueEvents listens for.
+    pub async fn update_progress(&self, progress: &serde_json::Value) -> Result<(), Error> {
+        self.commands.update_progress(&self.job_id, progress).await
+    }
+}
+
+/// The work a worker does for each job.
+pub trait Processor: Send + Sync + 'static {
+    fn process(&self, job: &Job, ctx: &JobContext) -> impl Future<Output = Outcome> + Send;
+}

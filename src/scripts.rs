@@ -1,0 +1,112 @@
+//! The one wrapper that runs our Lua: scripts embedded at build time, run by EVALSHA, re-sent
+//! with EVAL when Redis answers NOSCRIPT (a restart or failover empties the script cache).
+//!
+//! Each file in `lua/` is one script; `lua/include/common.lua` is prepended to every script so a
+//! script is always one self-contained body (Redis has no `require`). The header of each file is
+//! its wire contract (KEYS, ARGV, return codes).
+
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redis::aio::ConnectionLike;
+use redis::{FromRedisValue, Script, ToRedisArgs};
+
+const COMMON: &str = include_str!("../lua/include/common.lua");
+
+macro_rules! scripts {
+    ($($(#[$doc:meta])* $name:ident => $file:literal),* $(,)?) => {
+        /// Every script ringback runs, compiled (hashed) once per process.
+        pub struct Scripts { $($(#[$doc])* pub $name: LuaScript,)* }
+
+        impl Scripts {
+            fn load() -> Self {
+                Self { $($name: LuaScript::new($file, format!(
+                    "{COMMON}\n-- script: {}\n{}", $file, include_str!(concat!("../lua/", $file))
+                )),)* }
+            }
+
+            /// Every script, for tests and for loading them all at start.
+            pub fn all(&self) -> Vec<&LuaScript> {
+                vec![$(&self.$name,)*]
+            }
+        }
+    };
+}
+
+scripts! {
+    move_to_active => "move_to_active.lua",
+    move_to_finished => "move_to_finished.lua",
+    move_to_delayed => "move_to_delayed.lua",
+    retry_job => "retry_job.lua",
+    extend_locks => "extend_locks.lua",
+    move_stalled_jobs_to_wait => "move_stalled_jobs_to_wait.lua",
+    update_progress => "update_progress.lua",
+}
+
+/// The process-wide script set.
+pub fn scripts() -> &'static Scripts {
+    static SCRIPTS: LazyLock<Scripts> = LazyLock::new(Scripts::load);
+    &SCRIPTS
+}
+
+/// Counts Redis round trips, so benchmarks can report Redis work per job (a NOSCRIPT retry
+/// counts as the extra round trips it costs).
+#[derive(Debug, Default)]
+pub struct RoundTrips(AtomicU64);
+
+impl RoundTrips {
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A script body and its SHA1.
+pub struct LuaScript {
+    pub name: &'static str,
+    code: String,
+    hash: String,
+}
+
+impl LuaScript {
+    fn new(name: &'static str, code: String) -> Self {
+        let hash = Script::new(&code).get_hash().to_string();
+        Self { name, code, hash }
+    }
+
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// Run with `keys` and `args`: EVALSHA, and on NOSCRIPT one EVAL of the body (which also
+    /// caches it again), so a flushed cache costs one extra round trip.
+    pub async fn run<C, T, K, A>(
+        &self,
+        conn: &mut C,
+        trips: &RoundTrips,
+        keys: &[K],
+        args: &[A],
+    ) -> redis::RedisResult<T>
+    where
+        C: ConnectionLike + Send,
+        T: FromRedisValue,
+        K: ToRedisArgs,
+        A: ToRedisArgs,
+    {
+        let build = |verb: &str, body: &str| {
+            let mut cmd = redis::cmd(verb);
+            cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
+            cmd
+        };
+        trips.add(1);
+        match build("EVALSHA", &self.hash).query_async(conn).await {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                trips.add(1);
+                build("EVAL", &self.code).query_async(conn).await
+            }
+            other => other,
+        }
+    }
+}

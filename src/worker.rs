@@ -1,0 +1,438 @@
+//! The BullMQ-compatible worker: one fetch driver, a task per running job, lock renewal and
+//! stall recovery beside them, and a graceful stop.
+//!
+//! Life of a job: a concurrency permit is taken *before* the job is moved to active (taking a
+//! job first and waiting for a permit later lets locks expire: bullmq-rs PR #21); the job runs
+//! in its own task under its own tracing span; the finishing script records the outcome and,
+//! unless we are stopping, takes the next job in the same round trip, which the same task then
+//! runs with the same permit.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+use crate::commands::{Commands, FetchArgs, Fetched, Finish, now_ms};
+use crate::config::WorkerConfig;
+use crate::error::{ConfigError, Error};
+use crate::fetcher::Fetcher;
+use crate::job::{Job, KeepJobs};
+use crate::lock_manager::LockManager;
+use crate::processor::{Failure, JobContext, Outcome, Processor};
+use crate::scripts::RoundTrips;
+use crate::stalled_checker;
+
+/// Why [`Worker::run`] returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// Jobs still running at the grace deadline, left to stall recovery.
+    pub abandoned: usize,
+    /// Jobs this process finished (completed, failed or moved to delayed/wait).
+    pub finished: u64,
+}
+
+/// A worker bound to one queue and one processor.
+pub struct Worker<P> {
+    config: WorkerConfig,
+    processor: Arc<P>,
+    trips: Arc<RoundTrips>,
+}
+
+/// What every job task shares.
+struct Shared<P> {
+    config: WorkerConfig,
+    processor: Arc<P>,
+    commands: Commands,
+    locks: Arc<LockManager>,
+    stopping: CancellationToken,
+    finished: AtomicU64,
+}
+
+impl<P: Processor> Worker<P> {
+    /// Validates `config`: a worker that would break an invariant never starts.
+    pub fn new(config: WorkerConfig, processor: P) -> Result<Self, ConfigError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            processor: Arc::new(processor),
+            trips: Arc::default(),
+        })
+    }
+
+    /// Redis round trips made so far (scripts and blocking waits), for benchmarks.
+    pub fn round_trips(&self) -> Arc<RoundTrips> {
+        self.trips.clone()
+    }
+
+    /// Run until `shutdown` is cancelled, then let running jobs finish within the grace period.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<Stopped, Error> {
+        let cfg = self.config;
+        let client = redis::Client::open(cfg.redis_url.as_str())?;
+        let conn = connect_until(&client, &shutdown).await?;
+        let keys = crate::keys::QueueKeys::new(&cfg.prefix, &cfg.queue);
+        let commands = Commands::new(conn, keys, self.trips.clone());
+        let locks = Arc::new(LockManager::new(
+            commands.clone(),
+            cfg.lock_duration,
+            cfg.lock_renew_time,
+        ));
+
+        // Background loops outlive the fetch loop: locks must be renewed while jobs finish.
+        let background = CancellationToken::new();
+        let mut loops = tokio::task::JoinSet::new();
+        {
+            let (locks, cancel) = (locks.clone(), background.clone());
+            loops.spawn(async move { locks.run(cancel).await });
+            loops.spawn(stalled_checker::run(
+                commands.clone(),
+                cfg.max_stalled_count,
+                cfg.stalled_interval,
+                background.clone(),
+            ));
+        }
+
+        let shared = Arc::new(Shared {
+            config: cfg.clone(),
+            processor: self.processor,
+            commands: commands.clone(),
+            locks: locks.clone(),
+            stopping: shutdown.clone(),
+            finished: AtomicU64::new(0),
+        });
+        let tracker = TaskTracker::new();
+        let permits = Arc::new(Semaphore::new(cfg.concurrency));
+        let mut fetcher = Fetcher::new(client, commands, &cfg);
+        tracing::info!(queue = %cfg.queue, prefix = %cfg.prefix, concurrency = cfg.concurrency,
+            worker = %fetcher.worker_id(), "worker started");
+
+        loop {
+            let permit = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                p = permits.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
+            };
+            let Some((job, token)) = fetcher.next_job(&shutdown).await else {
+                break;
+            };
+            tracker.spawn(run_jobs(shared.clone(), *job, token, permit));
+        }
+
+        tracker.close();
+        let running = locks.running();
+        tracing::info!(
+            running,
+            grace_ms = cfg.shutdown_grace.as_millis() as u64,
+            "stopping: no new jobs; waiting for running jobs"
+        );
+        let abandoned = match tokio::time::timeout(cfg.shutdown_grace, tracker.wait()).await {
+            Ok(()) => 0,
+            Err(_) => locks.running().max(1),
+        };
+        background.cancel();
+        while loops.join_next().await.is_some() {}
+        let finished = shared.finished.load(Ordering::Relaxed);
+        if abandoned > 0 {
+            tracing::warn!(
+                abandoned,
+                finished,
+                "grace period over: jobs still running are left to \
+                stall recovery"
+            );
+        } else {
+            tracing::info!(finished, "worker stopped cleanly");
+        }
+        Ok(Stopped {
+            abandoned,
+            finished,
+        })
+    }
+}
+
+/// Connect the command connection, retrying with backoff while Redis is unreachable.
+async fn connect_until(
+    client: &redis::Client,
+    shutdown: &CancellationToken,
+) -> Result<redis::aio::ConnectionManager, Error> {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        match crate::connection::commands(client).await {
+            Ok(c) => return Ok(c),
+            Err(e) => {
+                tracing::warn!(error = %e, retry_ms = delay.as_millis() as u64, "redis unreachable");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Err(e.into()),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Run a job, then whatever job its finishing call fetched next, on one permit.
+async fn run_jobs<P: Processor>(
+    shared: Arc<Shared<P>>,
+    mut job: Job,
+    token: String,
+    _permit: OwnedSemaphorePermit,
+) {
+    loop {
+        let span = tracing::info_span!("job", queue = %shared.config.queue, job_id = %job.id,
+            attempt = job.attempt());
+        match run_one(&shared, job, &token).instrument(span).await {
+            Some(next) => job = next,
+            None => return,
+        }
+    }
+}
+
+async fn run_one<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Option<Job> {
+    shared.locks.track(&job.id, token);
+    let outcome = match precheck(&job) {
+        Some(outcome) => outcome,
+        None => {
+            let ctx = JobContext {
+                commands: shared.commands.clone(),
+                job_id: job.id.clone(),
+            };
+            shared.processor.process(&job, &ctx).await
+        }
+    };
+    let finish = decide(&job, outcome, rand::random::<f64>());
+    let keep = match &finish {
+        Finish::Completed { .. } => KeepJobs::resolve(
+            job.opts.remove_on_complete,
+            shared.config.remove_on_complete,
+        ),
+        _ => KeepJobs::resolve(job.opts.remove_on_fail, shared.config.remove_on_fail),
+    };
+    let fetch = (!shared.stopping.is_cancelled()).then(|| fetch_args(&shared.config, token));
+    shared.locks.untrack(&job.id);
+
+    // Retry the finishing call through Redis trouble for as long as our lock could still be
+    // valid: giving up early would leave finished work to be redone by stall recovery.
+    let deadline = tokio::time::Instant::now() + shared.config.lock_duration;
+    let mut delay = Duration::from_millis(50);
+    loop {
+        let result = shared
+            .commands
+            .finish(
+                &job,
+                token,
+                &finish,
+                keep,
+                shared.config.metrics_max_data_points,
+                fetch.as_ref(),
+            )
+            .await;
+        match result {
+            Ok(Ok(fetched)) => {
+                shared.finished.fetch_add(1, Ordering::Relaxed);
+                log_finish(&finish);
+                return match fetched {
+                    Fetched::Job(next) => Some(*next),
+                    _ => None,
+                };
+            }
+            Ok(Err(code)) if code.is_lock_lost() => {
+                tracing::warn!(%code, "job no longer ours (lock lost); leaving it to its new owner or \
+                    to stall recovery");
+                return None;
+            }
+            Ok(Err(code)) => {
+                tracing::error!(%code, "finishing the job was refused");
+                return None;
+            }
+            Err(e) if e.is_transient() && tokio::time::Instant::now() + delay < deadline => {
+                tracing::warn!(error = %e, "could not record the job's outcome; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "could not record the job's outcome; stall recovery \
+                    will run it again");
+                return None;
+            }
+        }
+    }
+}
+
+fn log_finish(finish: &Finish) {
+    match finish {
+        Finish::Completed { .. } => tracing::debug!("completed"),
+        Finish::Failed { reason, .. } => tracing::info!(%reason, "failed"),
+        Finish::RetryNow { reason, .. } => tracing::info!(%reason, "failed; retrying now"),
+        Finish::Delay {
+            delay_ms,
+            failure: Some((reason, _)),
+            ..
+        } => {
+            tracing::info!(%reason, delay_ms, "failed; retrying after backoff")
+        }
+        Finish::Delay { delay_ms, .. } => tracing::debug!(delay_ms, "moved to delayed"),
+    }
+}
+
+/// Jobs that must fail without running: a deferred failure (stall limit, failed child), or
+/// options/data Node could not read either. Node loops forever on non-JSON data
+/// (bullmq-protocol.md §8.8); we fail it once, with a reason a person can act on.
+fn precheck(job: &Job) -> Option<Outcome> {
+    if let Some(reason) = &job.deferred_failure {
+        return Some(Outcome::unrecoverable(reason.clone()));
+    }
+    if let Some(problem) = &job.opts.invalid {
+        return Some(Outcome::unrecoverable(problem.clone()));
+    }
+    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&job.data) {
+        return Some(Outcome::unrecoverable(format!(
+            "job data is not valid JSON ({e}); fix the producer"
+        )));
+    }
+    None
+}
+
+/// Turn an outcome into the finishing call, as Node's `handleCompleted` / `moveToFailed` do.
+pub fn decide(job: &Job, outcome: Outcome, rand: f64) -> Finish {
+    match outcome {
+        Outcome::Completed(value) => Finish::Completed {
+            returnvalue: value.to_string(),
+        },
+        Outcome::DelayUntil(at) => Finish::Delay {
+            delay_ms: (at - now_ms()).max(0) as u64,
+            skip_attempt: true,
+            failure: None,
+        },
+        Outcome::Failed(failure) => decide_failure(job, &failure, rand),
+    }
+}
+
+fn decide_failure(job: &Job, failure: &Failure, rand: f64) -> Finish {
+    let mut traces = job.stacktrace.clone();
+    traces.push(failure.stack_entry());
+    match job.opts.stack_trace_limit {
+        Some(limit) if traces.len() > limit => {
+            traces.drain(..traces.len() - limit);
+        }
+        _ => {}
+    }
+    let stacktrace = serde_json::Value::from(traces).to_string();
+    let mut reason = failure.message.clone();
+    if !failure.unrecoverable && job.attempts_made + 1 < job.opts.attempts {
+        match job
+            .opts
+            .backoff
+            .as_ref()
+            .map(|b| b.delay_ms(job.attempt(), rand))
+        {
+            None | Some(Ok(0)) => {
+                return Finish::RetryNow {
+                    reason,
+                    stacktrace,
+                    lifo: job.opts.lifo,
+                };
+            }
+            Some(Ok(delay_ms)) => {
+                return Finish::Delay {
+                    delay_ms,
+                    skip_attempt: false,
+                    failure: Some((reason, stacktrace)),
+                };
+            }
+            Some(Err(problem)) => reason = format!("{reason} (not retried: {problem})"),
+        }
+    }
+    Finish::Failed { reason, stacktrace }
+}
+
+pub(crate) fn fetch_args(cfg: &WorkerConfig, token: &str) -> FetchArgs {
+    FetchArgs {
+        token: token.to_string(),
+        lock_ms: cfg.lock_duration.as_millis().to_string(),
+        name: cfg.name.clone().unwrap_or_default(),
+        limiter_max: cfg.limiter.map(|(m, _)| m.to_string()).unwrap_or_default(),
+        limiter_duration: cfg
+            .limiter
+            .map(|(_, d)| d.as_millis().to_string())
+            .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{Backoff, JobOptions};
+
+    fn job(attempts: u32, made: u32, backoff: Option<Backoff>) -> Job {
+        let mut j = Job::from_fields("1".into(), vec![]);
+        j.opts = JobOptions {
+            attempts,
+            backoff,
+            ..Default::default()
+        };
+        j.attempts_made = made;
+        j
+    }
+
+    #[test]
+    fn retries_while_attempts_remain() {
+        let f = decide(&job(3, 0, None), Outcome::fail("boom"), 0.0);
+        assert!(matches!(f, Finish::RetryNow { ref reason, .. } if reason == "boom"));
+        let b = Some(Backoff::Fixed {
+            delay: 100.0,
+            jitter: 0.0,
+        });
+        let f = decide(&job(3, 1, b.clone()), Outcome::fail("boom"), 0.0);
+        assert!(matches!(
+            f,
+            Finish::Delay {
+                delay_ms: 100,
+                skip_attempt: false,
+                ..
+            }
+        ));
+        let f = decide(&job(3, 2, b), Outcome::fail("boom"), 0.0);
+        assert!(matches!(f, Finish::Failed { .. }));
+    }
+
+    #[test]
+    fn unrecoverable_skips_retries_and_stack_accumulates() {
+        let mut j = job(5, 0, None);
+        j.stacktrace = vec!["Error: earlier".into()];
+        match decide(&j, Outcome::unrecoverable("nope"), 0.0) {
+            Finish::Failed { reason, stacktrace } => {
+                assert_eq!(reason, "nope");
+                assert_eq!(
+                    stacktrace,
+                    r#"["Error: earlier","UnrecoverableError: nope"]"#
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_data_and_deferred_failure_fail_without_running() {
+        let mut j = job(1, 0, None);
+        j.data = "{not json".into();
+        assert!(matches!(
+            precheck(&j),
+            Some(Outcome::Failed(Failure {
+                unrecoverable: true,
+                ..
+            }))
+        ));
+        j.data = "{}".into();
+        assert_eq!(precheck(&j), None);
+        j.deferred_failure = Some("job stalled more than allowable limit".into());
+        assert_eq!(
+            precheck(&j),
+            Some(Outcome::unrecoverable(
+                "job stalled more than allowable limit"
+            ))
+        );
+    }
+}
