@@ -1,0 +1,247 @@
+//! Test support: a real `redis-server` on a random port in a temp dir (killed on drop, its log
+//! printed when a test fails), a producer that adds jobs as BullMQ's `Queue.add` stores them,
+//! and polling with a deadline.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use redis::AsyncCommands;
+use ringback::keys::QueueKeys;
+
+pub struct RedisServer {
+    pub port: u16,
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// Start a server; a missing `redis-server` fails the test (never a silent skip).
+    pub fn start() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let mut server = RedisServer {
+            port,
+            child: None,
+            dir,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let log = self.dir.path().join("redis.log");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(&log)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect(
+                "redis-server must be installed (apt-get install redis-server); run ./scripts/test",
+            );
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(client) = redis::Client::open(self.url())
+                && let Ok(mut c) = client.get_connection()
+                && redis::cmd("PING").query::<String>(&mut c).is_ok()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+
+    /// Kill the server (as a crash would) and start it again on the same port, empty.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- redis-server log ---\n{}", self.log());
+        }
+        self.kill();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A fresh queue name per test.
+pub fn queue_name(test: &str) -> String {
+    format!("{test}-{}", &uuid::Uuid::new_v4().to_string()[..8])
+}
+
+/// Options of a test job, as a producer would pass them.
+#[derive(Default, Clone)]
+pub struct Add<'a> {
+    pub id: Option<&'a str>,
+    pub data: &'a str,
+    pub opts: &'a str,
+    pub priority: u32,
+    pub delay_ms: u64,
+    pub lifo: bool,
+}
+
+/// Store a job as BullMQ's add scripts do (hash, then wait/prioritized/delayed, marker, event).
+pub async fn add_job(
+    c: &mut redis::aio::MultiplexedConnection,
+    k: &QueueKeys,
+    add: Add<'_>,
+) -> String {
+    let id = match add.id {
+        Some(id) => id.to_string(),
+        None => c.incr::<_, _, i64>(k.id(), 1).await.unwrap().to_string(),
+    };
+    let now = ringback::commands::now_ms();
+    let data = if add.data.is_empty() { "{}" } else { add.data };
+    let opts = if add.opts.is_empty() {
+        "{\"attempts\":0}"
+    } else {
+        add.opts
+    };
+    let _: () = redis::pipe()
+        .hset_multiple(
+            k.job(&id),
+            &[
+                ("name", "test"),
+                ("data", data),
+                ("opts", opts),
+                ("timestamp", &now.to_string()),
+                ("delay", &add.delay_ms.to_string()),
+                ("priority", &add.priority.to_string()),
+            ],
+        )
+        .xadd(
+            k.events(),
+            "*",
+            &[("event", "added"), ("jobId", id.as_str()), ("name", "test")],
+        )
+        .query_async(c)
+        .await
+        .unwrap();
+    if add.delay_ms > 0 {
+        let due = now + add.delay_ms as i64;
+        let _: () = c.zadd(k.delayed(), &id, due * 4096).await.unwrap();
+        let _: () = c.zadd(k.marker(), "1", due).await.unwrap();
+    } else if add.priority > 0 {
+        let n: i64 = c.incr(k.pc(), 1).await.unwrap();
+        let score = add.priority as i64 * (1i64 << 32) + n;
+        let _: () = c.zadd(k.prioritized(), &id, score).await.unwrap();
+        let _: () = c.zadd(k.marker(), "0", 0).await.unwrap();
+    } else {
+        let _: () = if add.lifo {
+            c.rpush(k.wait(), &id).await.unwrap()
+        } else {
+            c.lpush(k.wait(), &id).await.unwrap()
+        };
+        let _: () = c.zadd(k.marker(), "0", 0).await.unwrap();
+    }
+    id
+}
+
+/// Poll `f` until it returns `Some`, or fail after `timeout` with `what`.
+pub async fn wait_for<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The fields of a job hash.
+pub async fn job_hash(
+    c: &mut redis::aio::MultiplexedConnection,
+    k: &QueueKeys,
+    id: &str,
+) -> std::collections::HashMap<String, String> {
+    c.hgetall(k.job(id)).await.unwrap()
+}
+
+/// All events in the stream, as (event, jobId) pairs.
+pub async fn events(
+    c: &mut redis::aio::MultiplexedConnection,
+    k: &QueueKeys,
+) -> Vec<(String, String)> {
+    let reply: redis::streams::StreamRangeReply = c.xrange_all(k.events()).await.unwrap();
+    reply
+        .ids
+        .into_iter()
+        .map(|e| {
+            let get = |f: &str| e.get::<String>(f).unwrap_or_default();
+            (get("event"), get("jobId"))
+        })
+        .collect()
+}
+
+/// A fast worker configuration for tests.
+pub fn config(server: &RedisServer, queue: &str) -> ringback::WorkerConfig {
+    ringback::WorkerConfig {
+        redis_url: server.url(),
+        queue: queue.to_string(),
+        concurrency: 4,
+        lock_duration: Duration::from_millis(1000),
+        lock_renew_time: Duration::from_millis(500),
+        stalled_interval: Duration::from_millis(300),
+        shutdown_grace: Duration::from_secs(5),
+        drain_delay: Duration::from_millis(500),
+        ..Default::default()
+    }
+}

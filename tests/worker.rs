@@ -1,0 +1,756 @@
+//! The worker core against a real redis-server: finishing, retries, delays, removal, stalls,
+//! lock loss, pause (v5 and v6 layouts), limits, shutdown and Redis restarts.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use common::{Add, RedisServer, add_job, config, events, job_hash, queue_name, wait_for};
+use redis::AsyncCommands;
+use ringback::keys::QueueKeys;
+use ringback::scripted::ScriptedProcessor;
+use ringback::{Worker, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+const T: Duration = Duration::from_secs(10);
+
+struct Running {
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
+}
+
+impl Running {
+    fn start(cfg: WorkerConfig) -> Self {
+        let worker = Worker::new(cfg, ScriptedProcessor).expect("valid config");
+        let cancel = CancellationToken::new();
+        let handle = tokio::spawn(worker.run(cancel.clone()));
+        Running { cancel, handle }
+    }
+
+    async fn stop(self) -> ringback::Stopped {
+        self.cancel.cancel();
+        self.handle.await.expect("worker task").expect("worker run")
+    }
+}
+
+async fn state_of(
+    c: &mut redis::aio::MultiplexedConnection,
+    k: &QueueKeys,
+    id: &str,
+) -> Option<&'static str> {
+    if c.zscore::<_, _, Option<f64>>(k.completed(), id)
+        .await
+        .unwrap()
+        .is_some()
+    {
+        return Some("completed");
+    }
+    if c.zscore::<_, _, Option<f64>>(k.failed(), id)
+        .await
+        .unwrap()
+        .is_some()
+    {
+        return Some("failed");
+    }
+    None
+}
+
+async fn finished(
+    c: &mut redis::aio::MultiplexedConnection,
+    k: &QueueKeys,
+    id: &str,
+) -> &'static str {
+    let (c2, k2, id2) = (c.clone(), k.clone(), id.to_string());
+    wait_for(T, &format!("job {id} to finish"), move || {
+        let (mut c, k, id) = (c2.clone(), k2.clone(), id2.clone());
+        async move { state_of(&mut c, &k, &id).await }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn completes_fails_and_retries_like_node() {
+    let server = RedisServer::start();
+    let q = queue_name("basic");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let plain = add_job(&mut c, &k, Add::default()).await;
+    let value = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["complete:{\"x\":1}"]}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let retried = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["fail:boom","complete"]}"#,
+            opts: r#"{"attempts":2,"backoff":{"type":"fixed","delay":50}}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let immediate = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["fail:once","complete"]}"#,
+            opts: r#"{"attempts":3}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let failed = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["fail:boom"]}"#,
+            opts: r#"{"attempts":2}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let unrec = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["unrecoverable:nope"]}"#,
+            opts: r#"{"attempts":5}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let bad = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: "{not json",
+            ..Default::default()
+        },
+    )
+    .await;
+
+    let w = Running::start(config(&server, &q));
+    for id in [&plain, &value, &retried, &immediate] {
+        assert_eq!(finished(&mut c, &k, id).await, "completed", "job {id}");
+    }
+    for id in [&failed, &unrec, &bad] {
+        assert_eq!(finished(&mut c, &k, id).await, "failed", "job {id}");
+    }
+    w.stop().await;
+
+    let h = job_hash(&mut c, &k, &plain).await;
+    assert_eq!(h["returnvalue"], "null");
+    assert_eq!(h["atm"], "1");
+    assert_eq!(h["ats"], "1");
+    assert!(h["finishedOn"].parse::<i64>().unwrap() >= h["processedOn"].parse::<i64>().unwrap());
+    assert_eq!(
+        job_hash(&mut c, &k, &value).await["returnvalue"],
+        r#"{"x":1}"#
+    );
+
+    let h = job_hash(&mut c, &k, &retried).await;
+    assert_eq!(h["returnvalue"], r#"{"ok":true,"attempt":2}"#);
+    assert_eq!(
+        (h["atm"].as_str(), h["ats"].as_str(), h["delay"].as_str()),
+        ("2", "2", "0")
+    );
+    assert_eq!(
+        h["failedReason"], "boom",
+        "the last failure stays recorded, as in Node"
+    );
+    assert_eq!(h["stacktrace"], r#"["Error: boom"]"#);
+    assert_eq!(job_hash(&mut c, &k, &immediate).await["atm"], "2");
+
+    let h = job_hash(&mut c, &k, &failed).await;
+    assert_eq!(
+        (h["failedReason"].as_str(), h["atm"].as_str()),
+        ("boom", "2")
+    );
+    assert_eq!(h["stacktrace"], r#"["Error: boom","Error: boom"]"#);
+    let h = job_hash(&mut c, &k, &unrec).await;
+    assert_eq!(
+        (h["failedReason"].as_str(), h["atm"].as_str()),
+        ("nope", "1")
+    );
+    let h = job_hash(&mut c, &k, &bad).await;
+    assert!(
+        h["failedReason"].starts_with("job data is not valid JSON"),
+        "{}",
+        h["failedReason"]
+    );
+    assert_eq!(h["atm"], "1");
+
+    let ev = events(&mut c, &k).await;
+    let has = |e: &str, id: &str| ev.iter().any(|(a, b)| a == e && b == id);
+    assert!(has("active", &plain) && has("completed", &plain));
+    assert!(
+        has("delayed", &retried),
+        "backoff retry goes through delayed"
+    );
+    assert!(
+        ev.iter()
+            .filter(|(e, id)| e == "waiting" && id == &immediate)
+            .count()
+            >= 1
+    );
+    assert!(has("failed", &failed) && has("retries-exhausted", &failed));
+    assert!(
+        has("failed", &unrec) && !has("retries-exhausted", &unrec),
+        "1 of 5 attempts used"
+    );
+    assert!(ev.iter().any(|(e, _)| e == "drained"));
+    let active: i64 = c.llen(k.active()).await.unwrap();
+    assert_eq!(active, 0);
+}
+
+#[tokio::test]
+async fn delays_priorities_lifo_and_removal() {
+    let server = RedisServer::start();
+    let q = queue_name("order");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let delayed = add_job(
+        &mut c,
+        &k,
+        Add {
+            delay_ms: 300,
+            ..Default::default()
+        },
+    )
+    .await;
+    let self_delay = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["delay:200","complete"]}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let low = add_job(
+        &mut c,
+        &k,
+        Add {
+            priority: 5,
+            ..Default::default()
+        },
+    )
+    .await;
+    let high = add_job(
+        &mut c,
+        &k,
+        Add {
+            priority: 1,
+            ..Default::default()
+        },
+    )
+    .await;
+    let plain = add_job(&mut c, &k, Add::default()).await;
+    let removed = add_job(
+        &mut c,
+        &k,
+        Add {
+            opts: r#"{"attempts":0,"removeOnComplete":true}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+
+    let mut cfg = config(&server, &q);
+    cfg.concurrency = 1;
+    let w = Running::start(cfg);
+    for id in [&delayed, &self_delay, &low, &high, &plain] {
+        assert_eq!(finished(&mut c, &k, id).await, "completed");
+    }
+    let gone: HashMap<String, String> = c.hgetall(k.job(&removed)).await.unwrap();
+    wait_for(T, "removed job to vanish", || {
+        let mut c = c.clone();
+        let k = k.clone();
+        let id = removed.clone();
+        async move { (!c.exists::<_, bool>(k.job(&id)).await.unwrap()).then_some(()) }
+    })
+    .await;
+    let _ = gone;
+    w.stop().await;
+
+    let h = job_hash(&mut c, &k, &self_delay).await;
+    assert_eq!(
+        (h["atm"].as_str(), h["ats"].as_str()),
+        ("1", "2"),
+        "a processor delay uses no attempt"
+    );
+    // activation order: plain jobs before prioritized ones, priority 1 before 5
+    let ev = events(&mut c, &k).await;
+    let order: Vec<&String> = ev
+        .iter()
+        .filter(|(e, _)| e == "active")
+        .map(|(_, id)| id)
+        .collect();
+    let pos = |id: &str| order.iter().position(|x| *x == id).unwrap();
+    assert!(
+        pos(&plain) < pos(&high) && pos(&high) < pos(&low),
+        "{order:?}"
+    );
+    assert!(
+        ev.iter().any(|(e, id)| e == "waiting" && id == &delayed),
+        "promotion emits waiting"
+    );
+    assert!(ev.iter().any(|(e, id)| e == "delayed" && id == &self_delay));
+}
+
+#[tokio::test]
+async fn keeps_only_what_remove_on_complete_allows() {
+    let server = RedisServer::start();
+    let q = queue_name("keep");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let mut ids = vec![];
+    for _ in 0..5 {
+        ids.push(
+            add_job(
+                &mut c,
+                &k,
+                Add {
+                    opts: r#"{"attempts":0,"removeOnComplete":2}"#,
+                    ..Default::default()
+                },
+            )
+            .await,
+        );
+    }
+    let mut cfg = config(&server, &q);
+    cfg.concurrency = 1;
+    let w = Running::start(cfg);
+    wait_for(T, "all processed", || {
+        let mut c = c.clone();
+        let k = k.clone();
+        async move {
+            let wait: i64 = c.llen(k.wait()).await.unwrap();
+            let active: i64 = c.llen(k.active()).await.unwrap();
+            (wait == 0 && active == 0).then_some(())
+        }
+    })
+    .await;
+    w.stop().await;
+    let kept: Vec<String> = c.zrange(k.completed(), 0, -1).await.unwrap();
+    assert_eq!(kept, ids[3..].to_vec());
+    assert!(!c.exists::<_, bool>(k.job(&ids[0])).await.unwrap());
+}
+
+#[tokio::test]
+async fn stalled_job_is_recovered_then_failed_past_max_stalled_count() {
+    let server = RedisServer::start();
+    let q = queue_name("stall");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    // A job left in active without a lock, as a killed worker leaves it.
+    let id = add_job(&mut c, &k, Add::default()).await;
+    let _: () = redis::pipe()
+        .rpoplpush(k.wait(), k.active())
+        .hset(k.job(&id), "ats", 1)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let mut cfg = config(&server, &q);
+    cfg.max_stalled_count = 0;
+    let w = Running::start(cfg);
+    assert_eq!(finished(&mut c, &k, &id).await, "failed");
+    w.stop().await;
+    let h = job_hash(&mut c, &k, &id).await;
+    assert_eq!(h["failedReason"], "job stalled more than allowable limit");
+    assert_eq!(h["stc"], "1");
+    assert!(
+        !h.contains_key("defa"),
+        "the deferred failure is cleared on final failure"
+    );
+    let ev = events(&mut c, &k).await;
+    let stalled = ev
+        .iter()
+        .position(|(e, j)| e == "stalled" && j == &id)
+        .expect("stalled event");
+    assert_eq!(
+        ev[stalled - 1],
+        ("waiting".to_string(), id.clone()),
+        "waiting (prev active) precedes stalled"
+    );
+
+    // With the default max of 1, the same situation runs the job again.
+    let id2 = add_job(&mut c, &k, Add::default()).await;
+    let _: () = redis::pipe()
+        .rpoplpush(k.wait(), k.active())
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let w = Running::start(config(&server, &q));
+    assert_eq!(finished(&mut c, &k, &id2).await, "completed");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_job_whose_lock_was_taken_is_left_alone() {
+    let server = RedisServer::start();
+    let q = queue_name("lock");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let id = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["sleep:700"]}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let w = Running::start(config(&server, &q));
+    wait_for(T, "job active", || {
+        let mut c = c.clone();
+        let k = k.clone();
+        let id = id.clone();
+        async move {
+            c.exists::<_, bool>(k.lock(&id))
+                .await
+                .unwrap()
+                .then_some(())
+        }
+    })
+    .await;
+    // Another worker now owns it (as after a stall recovery and re-fetch).
+    let _: () = c.set(k.lock(&id), "someone-else:1").await.unwrap();
+    // A graceful stop waits for the running attempt, whose finishing call is then refused.
+    let stopped = w.stop().await;
+    assert_eq!(stopped.finished, 0, "the finishing call was refused");
+    assert_eq!(state_of(&mut c, &k, &id).await, None);
+    let lock: String = c.get(k.lock(&id)).await.unwrap();
+    assert_eq!(lock, "someone-else:1");
+    let active: Vec<String> = c.lrange(k.active(), 0, -1).await.unwrap();
+    assert_eq!(active, vec![id]);
+}
+
+#[tokio::test]
+async fn graceful_stop_finishes_running_jobs_and_abandons_at_the_deadline() {
+    let server = RedisServer::start();
+    let q = queue_name("stop");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let short = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["sleep:400"]}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let w = Running::start(config(&server, &q));
+    wait_for(T, "job active", || {
+        let mut c = c.clone();
+        let k = k.clone();
+        let id = short.clone();
+        async move {
+            c.exists::<_, bool>(k.lock(&id))
+                .await
+                .unwrap()
+                .then_some(())
+        }
+    })
+    .await;
+    let queued = add_job(
+        &mut c,
+        &k,
+        Add {
+            delay_ms: 60_000,
+            ..Default::default()
+        },
+    )
+    .await;
+    let stopped = w.stop().await;
+    assert_eq!(
+        stopped,
+        ringback::Stopped {
+            abandoned: 0,
+            finished: 1
+        }
+    );
+    assert_eq!(state_of(&mut c, &k, &short).await, Some("completed"));
+    assert_eq!(state_of(&mut c, &k, &queued).await, None);
+
+    let long = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["sleep:5000"]}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let mut cfg = config(&server, &q);
+    cfg.shutdown_grace = Duration::from_millis(300);
+    let w = Running::start(cfg);
+    wait_for(T, "long job active", || {
+        let mut c = c.clone();
+        let k = k.clone();
+        let id = long.clone();
+        async move {
+            c.exists::<_, bool>(k.lock(&id))
+                .await
+                .unwrap()
+                .then_some(())
+        }
+    })
+    .await;
+    let stopped = w.stop().await;
+    assert_eq!(stopped.abandoned, 1);
+    let active: Vec<String> = c.lrange(k.active(), 0, -1).await.unwrap();
+    assert_eq!(
+        active,
+        vec![long],
+        "left in active for stall recovery, not half-finished"
+    );
+}
+
+#[tokio::test]
+async fn paused_queue_waits_and_v5_promotions_go_to_the_paused_list() {
+    let server = RedisServer::start();
+    let q = queue_name("pause");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    // v6 pause: meta.paused, jobs stay in wait.
+    let _: () = c.hset(k.meta(), "paused", 1).await.unwrap();
+    let id = add_job(&mut c, &k, Add::default()).await;
+    let w = Running::start(config(&server, &q));
+    tokio::time::sleep(Duration::from_millis(400)).await; // a paused queue must stay untouched
+    assert_eq!(state_of(&mut c, &k, &id).await, None);
+    let waiting: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+    assert_eq!(waiting, vec![id.clone()]);
+    let _: () = c.hdel(k.meta(), "paused").await.unwrap();
+    let _: () = c.zadd(k.marker(), "0", 0).await.unwrap();
+    assert_eq!(finished(&mut c, &k, &id).await, "completed");
+
+    // v5: a job whose backoff ends while the queue is paused is promoted into the `paused` list.
+    let _: () = c.hset(k.meta(), "version", "bullmq:5.81.5").await.unwrap();
+    let opts = r#"{"attempts":2,"backoff":{"type":"fixed","delay":300}}"#;
+    add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["fail:x"]}"#,
+            opts,
+            ..Default::default()
+        },
+    )
+    .await;
+    wait_for(T, "job in delayed after its failed attempt", || {
+        let mut c = c.clone();
+        let k = k.clone();
+        async move { (c.zcard::<_, i64>(k.delayed()).await.unwrap() == 1).then_some(()) }
+    })
+    .await;
+    let _: () = c.hset(k.meta(), "paused", 1).await.unwrap();
+    wait_for(T, "promoted job in the v5 paused list", || {
+        let mut c = c.clone();
+        let k = k.clone();
+        async move { (c.llen::<_, i64>(k.paused()).await.unwrap() == 1).then_some(()) }
+    })
+    .await;
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn global_concurrency_and_rate_limit_from_meta() {
+    let server = RedisServer::start();
+    let q = queue_name("limits");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let _: () = c
+        .hset_multiple(
+            k.meta(),
+            &[("concurrency", "1"), ("max", "2"), ("duration", "500")],
+        )
+        .await
+        .unwrap();
+    let mut ids = vec![];
+    for _ in 0..4 {
+        ids.push(
+            add_job(
+                &mut c,
+                &k,
+                Add {
+                    data: r#"{"script":["sleep:50"]}"#,
+                    ..Default::default()
+                },
+            )
+            .await,
+        );
+    }
+    let mut cfg = config(&server, &q);
+    cfg.concurrency = 4;
+    let started = std::time::Instant::now();
+    let w = Running::start(cfg);
+    let mut max_active = 0;
+    loop {
+        let active: i64 = c.llen(k.active()).await.unwrap();
+        max_active = max_active.max(active);
+        let done: i64 = c.zcard(k.completed()).await.unwrap();
+        if done == 4 {
+            break;
+        }
+        assert!(started.elapsed() < T, "jobs did not finish");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    w.stop().await;
+    assert_eq!(
+        max_active, 1,
+        "meta.concurrency caps active jobs across workers"
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "2 jobs per 500 ms: 4 jobs need a second window"
+    );
+}
+
+#[tokio::test]
+async fn scripts_survive_a_flushed_cache_and_a_redis_restart() {
+    let mut server = RedisServer::start();
+    let q = queue_name("restart");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let w = Running::start(config(&server, &q));
+    let a = add_job(&mut c, &k, Add::default()).await;
+    assert_eq!(finished(&mut c, &k, &a).await, "completed");
+
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let b = add_job(
+        &mut c,
+        &k,
+        Add {
+            data: r#"{"script":["fail:x","complete"]}"#,
+            opts: r#"{"attempts":2}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(finished(&mut c, &k, &b).await, "completed");
+
+    server.restart();
+    let mut c = server.conn().await;
+    let d = add_job(&mut c, &k, Add::default()).await;
+    assert_eq!(finished(&mut c, &k, &d).await, "completed");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn every_script_runs_after_script_flush() {
+    let server = RedisServer::start();
+    let k = QueueKeys::new("bull", &queue_name("flush"));
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let trips = std::sync::Arc::new(ringback::scripts::RoundTrips::default());
+    let cmds = ringback::commands::Commands::new(conn, k.clone(), trips.clone());
+    let mut c = server.conn().await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let fetch = ringback::commands::FetchArgs {
+        token: "t:1".into(),
+        lock_ms: "1000".into(),
+        name: String::new(),
+        limiter_max: String::new(),
+        limiter_duration: String::new(),
+    };
+    assert!(matches!(
+        cmds.move_to_active(&fetch).await.unwrap(),
+        ringback::commands::Fetched::Empty
+    ));
+    assert_eq!(
+        cmds.extend_locks(&[("1".into(), "t:1".into())], 1000)
+            .await
+            .unwrap(),
+        vec!["1".to_string()]
+    );
+    assert!(
+        cmds.move_stalled_jobs_to_wait(1, 1000)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        cmds.update_progress("nope", &serde_json::json!(5))
+            .await
+            .is_err(),
+        "job missing is reported"
+    );
+    let job = ringback::Job::from_fields("nope".into(), vec![]);
+    for finish in [
+        ringback::commands::Finish::Completed {
+            returnvalue: "null".into(),
+        },
+        ringback::commands::Finish::RetryNow {
+            reason: "r".into(),
+            stacktrace: "[]".into(),
+            lifo: false,
+        },
+        ringback::commands::Finish::Delay {
+            delay_ms: 5,
+            skip_attempt: true,
+            failure: None,
+        },
+    ] {
+        let r = cmds
+            .finish(
+                &job,
+                "t:1",
+                &finish,
+                ringback::job::KeepJobs::KEEP_ALL,
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.unwrap_err(), ringback::ScriptCode::JobMissing);
+    }
+    let loaded: Vec<bool> = redis::cmd("SCRIPT")
+        .arg("EXISTS")
+        .arg(
+            ringback::scripts::scripts()
+                .all()
+                .iter()
+                .map(|s| s.hash())
+                .collect::<Vec<_>>(),
+        )
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert!(
+        loaded.iter().all(|l| *l),
+        "every script was re-sent after NOSCRIPT: {loaded:?}"
+    );
+    assert!(
+        trips.get() >= 2 * loaded.len() as u64,
+        "a NOSCRIPT fallback costs one extra round trip"
+    );
+}
+
+#[tokio::test]
+async fn bad_configuration_is_refused_with_the_setting_named() {
+    let cfg = WorkerConfig {
+        concurrency: 0,
+        ..Default::default()
+    };
+    let err = Worker::new(cfg, ScriptedProcessor).err().expect("refused");
+    assert!(
+        err.to_string().starts_with("RINGBACK_CONCURRENCY:"),
+        "{err}"
+    );
+}
