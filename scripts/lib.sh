@@ -1,0 +1,37 @@
+# Shared by scripts/*: make sure the tools a fresh machine lacks are installed.
+# redis-server comes from Debian's packages; node-harness dependencies from its lockfile.
+
+ensure_redis() {
+  if command -v redis-server >/dev/null 2>&1; then return; fi
+  echo "installing redis-server from Debian's packages" >&2
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq redis-server >/dev/null
+  # Debian's package may start a system instance on 6379; ours run on random ports, so it is left alone.
+}
+
+ensure_node_harness() {
+  if [ ! -d node-harness/node_modules ] || [ node-harness/package-lock.json -nt node-harness/node_modules ]; then
+    (cd node-harness && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
+
+# Start a throw-away redis-server on a free port; sets REDIS_PORT and REDIS_URL; stopped on exit.
+start_redis() {
+  REDIS_DIR=$(mktemp -d)
+  REDIS_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$REDIS_DIR" \
+    --logfile "$REDIS_DIR/redis.log" --daemonize yes --pidfile "$REDIS_DIR/redis.pid"
+  REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+  for _ in $(seq 100); do
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "redis-server did not start:" >&2; cat "$REDIS_DIR/redis.log" >&2; return 1
+}
+
+stop_redis() {
+  [ -n "${REDIS_DIR:-}" ] && [ -f "$REDIS_DIR/redis.pid" ] && kill "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null
+  rm -rf "${REDIS_DIR:-/nonexistent}"
+}
