@@ -150,3 +150,198 @@ pub fn shutdown_on_signals() -> tokio_util::sync::CancellationToken {
     });
     token
 }
+
+/// Twilio client settings (`TWILIO_*`).
+#[derive(Debug, Clone, Args)]
+pub struct TwilioArgs {
+    #[arg(long, env = "TWILIO_ACCOUNT_SID")]
+    pub account_sid: Option<String>,
+    #[arg(long, env = "TWILIO_AUTH_TOKEN", hide_env_values = true)]
+    pub auth_token: Option<String>,
+    #[arg(long, env = "TWILIO_API_KEY")]
+    pub api_key: Option<String>,
+    #[arg(long, env = "TWILIO_API_SECRET", hide_env_values = true)]
+    pub api_secret: Option<String>,
+    #[arg(long = "twilio-from", env = "TWILIO_FROM")]
+    pub from: Option<String>,
+    #[arg(long, env = "TWILIO_MESSAGING_SERVICE_SID")]
+    pub messaging_service_sid: Option<String>,
+    #[arg(
+        long,
+        env = "TWILIO_API_BASE",
+        default_value = "https://api.twilio.com"
+    )]
+    pub api_base: String,
+    #[arg(long, env = "TWILIO_CONNECT_TIMEOUT_MS", default_value_t = 3_000)]
+    pub connect_timeout_ms: u64,
+    #[arg(long, env = "TWILIO_TIMEOUT_MS", default_value_t = 10_000)]
+    pub timeout_ms: u64,
+    /// Seconds Twilio may queue a message (1–36000).
+    #[arg(long, env = "TWILIO_VALIDITY_PERIOD_S")]
+    pub validity_period_s: Option<u32>,
+}
+
+impl TwilioArgs {
+    pub fn to_config(&self) -> Result<crate::twilio::TwilioConfig, ConfigError> {
+        use crate::twilio::{Auth, Secret, Sender};
+        let account_sid = self
+            .account_sid
+            .clone()
+            .filter(|s| s.starts_with("AC") && s.len() == 34)
+            .ok_or_else(|| {
+                ConfigError::new(
+                    "TWILIO_ACCOUNT_SID",
+                    "required: AC followed by 32 hex digits",
+                )
+            })?;
+        let auth = match (&self.api_key, &self.api_secret, &self.auth_token) {
+            (Some(key), Some(secret), _) => {
+                if !key.starts_with("SK") {
+                    return Err(ConfigError::new(
+                        "TWILIO_API_KEY",
+                        "an API key SID starts with SK",
+                    ));
+                }
+                Auth::ApiKey {
+                    sid: key.clone(),
+                    secret: Secret::new(secret.clone()),
+                }
+            }
+            (Some(_), None, _) => {
+                return Err(ConfigError::new(
+                    "TWILIO_API_SECRET",
+                    "required with TWILIO_API_KEY",
+                ));
+            }
+            (None, _, Some(token)) if !token.is_empty() => {
+                Auth::AuthToken(Secret::new(token.clone()))
+            }
+            _ => {
+                return Err(ConfigError::new(
+                    "TWILIO_AUTH_TOKEN",
+                    "required (or TWILIO_API_KEY with TWILIO_API_SECRET)",
+                ));
+            }
+        };
+        let sender = match (&self.from, &self.messaging_service_sid) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::new(
+                    "TWILIO_FROM",
+                    "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID, not both",
+                ));
+            }
+            (Some(from), None) => Sender::From(from.clone()),
+            (None, Some(ms)) => Sender::MessagingService(ms.clone()),
+            (None, None) => {
+                return Err(ConfigError::new(
+                    "TWILIO_FROM",
+                    "required (or TWILIO_MESSAGING_SERVICE_SID)",
+                ));
+            }
+        };
+        if !(self.api_base.starts_with("https://") || self.api_base.starts_with("http://")) {
+            return Err(ConfigError::new(
+                "TWILIO_API_BASE",
+                "must be an http(s) URL",
+            ));
+        }
+        if self.timeout_ms == 0 || self.connect_timeout_ms == 0 {
+            return Err(ConfigError::new(
+                "TWILIO_TIMEOUT_MS",
+                "timeouts must be positive",
+            ));
+        }
+        if let Some(v) = self.validity_period_s
+            && !(1..=36_000).contains(&v)
+        {
+            return Err(ConfigError::new(
+                "TWILIO_VALIDITY_PERIOD_S",
+                "must be between 1 and 36000",
+            ));
+        }
+        Ok(crate::twilio::TwilioConfig {
+            account_sid,
+            auth,
+            sender,
+            api_base: self.api_base.clone(),
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            timeout: Duration::from_millis(self.timeout_ms),
+            validity_period: self.validity_period_s,
+        })
+    }
+}
+
+/// Settings of `ringback twilio-sim`.
+#[derive(Debug, Clone, Args)]
+pub struct SimArgs {
+    #[arg(long, env = "RINGBACK_SIM_LISTEN", default_value = "127.0.0.1:4010")]
+    pub listen: std::net::SocketAddr,
+    #[arg(
+        long,
+        env = "TWILIO_ACCOUNT_SID",
+        default_value = "AC00000000000000000000000000000000"
+    )]
+    pub account_sid: String,
+    #[arg(
+        long,
+        env = "TWILIO_AUTH_TOKEN",
+        default_value = "sim-auth-token",
+        hide_env_values = true
+    )]
+    pub auth_token: String,
+    /// Extra credentials as `SK…:secret` (repeatable).
+    #[arg(long = "api-key", env = "RINGBACK_SIM_API_KEYS", value_delimiter = ',')]
+    pub api_keys: Vec<String>,
+    /// Fault rules as JSON, or `@path` to a JSON file (see `twilio_sim::faults`).
+    #[arg(long, env = "RINGBACK_SIM_FAULTS")]
+    pub faults: Option<String>,
+}
+
+impl SimArgs {
+    pub fn to_config(
+        &self,
+    ) -> Result<
+        (
+            crate::twilio_sim::SimConfig,
+            crate::twilio_sim::faults::Faults,
+        ),
+        ConfigError,
+    > {
+        use crate::twilio::Secret;
+        if !self.listen.ip().is_loopback() {
+            return Err(ConfigError::new(
+                "RINGBACK_SIM_LISTEN",
+                "the simulator only listens on a loopback address",
+            ));
+        }
+        let api_keys = self
+            .api_keys
+            .iter()
+            .map(|k| {
+                k.split_once(':')
+                    .map(|(sid, secret)| (sid.to_string(), Secret::new(secret)))
+                    .ok_or_else(|| ConfigError::new("RINGBACK_SIM_API_KEYS", "expected SK…:secret"))
+            })
+            .collect::<Result<_, _>>()?;
+        let faults = match self.faults.as_deref() {
+            None => Default::default(),
+            Some(spec) => {
+                let text = match spec.strip_prefix('@') {
+                    Some(path) => std::fs::read_to_string(path).map_err(|e| {
+                        ConfigError::new("RINGBACK_SIM_FAULTS", format!("cannot read {path}: {e}"))
+                    })?,
+                    None => spec.to_string(),
+                };
+                serde_json::from_str(&text).map_err(|e| {
+                    ConfigError::new("RINGBACK_SIM_FAULTS", format!("not valid fault rules: {e}"))
+                })?
+            }
+        };
+        let config = crate::twilio_sim::SimConfig {
+            account_sid: self.account_sid.clone(),
+            auth_token: Secret::new(self.auth_token.clone()),
+            api_keys,
+        };
+        Ok((config, faults))
+    }
+}

@@ -33,6 +33,8 @@ pub mod processor;
 pub mod scripted;
 pub mod scripts;
 pub mod stalled_checker;
+pub mod twilio;
+pub mod twilio_sim;
 pub mod worker;
 
 pub use config::WorkerConfig;

@@ -1,0 +1,148 @@
+//! Twilio's message resource and error body, as the REST API returns them (spec
+//! `api.v2010.account.message`; every field nullable; unknown fields ignored).
+
+use serde::{Deserialize, Serialize};
+
+/// A message as Twilio describes it (create, fetch and list answers; the simulator's store).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Message {
+    pub sid: String,
+    #[serde(default)]
+    pub account_sid: Option<String>,
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub date_created: Option<String>,
+    #[serde(default)]
+    pub date_sent: Option<String>,
+    #[serde(default)]
+    pub date_updated: Option<String>,
+    #[serde(default)]
+    pub direction: Option<String>,
+    #[serde(default)]
+    pub error_code: Option<i64>,
+    #[serde(default)]
+    pub error_message: Option<String>,
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub messaging_service_sid: Option<String>,
+    #[serde(default)]
+    pub num_media: Option<String>,
+    #[serde(default)]
+    pub num_segments: Option<String>,
+    #[serde(default)]
+    pub price: Option<String>,
+    #[serde(default)]
+    pub price_unit: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub to: Option<String>,
+    #[serde(default)]
+    pub uri: Option<String>,
+}
+
+/// A page of the list call.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct MessagePage {
+    pub messages: Vec<Message>,
+    #[serde(default)]
+    pub page: u64,
+    #[serde(default)]
+    pub page_size: u64,
+    #[serde(default)]
+    pub next_page_uri: Option<String>,
+    #[serde(default)]
+    pub uri: Option<String>,
+}
+
+/// Twilio's error body: `{"code", "message", "more_info", "status"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub more_info: Option<String>,
+    #[serde(default)]
+    pub status: u16,
+}
+
+impl ApiError {
+    pub fn new(status: u16, code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code: Some(code),
+            message: message.into(),
+            more_info: Some(format!("https://www.twilio.com/docs/errors/{code}")),
+            status,
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.code {
+            Some(code) => write!(f, "Twilio {code} (HTTP {}): {}", self.status, self.message),
+            None => write!(f, "Twilio HTTP {}: {}", self.status, self.message),
+        }
+    }
+}
+
+/// Message statuses in the order they can follow each other; a record never moves to a lower
+/// rank (twilio.md §2.4). `None` for statuses outside outbound messaging.
+pub fn status_rank(status: &str) -> Option<u8> {
+    Some(match status {
+        "accepted" | "scheduled" | "queued" => 0,
+        "sending" => 1,
+        "sent" => 2,
+        "delivered" | "undelivered" | "failed" | "canceled" | "partially_delivered" => 3,
+        "read" => 4,
+        _ => return None,
+    })
+}
+
+/// `SM` or `MM` followed by 32 hex digits.
+pub fn is_message_sid(s: &str) -> bool {
+    s.len() == 34
+        && (s.starts_with("SM") || s.starts_with("MM"))
+        && s[2..].bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// E.164: `+`, a non-zero digit, up to 15 digits in all.
+pub fn is_e164(s: &str) -> bool {
+    let digits = s.strip_prefix('+').unwrap_or("");
+    (2..=15).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_create_answer_with_unknown_fields() {
+        let m: Message = serde_json::from_str(
+            r#"{"sid":"SM0123456789abcdef0123456789abcdef","status":"queued","to":"+15558675310",
+                "error_code":null,"tags":{"x":1},"subresource_uris":{"media":"/x"}}"#,
+        )
+        .unwrap();
+        assert_eq!(m.status.as_deref(), Some("queued"));
+        assert!(is_message_sid(&m.sid));
+    }
+
+    #[test]
+    fn ranks_and_formats() {
+        assert!(status_rank("queued") < status_rank("sent"));
+        assert!(status_rank("delivered") < status_rank("read"));
+        assert_eq!(status_rank("receiving"), None);
+        assert!(is_e164("+15558675310"));
+        assert!(!is_e164("15558675310") && !is_e164("+0123") && !is_e164("+1555x"));
+        assert!(is_message_sid("MM0123456789abcdef0123456789abcdef"));
+        assert!(!is_message_sid("SM123"));
+    }
+}

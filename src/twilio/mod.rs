@@ -1,0 +1,12 @@
+//! Twilio at the edge: the Messages client, signatures, and the message model shared with the
+//! simulator.
+
+pub mod client;
+pub mod message;
+pub mod signature;
+
+pub use client::{
+    Auth, CreateMessage, ListFilter, Secret, SendOutcome, Sender, TwilioClient, TwilioConfig,
+    TwilioError,
+};
+pub use message::{ApiError, Message, MessagePage};

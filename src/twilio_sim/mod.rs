@@ -1,0 +1,590 @@
+//! `ringback twilio-sim`: a stand-in for Twilio's Messages API on loopback, close enough to
+//! drill every failure. Same REST shapes and error bodies as Twilio; validates what Twilio
+//! validates; posts signed status callbacks; injects faults on demand ([`faults`]); remembers
+//! every accepted message (`GET /sim/messages`, `GET /sim/stats`).
+//!
+//! Routes: `POST|GET /2010-04-01/Accounts/{AccountSid}/Messages.json`,
+//! `GET /2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json`, `GET /sim/messages`,
+//! `GET /sim/stats`, `GET /sim/requests`, `GET|PUT /sim/faults`, `POST /sim/reset`.
+
+pub mod callbacks;
+pub mod faults;
+pub mod server;
+pub mod store;
+
+use std::sync::{Arc, Mutex};
+
+use axum::extract::{Path, Query, RawQuery, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use base64::Engine;
+
+use crate::twilio::message::{is_e164, is_message_sid};
+use crate::twilio::{ApiError, Message, MessagePage, Secret};
+use faults::{CreateFault, Faults};
+use store::{RecordedRequest, Store};
+
+/// Who the simulator is: the account it serves and the credentials it accepts.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub account_sid: String,
+    pub auth_token: Secret,
+    /// Extra API keys (`SK…`, secret) accepted for Basic auth.
+    pub api_keys: Vec<(String, Secret)>,
+}
+
+/// Shared state of a running simulator.
+pub struct Simulator {
+    pub config: SimConfig,
+    pub store: Store,
+    pub faults: Mutex<Faults>,
+    http: reqwest::Client,
+}
+
+/// Marks a response the server must not send: the connection is dropped instead.
+#[derive(Clone, Copy, Debug)]
+pub struct DropConnection;
+
+impl Simulator {
+    pub fn new(config: SimConfig, faults: Faults) -> Arc<Self> {
+        crate::twilio::client::install_tls_provider();
+        let http = reqwest::Client::builder()
+            .timeout(std::time::Duration::from_secs(15))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        Arc::new(Self {
+            config,
+            store: Store::default(),
+            faults: Mutex::new(faults),
+            http,
+        })
+    }
+
+    fn faults(&self) -> std::sync::MutexGuard<'_, Faults> {
+        self.faults.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The simulator's router (tests call it with `oneshot`, the server over TCP).
+pub fn app(sim: Arc<Simulator>) -> Router {
+    Router::new()
+        .route(
+            "/2010-04-01/Accounts/{account}/Messages.json",
+            post(create).get(list),
+        )
+        .route(
+            "/2010-04-01/Accounts/{account}/Messages/{sid_json}",
+            get(fetch),
+        )
+        .route("/sim/messages", get(sim_messages))
+        .route(
+            "/sim/stats",
+            get(|State(s): State<Arc<Simulator>>| async move { Json(s.store.stats()) }),
+        )
+        .route(
+            "/sim/requests",
+            get(|State(s): State<Arc<Simulator>>| async move { Json(s.store.requests()) }),
+        )
+        .route("/sim/faults", get(get_faults).put(put_faults))
+        .route("/sim/reset", post(reset))
+        .with_state(sim)
+}
+
+fn twilio_error(e: ApiError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+    (status, Json(e)).into_response()
+}
+
+/// Basic auth against the account SID + token or an API key; the path's account must match.
+fn authorize(sim: &Simulator, headers: &HeaderMap, account: &str) -> Result<(), ApiError> {
+    let creds = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b| {
+            base64::engine::general_purpose::STANDARD
+                .decode(b.trim())
+                .ok()
+        })
+        .and_then(|b| String::from_utf8(b).ok());
+    let ok = creds
+        .as_deref()
+        .and_then(|c| c.split_once(':'))
+        .is_some_and(|(user, pass)| {
+            (user == sim.config.account_sid && pass == sim.config.auth_token.expose())
+                || sim
+                    .config
+                    .api_keys
+                    .iter()
+                    .any(|(sid, secret)| user == sid && pass == secret.expose())
+        });
+    if !ok {
+        return Err(ApiError::new(401, 20003, "Authenticate"));
+    }
+    if account != sim.config.account_sid {
+        return Err(ApiError::new(
+            404,
+            20404,
+            format!(
+                "The requested resource /2010-04-01/Accounts/{account}/Messages.json was not found"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn record(
+    sim: &Simulator,
+    method: &str,
+    path: String,
+    query: &[(String, String)],
+    form: &[(String, String)],
+    headers: &HeaderMap,
+) {
+    sim.store.record(RecordedRequest {
+        method: method.into(),
+        path,
+        query: query.to_vec(),
+        form: form.to_vec(),
+        content_type: headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+        basic_auth: headers
+            .get(header::AUTHORIZATION)
+            .is_some_and(|v| v.as_bytes().starts_with(b"Basic ")),
+    });
+}
+
+fn field<'a>(form: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    form.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// An alphanumeric sender ID: 1–11 letters, digits and spaces, at least one letter.
+fn is_alphanumeric_sender(s: &str) -> bool {
+    (1..=11).contains(&s.len())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ')
+        && s.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// Twilio's validation of a create, in Twilio's codes.
+fn validate(form: &[(String, String)]) -> Result<(), ApiError> {
+    let to = field(form, "To").unwrap_or("");
+    if to.is_empty() {
+        return Err(ApiError::new(
+            400,
+            21604,
+            "A 'To' phone number is required.",
+        ));
+    }
+    let from = field(form, "From");
+    let service = field(form, "MessagingServiceSid");
+    if from.is_none_or(str::is_empty) && service.is_none_or(str::is_empty) {
+        return Err(ApiError::new(
+            400,
+            21603,
+            "A 'From' phone number is required.",
+        ));
+    }
+    if !is_e164(to) {
+        return Err(ApiError::new(
+            400,
+            21211,
+            format!("The 'To' number {to} is not a valid phone number."),
+        ));
+    }
+    if let Some(from) = from.filter(|f| !f.is_empty())
+        && !is_e164(from)
+        && !is_alphanumeric_sender(from)
+        && !(from.len() <= 8 && from.chars().all(|c| c.is_ascii_digit()))
+    {
+        return Err(ApiError::new(
+            400,
+            21212,
+            format!(
+                "The 'From' number {from} is not a valid phone number, shortcode, or alphanumeric sender ID."
+            ),
+        ));
+    }
+    if let Some(sid) = service.filter(|s| !s.is_empty())
+        && !(sid.len() == 34
+            && sid.starts_with("MG")
+            && sid[2..].bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(ApiError::new(
+            400,
+            21701,
+            format!("The Messaging Service Sid {sid} is invalid."),
+        ));
+    }
+    let body = field(form, "Body").unwrap_or("");
+    if body.is_empty() && field(form, "MediaUrl").is_none() && field(form, "ContentSid").is_none() {
+        return Err(ApiError::new(400, 21602, "Message body is required."));
+    }
+    if body.chars().count() > 1600 {
+        return Err(ApiError::new(
+            400,
+            21617,
+            "The concatenated message body exceeds the 1600 character limit.",
+        ));
+    }
+    if let Some(cb) = field(form, "StatusCallback")
+        && !(cb.starts_with("http://") || cb.starts_with("https://"))
+    {
+        return Err(ApiError::new(
+            400,
+            21609,
+            format!("The StatusCallback URL {cb} is not a valid URL."),
+        ));
+    }
+    if let Some(v) = field(form, "ValidityPeriod")
+        && v.parse::<u32>().map_or(true, |n| !(1..=36000).contains(&n))
+    {
+        // Our reference has no code for this case; 21623 is the simulator's choice.
+        return Err(ApiError::new(
+            400,
+            21623,
+            "ValidityPeriod must be an integer between 1 and 36000.",
+        ));
+    }
+    Ok(())
+}
+
+/// Segments as Twilio bills them: GSM-7 160/153, otherwise UCS-2 70/67 characters.
+fn segments(body: &str) -> usize {
+    let n = body.chars().count();
+    let gsm = body.chars().all(|c| c.is_ascii() && c != '`');
+    let (single, multi) = if gsm { (160, 153) } else { (70, 67) };
+    if n <= single { 1 } else { n.div_ceil(multi) }
+}
+
+fn new_sid() -> String {
+    format!("SM{}", uuid::Uuid::new_v4().simple())
+}
+
+async fn create(
+    State(sim): State<Arc<Simulator>>,
+    Path(account): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let form: Vec<(String, String)> = match serde_urlencoded::from_bytes(&body) {
+        Ok(f) => f,
+        Err(_) => {
+            return twilio_error(ApiError::new(
+                400,
+                21100,
+                "Unable to parse the request body.",
+            ));
+        }
+    };
+    record(
+        &sim,
+        "POST",
+        format!("/2010-04-01/Accounts/{account}/Messages.json"),
+        &[],
+        &form,
+        &headers,
+    );
+    if let Err(e) = authorize(&sim, &headers, &account) {
+        return twilio_error(e);
+    }
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if !is_form {
+        return twilio_error(ApiError::new(
+            415,
+            20415,
+            "Unsupported Media Type: use application/x-www-form-urlencoded",
+        ));
+    }
+    if let Err(e) = validate(&form) {
+        return twilio_error(e);
+    }
+    let to = field(&form, "To").unwrap_or_default().to_string();
+    let fault = sim.faults().take_create(&to, rand::random::<f64>());
+    let created = match &fault {
+        Some(CreateFault::Permanent {
+            code,
+            status,
+            message,
+        }) => {
+            let msg = message
+                .clone()
+                .unwrap_or_else(|| format!("Simulated Twilio error {code}"));
+            return twilio_error(ApiError::new(*status, *code, msg));
+        }
+        Some(CreateFault::RateLimited { retry_after_s }) => {
+            let mut r = twilio_error(ApiError::new(429, 20429, "Too Many Requests"));
+            if let Ok(v) = retry_after_s.to_string().parse() {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return r;
+        }
+        Some(CreateFault::ServerError {
+            status,
+            created: false,
+        }) => {
+            return twilio_error(ApiError::new(*status, 20500, "Internal Server Error"));
+        }
+        _ => accept(&sim, &account, &form),
+    };
+    match fault {
+        Some(CreateFault::ServerError { status, .. }) => {
+            twilio_error(ApiError::new(status, 20500, "Internal Server Error"))
+        }
+        Some(CreateFault::Slow { delay_ms }) => {
+            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
+            (StatusCode::CREATED, Json(created)).into_response()
+        }
+        Some(CreateFault::CreateThenDrop) => {
+            let mut r = StatusCode::CREATED.into_response();
+            r.extensions_mut().insert(DropConnection);
+            r
+        }
+        _ => (StatusCode::CREATED, Json(created)).into_response(),
+    }
+}
+
+/// Store a new message and start its status callbacks.
+fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Message {
+    let sid = new_sid();
+    let now = chrono::Utc::now().to_rfc2822();
+    let body = field(form, "Body").unwrap_or_default().to_string();
+    let service = field(form, "MessagingServiceSid")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let from = field(form, "From")
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
+    let message = Message {
+        sid: sid.clone(),
+        account_sid: Some(account.to_string()),
+        api_version: Some("2010-04-01".into()),
+        num_segments: Some(if service.is_some() {
+            "0".into()
+        } else {
+            segments(&body).to_string()
+        }),
+        body: Some(body),
+        date_created: Some(now.clone()),
+        date_sent: None,
+        date_updated: Some(now),
+        direction: Some("outbound-api".into()),
+        error_code: None,
+        error_message: None,
+        from: from.or_else(|| service.as_ref().map(|_| "+15005550006".to_string())),
+        status: Some(
+            if service.is_some() {
+                "accepted"
+            } else {
+                "queued"
+            }
+            .into(),
+        ),
+        messaging_service_sid: service,
+        num_media: Some("0".into()),
+        price: None,
+        price_unit: Some("USD".into()),
+        to: field(form, "To").map(str::to_string),
+        uri: Some(format!(
+            "/2010-04-01/Accounts/{account}/Messages/{sid}.json"
+        )),
+    };
+    sim.store.insert(message.clone());
+    let rule = sim
+        .faults()
+        .take_callbacks(message.to.as_deref().unwrap_or(""), rand::random::<f64>());
+    let callback = field(form, "StatusCallback").map(str::to_string);
+    tokio::spawn(callbacks::deliver(sim.clone(), sid, callback, rule));
+    message
+}
+
+async fn fetch(
+    State(sim): State<Arc<Simulator>>,
+    Path((account, sid_json)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
+    record(
+        &sim,
+        "GET",
+        format!("/2010-04-01/Accounts/{account}/Messages/{sid_json}"),
+        &[],
+        &[],
+        &headers,
+    );
+    if let Err(e) = authorize(&sim, &headers, &account) {
+        return twilio_error(e);
+    }
+    let sid = sid_json.strip_suffix(".json").unwrap_or(&sid_json);
+    match sim.store.get(sid).filter(|_| is_message_sid(sid)) {
+        Some(m) => Json(m).into_response(),
+        None => twilio_error(ApiError::new(
+            404,
+            20404,
+            format!(
+                "The requested resource /2010-04-01/Accounts/{account}/Messages/{sid}.json was not found"
+            ),
+        )),
+    }
+}
+
+/// The list call: `To`, `From`, `DateSent>` (a day, `YYYY-MM-DD`), `PageSize` (first page only).
+async fn list(
+    State(sim): State<Arc<Simulator>>,
+    Path(account): Path<String>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let query: Vec<(String, String)> =
+        serde_urlencoded::from_str(raw.as_deref().unwrap_or("")).unwrap_or_default();
+    record(
+        &sim,
+        "GET",
+        format!("/2010-04-01/Accounts/{account}/Messages.json"),
+        &query,
+        &[],
+        &headers,
+    );
+    if let Err(e) = authorize(&sim, &headers, &account) {
+        return twilio_error(e);
+    }
+    let q = |k: &str| field(&query, k).map(str::to_string);
+    let (to, from, after) = (
+        q("To"),
+        q("From"),
+        q("DateSent>").or_else(|| q("DateSent>=")),
+    );
+    let after = after.and_then(|d| chrono::NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok());
+    let page_size = q("PageSize")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(50usize)
+        .clamp(1, 1000);
+    let mut messages = sim.store.list(|m| {
+        to.as_ref().is_none_or(|t| m.to.as_ref() == Some(t))
+            && from.as_ref().is_none_or(|f| m.from.as_ref() == Some(f))
+            && after.is_none_or(|day| {
+                let date = m.date_sent.as_ref().or(m.date_created.as_ref());
+                date.and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
+                    .is_some_and(|d| d.date_naive() >= day)
+            })
+    });
+    messages.truncate(page_size);
+    Json(MessagePage {
+        messages,
+        page: 0,
+        page_size: page_size as u64,
+        next_page_uri: None,
+        uri: Some(format!("/2010-04-01/Accounts/{account}/Messages.json")),
+    })
+    .into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct MessagesQuery {
+    to: Option<String>,
+}
+
+async fn sim_messages(
+    State(sim): State<Arc<Simulator>>,
+    Query(q): Query<MessagesQuery>,
+) -> Json<Vec<Message>> {
+    Json(
+        sim.store
+            .all()
+            .into_iter()
+            .filter(|m| q.to.as_ref().is_none_or(|t| m.to.as_ref() == Some(t)))
+            .collect(),
+    )
+}
+
+async fn get_faults(State(sim): State<Arc<Simulator>>) -> Json<Faults> {
+    Json(sim.faults().clone())
+}
+
+async fn put_faults(State(sim): State<Arc<Simulator>>, Json(faults): Json<Faults>) -> StatusCode {
+    *sim.faults() = faults;
+    StatusCode::NO_CONTENT
+}
+
+async fn reset(State(sim): State<Arc<Simulator>>) -> StatusCode {
+    sim.store.reset();
+    *sim.faults() = Faults::default();
+    StatusCode::NO_CONTENT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn validates_what_twilio_validates() {
+        let code = |form: &[(&str, &str)]| validate(&f(form)).err().and_then(|e| e.code);
+        assert_eq!(
+            code(&[("From", "+15005550006"), ("Body", "x")]),
+            Some(21604)
+        );
+        assert_eq!(code(&[("To", "+15558675310"), ("Body", "x")]), Some(21603));
+        assert_eq!(
+            code(&[
+                ("To", "5558675310"),
+                ("From", "+15005550006"),
+                ("Body", "x")
+            ]),
+            Some(21211)
+        );
+        assert_eq!(
+            code(&[("To", "+15558675310"), ("From", "+15005550006")]),
+            Some(21602)
+        );
+        let long = "x".repeat(1601);
+        assert_eq!(
+            code(&[
+                ("To", "+15558675310"),
+                ("From", "+15005550006"),
+                ("Body", &long)
+            ]),
+            Some(21617)
+        );
+        assert_eq!(
+            code(&[
+                ("To", "+15558675310"),
+                ("From", "+15005550006"),
+                ("Body", &long[..1600])
+            ]),
+            None
+        );
+        assert_eq!(
+            code(&[
+                ("To", "+15558675310"),
+                ("MessagingServiceSid", "MG123"),
+                ("Body", "x")
+            ]),
+            Some(21701)
+        );
+        assert_eq!(
+            code(&[("To", "+15558675310"), ("From", "ringback"), ("Body", "x")]),
+            None
+        );
+    }
+
+    #[test]
+    fn counts_segments() {
+        assert_eq!(segments(&"a".repeat(160)), 1);
+        assert_eq!(segments(&"a".repeat(161)), 2);
+        assert_eq!(segments(&"é".repeat(71)), 2);
+    }
+}

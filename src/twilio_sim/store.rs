@@ -1,0 +1,129 @@
+//! The simulator's memory: every accepted message, in order, so tests and drills can count
+//! exactly how many texts each person got; and the last requests as received, so a test can
+//! check what a client sent against Twilio's spec.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use crate::twilio::Message;
+
+const KEPT_REQUESTS: usize = 1000;
+
+/// One request as received (method, path, query and form fields), for contract checks.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub form: Vec<(String, String)>,
+    pub content_type: Option<String>,
+    pub basic_auth: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    messages: Vec<Message>,
+    by_sid: HashMap<String, usize>,
+    requests: VecDeque<RecordedRequest>,
+}
+
+#[derive(Default)]
+pub struct Store {
+    inner: Mutex<Inner>,
+}
+
+/// Counts per recipient and per (recipient, body).
+#[derive(Debug, Serialize)]
+pub struct Stats {
+    pub total: usize,
+    pub by_to: BTreeMap<String, usize>,
+    pub by_to_body: Vec<BodyCount>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BodyCount {
+    pub to: String,
+    pub body: String,
+    pub count: usize,
+}
+
+impl Store {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // Plain pushes and field writes: a panic elsewhere cannot leave this inconsistent.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn insert(&self, m: Message) {
+        let mut g = self.lock();
+        let i = g.messages.len();
+        g.by_sid.insert(m.sid.clone(), i);
+        g.messages.push(m);
+    }
+
+    pub fn get(&self, sid: &str) -> Option<Message> {
+        let g = self.lock();
+        g.by_sid.get(sid).map(|&i| g.messages[i].clone())
+    }
+
+    /// Apply `f` to a stored message.
+    pub fn update(&self, sid: &str, f: impl FnOnce(&mut Message)) {
+        let mut g = self.lock();
+        if let Some(&i) = g.by_sid.get(sid) {
+            f(&mut g.messages[i]);
+        }
+    }
+
+    /// Messages matching `keep`, newest first (as Twilio lists them).
+    pub fn list(&self, keep: impl Fn(&Message) -> bool) -> Vec<Message> {
+        self.lock()
+            .messages
+            .iter()
+            .rev()
+            .filter(|m| keep(m))
+            .cloned()
+            .collect()
+    }
+
+    pub fn all(&self) -> Vec<Message> {
+        self.lock().messages.clone()
+    }
+
+    pub fn stats(&self) -> Stats {
+        let g = self.lock();
+        let mut by_to = BTreeMap::new();
+        let mut pairs: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for m in &g.messages {
+            let to = m.to.clone().unwrap_or_default();
+            *by_to.entry(to.clone()).or_insert(0) += 1;
+            *pairs
+                .entry((to, m.body.clone().unwrap_or_default()))
+                .or_insert(0) += 1;
+        }
+        Stats {
+            total: g.messages.len(),
+            by_to,
+            by_to_body: pairs
+                .into_iter()
+                .map(|((to, body), count)| BodyCount { to, body, count })
+                .collect(),
+        }
+    }
+
+    pub fn record(&self, r: RecordedRequest) {
+        let mut g = self.lock();
+        if g.requests.len() == KEPT_REQUESTS {
+            g.requests.pop_front();
+        }
+        g.requests.push_back(r);
+    }
+
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.lock().requests.iter().cloned().collect()
+    }
+
+    pub fn reset(&self) {
+        *self.lock() = Inner::default();
+    }
+}

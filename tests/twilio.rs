@@ -1,0 +1,517 @@
+//! The Twilio client against the simulator, for every outcome class (including the message
+//! created and the connection dropped before the answer); signed status callbacks as the
+//! simulator sends them; and every request the client sends checked against Twilio's
+//! published OpenAPI spec.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::routing::post;
+use ringback::twilio::signature;
+use ringback::twilio::{
+    Auth, CreateMessage, ListFilter, Secret, SendOutcome, Sender, TwilioClient, TwilioConfig,
+};
+use ringback::twilio_sim::faults::Faults;
+use ringback::twilio_sim::{SimConfig, Simulator, server};
+use tokio_util::sync::CancellationToken;
+
+const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+const TOKEN: &str = "sim-token";
+const FROM: &str = "+15005550006";
+
+struct Sim {
+    sim: Arc<Simulator>,
+    base: String,
+    cancel: CancellationToken,
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+async fn start_sim(faults: &str) -> Sim {
+    let faults: Faults = if faults.is_empty() {
+        Faults::default()
+    } else {
+        serde_json::from_str(faults).unwrap()
+    };
+    let sim = Simulator::new(
+        SimConfig {
+            account_sid: ACCOUNT.into(),
+            auth_token: Secret::new(TOKEN),
+            api_keys: vec![(
+                "SK0123456789abcdef0123456789abcdef".into(),
+                Secret::new("key-secret"),
+            )],
+        },
+        faults,
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let cancel = CancellationToken::new();
+    tokio::spawn(server::serve(listener, sim.clone(), cancel.clone()));
+    Sim { sim, base, cancel }
+}
+
+fn client(base: &str, timeout_ms: u64) -> TwilioClient {
+    TwilioClient::new(TwilioConfig {
+        account_sid: ACCOUNT.into(),
+        auth: Auth::AuthToken(Secret::new(TOKEN)),
+        sender: Sender::From(FROM.into()),
+        api_base: base.into(),
+        connect_timeout: Duration::from_secs(2),
+        timeout: Duration::from_millis(timeout_ms),
+        validity_period: Some(600),
+    })
+    .unwrap()
+}
+
+fn msg(to: &str) -> CreateMessage {
+    CreateMessage {
+        to: to.into(),
+        body: "Run 42 finished: approve the deploy".into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn accepted_then_fetched_and_listed() {
+    let s = start_sim("").await;
+    let c = client(&s.base, 5000);
+    let SendOutcome::Accepted(m) = c.create_message(&msg("+15558675310")).await else {
+        panic!("not accepted")
+    };
+    assert!(ringback::twilio::message::is_message_sid(&m.sid));
+    assert_eq!(m.status.as_deref(), Some("queued"));
+    assert_eq!(m.to.as_deref(), Some("+15558675310"));
+    assert_eq!(m.from.as_deref(), Some(FROM));
+    let fetched = c.fetch_message(&m.sid).await.unwrap();
+    assert_eq!(fetched.sid, m.sid);
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let page = c
+        .list_messages(&ListFilter {
+            to: Some("+15558675310".into()),
+            from: Some(FROM.into()),
+            date_sent_after: Some(today),
+            page_size: None,
+        })
+        .await
+        .unwrap();
+    assert!(page.messages.iter().any(|x| x.sid == m.sid));
+    let err = c
+        .fetch_message("SM00000000000000000000000000000000")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("20404"), "{err}");
+    assert_eq!(s.sim.store.stats().by_to["+15558675310"], 1);
+
+    // API key credentials work too; a wrong token is Twilio's 401 / 20003, permanent.
+    let mut cfg = c.config().clone();
+    cfg.auth = Auth::ApiKey {
+        sid: "SK0123456789abcdef0123456789abcdef".into(),
+        secret: Secret::new("key-secret"),
+    };
+    assert!(matches!(
+        TwilioClient::new(cfg.clone())
+            .unwrap()
+            .create_message(&msg("+15558675310"))
+            .await,
+        SendOutcome::Accepted(_)
+    ));
+    cfg.auth = Auth::AuthToken(Secret::new("wrong"));
+    match TwilioClient::new(cfg)
+        .unwrap()
+        .create_message(&msg("+15558675310"))
+        .await
+    {
+        SendOutcome::Permanent(e) => assert_eq!((e.status, e.code), (401, Some(20003))),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn permanent_errors_are_permanent_and_create_nothing() {
+    let s = start_sim(r#"{"create":[{"to":"+15550000004","fault":"permanent","code":21610,"message":"Attempt to send to unsubscribed recipient"}]}"#).await;
+    let c = client(&s.base, 5000);
+    match c.create_message(&msg("+15550000004")).await {
+        SendOutcome::Permanent(e) => {
+            assert_eq!((e.status, e.code), (400, Some(21610)));
+            assert_eq!(
+                e.more_info.as_deref(),
+                Some("https://www.twilio.com/docs/errors/21610")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    match c.create_message(&msg("5550000004")).await {
+        SendOutcome::Permanent(e) => assert_eq!(e.code, Some(21211), "real validation: not E.164"),
+        other => panic!("{other:?}"),
+    }
+    let long = CreateMessage {
+        body: "x".repeat(1601),
+        ..msg("+15558675310")
+    };
+    assert!(
+        matches!(c.create_message(&long).await, SendOutcome::Permanent(e) if e.code == Some(21617))
+    );
+    assert_eq!(s.sim.store.stats().total, 0);
+}
+
+#[tokio::test]
+async fn rate_limits_and_full_queues_are_retry_later() {
+    let s = start_sim(
+        r#"{"create":[{"to":"+15550000001","fault":"rate_limited","retry_after_s":2},
+                      {"to":"+15550000002","fault":"permanent","code":21611}]}"#,
+    )
+    .await;
+    let c = client(&s.base, 5000);
+    match c.create_message(&msg("+15550000001")).await {
+        SendOutcome::RetryLater {
+            retry_after, error, ..
+        } => {
+            assert_eq!(retry_after, Some(Duration::from_secs(2)));
+            assert_eq!(error.and_then(|e| e.code), Some(20429));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        c.create_message(&msg("+15550000002")).await,
+        SendOutcome::RetryLater { .. }
+    ));
+    // Nothing listening: the request never left, so it is safe to retry.
+    let closed = client("http://127.0.0.1:9", 5000);
+    assert!(matches!(
+        closed.create_message(&msg("+15558675310")).await,
+        SendOutcome::RetryLater { .. }
+    ));
+    assert_eq!(s.sim.store.stats().total, 0);
+}
+
+#[tokio::test]
+async fn server_errors_timeouts_and_dropped_connections_are_ambiguous() {
+    let s = start_sim(
+        r#"{"create":[{"to":"+15550000500","fault":"server_error","status":503},
+                      {"to":"+15550000502","fault":"server_error","status":502,"created":true},
+                      {"to":"+15550000900","fault":"slow","delay_ms":1500},
+                      {"to":"+15550000999","fault":"create_then_drop"}]}"#,
+    )
+    .await;
+    let c = client(&s.base, 500);
+    for to in [
+        "+15550000500",
+        "+15550000502",
+        "+15550000900",
+        "+15550000999",
+    ] {
+        assert!(
+            matches!(
+                c.create_message(&msg(to)).await,
+                SendOutcome::Ambiguous { .. }
+            ),
+            "{to}"
+        );
+    }
+    let stats = s.sim.store.stats();
+    assert_eq!(
+        stats.by_to.get("+15550000500"),
+        None,
+        "a plain 503 created nothing"
+    );
+    for to in ["+15550000502", "+15550000900", "+15550000999"] {
+        assert_eq!(
+            stats.by_to[to], 1,
+            "{to}: Twilio has the message although the client got no answer"
+        );
+    }
+}
+
+/// Collects status callbacks as Twilio's receiver would see them.
+#[derive(Clone, Default)]
+struct Received(Arc<Mutex<Vec<Callback>>>);
+
+/// (form fields, X-Twilio-Signature, I-Twilio-Idempotency-Token)
+type Callback = (Vec<(String, String)>, String, String);
+
+async fn start_receiver() -> (String, Received) {
+    let received = Received::default();
+    let r = received.clone();
+    let app = axum::Router::new().route(
+        "/status",
+        post(
+            move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
+                let r = r.clone();
+                async move {
+                    let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap();
+                    let h = |n: &str| {
+                        headers
+                            .get(n)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    r.0.lock().unwrap().push((
+                        form,
+                        h("X-Twilio-Signature"),
+                        h("I-Twilio-Idempotency-Token"),
+                    ));
+                    ""
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/status?runId=run-1",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, received)
+}
+
+async fn wait_callbacks(r: &Received, n: usize) -> Vec<Callback> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = r.0.lock().unwrap().clone();
+        if got.len() >= n {
+            return got;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {} of {n} callbacks arrived",
+            got.len()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn get<'a>(form: &'a [(String, String)], k: &str) -> &'a str {
+    form.iter()
+        .find(|(a, _)| a == k)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+#[tokio::test]
+async fn status_callbacks_are_signed_and_follow_the_fault_rules() {
+    let s = start_sim(
+        r#"{"callbacks":[{"to":"+15550000003","final":"undelivered","error_code":30003,"reversed":true},
+                         {"to":"+15550000007","duplicate":true}]}"#,
+    )
+    .await;
+    let c = client(&s.base, 5000);
+    let (url, received) = start_receiver().await;
+    let with_cb = |to: &str| CreateMessage {
+        status_callback: Some(url.clone()),
+        ..msg(to)
+    };
+
+    let SendOutcome::Accepted(m) = c.create_message(&with_cb("+15558675310")).await else {
+        panic!()
+    };
+    let got = wait_callbacks(&received, 2).await;
+    let statuses: Vec<&str> = got
+        .iter()
+        .map(|(f, _, _)| get(f, "MessageStatus"))
+        .collect();
+    assert_eq!(statuses, ["sent", "delivered"]);
+    for (form, sig, token) in &got {
+        assert_eq!(get(form, "MessageSid"), m.sid);
+        assert_eq!(get(form, "SmsSid"), m.sid);
+        assert_eq!(get(form, "AccountSid"), ACCOUNT);
+        assert!(
+            signature::verify(TOKEN, &url, form, sig),
+            "signature must verify over the callback URL"
+        );
+        assert!(!signature::verify("other", &url, form, sig));
+        assert!(!token.is_empty());
+    }
+    assert_eq!(
+        c.fetch_message(&m.sid).await.unwrap().status.as_deref(),
+        Some("delivered")
+    );
+
+    received.0.lock().unwrap().clear();
+    c.create_message(&with_cb("+15550000003")).await;
+    let got = wait_callbacks(&received, 2).await;
+    assert_eq!(
+        get(&got[0].0, "MessageStatus"),
+        "undelivered",
+        "reversed: the final status first"
+    );
+    assert_eq!(get(&got[0].0, "ErrorCode"), "30003");
+    assert_eq!(get(&got[1].0, "MessageStatus"), "sent");
+
+    received.0.lock().unwrap().clear();
+    c.create_message(&with_cb("+15550000007")).await;
+    let got = wait_callbacks(&received, 4).await;
+    assert_eq!(
+        got[0], got[1],
+        "a duplicate is the same request, same signature and idempotency token"
+    );
+}
+
+/// Twilio's published spec, beside the project (`../shared/twilio/`) or at `TWILIO_OPENAPI_SPEC`.
+fn load_spec() -> Option<serde_json::Value> {
+    let path = std::env::var("TWILIO_OPENAPI_SPEC")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../shared/twilio/twilio_api_v2010.json")
+        });
+    match std::fs::read(&path) {
+        Ok(bytes) => Some(serde_json::from_slice(&bytes).expect("spec is JSON")),
+        Err(_) => {
+            eprintln!(
+                "NOT RUN: Twilio's OpenAPI spec is not at {} — put twilio_api_v2010.json there (from \
+                 github.com/twilio/twilio-oai, spec/json/) or set TWILIO_OPENAPI_SPEC to its path",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
+fn check_value(name: &str, value: &str, schema: &serde_json::Value) {
+    if let Some(p) = schema.get("pattern").and_then(|p| p.as_str()) {
+        assert!(
+            regex::Regex::new(p).unwrap().is_match(value),
+            "{name}={value} breaks pattern {p}"
+        );
+    }
+    if let Some(n) = schema.get("minLength").and_then(|n| n.as_u64()) {
+        assert!(value.chars().count() as u64 >= n, "{name} shorter than {n}");
+    }
+    if let Some(n) = schema.get("maxLength").and_then(|n| n.as_u64()) {
+        assert!(value.chars().count() as u64 <= n, "{name} longer than {n}");
+    }
+    match schema.get("type").and_then(|t| t.as_str()) {
+        Some("integer") => assert!(
+            value.parse::<i64>().is_ok(),
+            "{name}={value} is not an integer"
+        ),
+        Some("boolean") => assert!(
+            value == "true" || value == "false",
+            "{name} is not a boolean"
+        ),
+        _ => {}
+    }
+    if schema.get("format").and_then(|f| f.as_str()) == Some("uri") {
+        assert!(
+            value.starts_with("http://") || value.starts_with("https://"),
+            "{name} is not a URI"
+        );
+    }
+    if let Some(options) = schema.get("enum").and_then(|e| e.as_array()) {
+        assert!(
+            options.iter().any(|o| o.as_str() == Some(value)),
+            "{name}={value} not in enum"
+        );
+    }
+}
+
+fn check_params(op: &serde_json::Value, location: &str, given: &[(String, String)]) {
+    let params: Vec<&serde_json::Value> = op["parameters"]
+        .as_array()
+        .map(|a| a.iter().filter(|p| p["in"] == location).collect())
+        .unwrap_or_default();
+    for (name, value) in given {
+        let p = params
+            .iter()
+            .find(|p| p["name"] == name.as_str())
+            .unwrap_or_else(|| panic!("{location} parameter {name} is not in the spec"));
+        check_value(name, value, &p["schema"]);
+    }
+    for p in params.iter().filter(|p| p["required"] == true) {
+        let name = p["name"].as_str().unwrap();
+        assert!(
+            given.iter().any(|(n, _)| n == name),
+            "required {location} parameter {name} missing"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_request_the_client_sends_is_valid_for_twilios_spec() {
+    let Some(spec) = load_spec() else { return };
+    let s = start_sim("").await;
+    let c = client(&s.base, 5000);
+    let mut service_cfg = c.config().clone();
+    service_cfg.sender = Sender::MessagingService("MG0123456789abcdef0123456789abcdef".into());
+    let service = TwilioClient::new(service_cfg).unwrap();
+    let SendOutcome::Accepted(m) = c
+        .create_message(&CreateMessage {
+            status_callback: Some(
+                "https://ringback.example/api/notify/webhook/status?runId=r1".into(),
+            ),
+            ..msg("+15558675310")
+        })
+        .await
+    else {
+        panic!()
+    };
+    assert!(matches!(
+        service.create_message(&msg("+15558675310")).await,
+        SendOutcome::Accepted(_)
+    ));
+    c.fetch_message(&m.sid).await.unwrap();
+    c.list_messages(&ListFilter {
+        to: Some("+15558675310".into()),
+        from: Some(FROM.into()),
+        date_sent_after: Some("2026-11-30".into()),
+        page_size: Some(20),
+    })
+    .await
+    .unwrap();
+
+    let paths = &spec["paths"];
+    let requests = s.sim.store.requests();
+    assert_eq!(requests.len(), 4);
+    for r in requests {
+        assert!(r.basic_auth, "Twilio's security scheme is HTTP Basic");
+        let (template, path_params) = if r.path.contains("/Messages/") {
+            let rest = r.path.trim_start_matches("/2010-04-01/Accounts/");
+            let (account, sid) = rest.split_once("/Messages/").unwrap();
+            (
+                "/2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json",
+                vec![
+                    ("AccountSid".to_string(), account.to_string()),
+                    ("Sid".to_string(), sid.trim_end_matches(".json").to_string()),
+                ],
+            )
+        } else {
+            let account = r
+                .path
+                .trim_start_matches("/2010-04-01/Accounts/")
+                .trim_end_matches("/Messages.json");
+            (
+                "/2010-04-01/Accounts/{AccountSid}/Messages.json",
+                vec![("AccountSid".to_string(), account.to_string())],
+            )
+        };
+        let op = &paths[template][r.method.to_lowercase()];
+        assert!(op.is_object(), "{} {template} is not in the spec", r.method);
+        check_params(op, "path", &path_params);
+        check_params(op, "query", &r.query);
+        if r.method == "POST" {
+            let ct = r.content_type.as_deref().unwrap_or("");
+            assert!(
+                ct.starts_with("application/x-www-form-urlencoded"),
+                "content type {ct}"
+            );
+            let schema =
+                &op["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"];
+            for (name, value) in &r.form {
+                let prop = &schema["properties"][name.as_str()];
+                assert!(prop.is_object(), "form field {name} is not in the spec");
+                check_value(name, value, prop);
+            }
+            for req in schema["required"].as_array().unwrap() {
+                assert!(
+                    r.form.iter().any(|(n, _)| req == n.as_str()),
+                    "required field {req} missing"
+                );
+            }
+        }
+    }
+}
