@@ -515,3 +515,100 @@ async fn every_request_the_client_sends_is_valid_for_twilios_spec() {
         }
     }
 }
+
+/// Resolve a local `$ref` (`#/components/schemas/x`).
+fn resolve<'a>(
+    spec: &'a serde_json::Value,
+    schema: &'a serde_json::Value,
+) -> &'a serde_json::Value {
+    match schema.get("$ref").and_then(|r| r.as_str()) {
+        Some(r) => r
+            .trim_start_matches("#/")
+            .split('/')
+            .fold(spec, |node, part| &node[part]),
+        None => schema,
+    }
+}
+
+fn check_json(
+    spec: &serde_json::Value,
+    name: &str,
+    value: &serde_json::Value,
+    schema: &serde_json::Value,
+) {
+    let schema = resolve(spec, schema);
+    if value.is_null() {
+        assert!(
+            schema["nullable"] == true,
+            "{name} is null but not nullable"
+        );
+        return;
+    }
+    match schema["type"].as_str() {
+        Some("string") => {
+            let v = value
+                .as_str()
+                .unwrap_or_else(|| panic!("{name} must be a string, got {value}"));
+            check_value(name, v, schema);
+        }
+        Some("integer") => assert!(value.is_i64(), "{name} must be an integer, got {value}"),
+        Some("object") => assert!(value.is_object(), "{name} must be an object"),
+        other => panic!("{name}: unhandled schema type {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn simulator_answers_match_twilios_response_schema() {
+    let Some(spec) = load_spec() else { return };
+    let s = start_sim("").await;
+    let c = client(&s.base, 5000);
+    let SendOutcome::Accepted(m) = c.create_message(&msg("+15558675310")).await else {
+        panic!()
+    };
+    let http = reqwest::Client::new();
+    let url = format!(
+        "{}/2010-04-01/Accounts/{ACCOUNT}/Messages/{}.json",
+        s.base, m.sid
+    );
+    let created = serde_json::to_value(&*m).unwrap();
+    let fetched: serde_json::Value = http
+        .get(&url)
+        .basic_auth(ACCOUNT, Some(TOKEN))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let schema = &spec["components"]["schemas"]["api.v2010.account.message"];
+    let props = schema["properties"].as_object().unwrap();
+    for body in [&created, &fetched] {
+        let obj = body.as_object().unwrap();
+        for (name, prop) in props {
+            let value = obj
+                .get(name)
+                .unwrap_or_else(|| panic!("the simulator omits {name}"));
+            check_json(&spec, name, value, prop);
+        }
+        for name in obj.keys() {
+            assert!(
+                props.contains_key(name),
+                "{name} is not in Twilio's message schema"
+            );
+        }
+    }
+    // The error body: Twilio's documented shape.
+    let bad: serde_json::Value = http
+        .get(&url)
+        .basic_auth(ACCOUNT, Some("wrong"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        bad,
+        serde_json::json!({"code": 20003, "message": "Authenticate", "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401})
+    );
+}

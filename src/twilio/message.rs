@@ -43,6 +43,8 @@ pub struct Message {
     pub to: Option<String>,
     #[serde(default)]
     pub uri: Option<String>,
+    #[serde(default)]
+    pub subresource_uris: Option<serde_json::Value>,
 }
 
 /// A page of the list call.

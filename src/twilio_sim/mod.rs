@@ -396,6 +396,10 @@ fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Mes
         uri: Some(format!(
             "/2010-04-01/Accounts/{account}/Messages/{sid}.json"
         )),
+        subresource_uris: Some(serde_json::json!({
+            "media": format!("/2010-04-01/Accounts/{account}/Messages/{sid}/Media.json"),
+            "feedback": format!("/2010-04-01/Accounts/{account}/Messages/{sid}/Feedback.json"),
+        })),
     };
     sim.store.insert(message.clone());
     let rule = sim
