@@ -1,0 +1,86 @@
+// The scripted processor: a job's data says what each activation of it does.
+//
+// Job data `{"script": [action, ...]}`. Activation n (1-based, BullMQ's
+// `attemptsStarted`, hash field `ats`) runs `script[min(n, len) - 1]`; the last
+// action repeats. Actions:
+//   complete            -> returns {ok: true, attempt: attemptsMade + 1}
+//   complete:<json>     -> returns the parsed JSON
+//   fail:<msg>          -> throws Error(msg)
+//   unrecoverable:<msg> -> throws UnrecoverableError(msg)
+//   sleep:<ms>          -> waits, then behaves as `complete`
+//   delay:<ms>          -> job.moveToDelayed(now + ms, token), throws DelayedError (no attempt used)
+//   crash               -> SIGKILLs this process at once
+// No script (or data not an object) -> returns undefined (stored as "null").
+'use strict';
+
+/** Which activation this is, 1-based. */
+function activation(job) {
+  const started = Number(job.attemptsStarted) || 0;
+  if (started > 0) return started;
+  return (Number(job.attemptsMade) || 0) + 1;
+}
+
+/** The action string for this activation, or undefined when the job has no script. */
+function actionFor(job) {
+  const data = job.data;
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) return undefined;
+  const script = data.script;
+  if (script === undefined || script === null) return undefined;
+  const list = Array.isArray(script) ? script : [script];
+  if (list.length === 0) return undefined;
+  const n = Math.min(activation(job), list.length);
+  return String(list[n - 1]);
+}
+
+/** Splits "verb:rest" at the first colon. */
+function parse(action) {
+  const i = action.indexOf(':');
+  return i < 0 ? [action, undefined] : [action.slice(0, i), action.slice(i + 1)];
+}
+
+function completed(job) {
+  return { ok: true, attempt: (Number(job.attemptsMade) || 0) + 1 };
+}
+
+/** Builds a processor `(job, token) => Promise` bound to one bullmq module (for its error classes). */
+//
+// `allowCrash: false` turns `crash` into a thrown error: in-process test workers
+// use it so a bad activation count cannot kill the test runner.
+function makeProcessor(bullmq, { onAction, allowCrash = true } = {}) {
+  const { UnrecoverableError, DelayedError } = bullmq;
+  return async function scriptedProcessor(job, token) {
+    const action = actionFor(job);
+    if (onAction) onAction(job, action);
+    if (action === undefined) return undefined;
+    const [verb, arg] = parse(action);
+    switch (verb) {
+      case 'complete':
+        return arg === undefined ? completed(job) : JSON.parse(arg);
+      case 'fail':
+        throw new Error(arg ?? '');
+      case 'unrecoverable':
+        throw new UnrecoverableError(arg ?? '');
+      case 'sleep': {
+        const ms = Number(arg);
+        if (!Number.isFinite(ms) || ms < 0) throw new Error(`unknown script action ${JSON.stringify(action)}`);
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return completed(job);
+      }
+      case 'delay': {
+        const ms = Number(arg);
+        if (!Number.isFinite(ms) || ms < 0) throw new Error(`unknown script action ${JSON.stringify(action)}`);
+        await job.moveToDelayed(Date.now() + ms, token);
+        throw new DelayedError();
+      }
+      case 'crash':
+        if (!allowCrash) throw new Error(`refusing to crash this process (activation ${activation(job)})`);
+        process.kill(process.pid, 'SIGKILL');
+        // SIGKILL is delivered asynchronously; never let the job finish meanwhile.
+        return new Promise(() => {});
+      default:
+        throw new Error(`unknown script action ${JSON.stringify(action)}`);
+    }
+  };
+}
+
+module.exports = { makeProcessor, actionFor, activation };
