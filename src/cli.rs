@@ -174,7 +174,7 @@ pub struct TwilioArgs {
     pub api_base: String,
     #[arg(long, env = "TWILIO_CONNECT_TIMEOUT_MS", default_value_t = 3_000)]
     pub connect_timeout_ms: u64,
-    #[arg(long, env = "TWILIO_TIMEOUT_MS", default_value_t = 10_000)]
+    #[arg(long, env = "TWILIO_TIMEOUT_MS", default_value_t = 8_000)]
     pub timeout_ms: u64,
     /// Seconds Twilio may queue a message (1–36000).
     #[arg(long, env = "TWILIO_VALIDITY_PERIOD_S")]
@@ -343,5 +343,48 @@ impl SimArgs {
             api_keys,
         };
         Ok((config, faults))
+    }
+}
+
+/// The claim/sent window's settings.
+#[derive(Debug, Clone, Args)]
+pub struct SmsArgs {
+    #[arg(long, env = "RINGBACK_CLAIM_PREFIX", default_value = "agent-callback:")]
+    pub claim_prefix: String,
+    #[arg(long, env = "RINGBACK_PENDING_TTL_MS", default_value_t = 15_000)]
+    pub pending_ttl_ms: u64,
+    #[arg(long, env = "RINGBACK_SENT_TTL_MS", default_value_t = 86_400_000)]
+    pub sent_ttl_ms: u64,
+    #[arg(long, env = "RINGBACK_RECONCILE_WINDOW_MS", default_value_t = 60_000)]
+    pub reconcile_window_ms: u64,
+    #[arg(long, env = "RINGBACK_RECONCILE_POLL_MS", default_value_t = 5_000)]
+    pub reconcile_poll_ms: u64,
+    /// Delay after a "retry later" answer without `Retry-After`.
+    #[arg(long, env = "RINGBACK_RETRY_LATER_MS", default_value_t = 2_000)]
+    pub retry_later_ms: u64,
+    #[arg(long, env = "RINGBACK_STATUS_CALLBACK_URL")]
+    pub status_callback_url: Option<String>,
+    /// Drills only: `<point>[:<probability>]`.
+    #[arg(long, env = "RINGBACK_CRASH_AT")]
+    pub crash_at: Option<String>,
+}
+
+impl SmsArgs {
+    pub fn to_config(&self) -> Result<crate::sms::SmsConfig, ConfigError> {
+        Ok(crate::sms::SmsConfig {
+            claim_prefix: self.claim_prefix.clone(),
+            pending_ttl: Duration::from_millis(self.pending_ttl_ms),
+            sent_ttl: Duration::from_millis(self.sent_ttl_ms),
+            reconcile_window: Duration::from_millis(self.reconcile_window_ms),
+            reconcile_poll: Duration::from_millis(self.reconcile_poll_ms),
+            retry_later_default: Duration::from_millis(self.retry_later_ms),
+            status_callback_url: self.status_callback_url.clone().filter(|u| !u.is_empty()),
+            crash_at: self
+                .crash_at
+                .as_deref()
+                .filter(|c| !c.is_empty())
+                .map(str::parse)
+                .transpose()?,
+        })
     }
 }

@@ -100,3 +100,41 @@ mod tests {
         assert_eq!(k.marker(), "{bull}:notify:marker");
     }
 }
+
+/// Keys of the claim/sent window for one callback run. The claim key is shared with the legacy
+/// Node worker (`agent-callback:<runId>` by default), so its name is fixed; ringback's own keys
+/// put the claim key in a hash tag, so all three live in the claim key's Redis Cluster slot and
+/// one Lua script may touch them together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowKeys {
+    /// `<claim prefix><runId>`: `pending…` while an attempt may be talking to Twilio, `sent…` after.
+    pub claim: String,
+    /// `ringback:attempt:{<claim>}`: the durable record of the last attempt (outlives the claim).
+    pub attempt: String,
+    /// `ringback:callback:{<claim>}`: the callback's delivery record (status webhooks, polls).
+    pub record: String,
+}
+
+impl WindowKeys {
+    pub fn new(claim_prefix: &str, run_id: &str) -> Self {
+        let claim = format!("{claim_prefix}{run_id}");
+        Self {
+            attempt: format!("ringback:attempt:{{{claim}}}"),
+            record: format!("ringback:callback:{{{claim}}}"),
+            claim,
+        }
+    }
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::WindowKeys;
+
+    #[test]
+    fn window_keys_share_the_claim_keys_slot() {
+        let k = WindowKeys::new("agent-callback:", "run-1");
+        assert_eq!(k.claim, "agent-callback:run-1");
+        assert_eq!(k.attempt, "ringback:attempt:{agent-callback:run-1}");
+        assert_eq!(k.record, "ringback:callback:{agent-callback:run-1}");
+    }
+}

@@ -20,6 +20,7 @@
 //! - [`scripted`]: a processor driven by job data, for interop tests and drills.
 //! - [`config`], [`error`], [`cli`]: settings, errors, and the command-line surface.
 
+pub mod callback;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -32,9 +33,11 @@ pub mod lock_manager;
 pub mod processor;
 pub mod scripted;
 pub mod scripts;
+pub mod sms;
 pub mod stalled_checker;
 pub mod twilio;
 pub mod twilio_sim;
+pub mod window;
 pub mod worker;
 
 pub use config::WorkerConfig;

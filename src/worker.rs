@@ -153,7 +153,7 @@ impl<P: Processor> Worker<P> {
 }
 
 /// Connect the command connection, retrying with backoff while Redis is unreachable.
-async fn connect_until(
+pub async fn connect_until(
     client: &redis::Client,
     shutdown: &CancellationToken,
 ) -> Result<redis::aio::ConnectionManager, Error> {

@@ -1,0 +1,25 @@
+--[[
+  window_mark_sent: Twilio accepted the message; turn the claim into the long-lived sent marker.
+
+  Written whatever the claim holds now: the message was sent, so the marker must say so. If the
+  claim is no longer our pending value (it expired while the call was in flight, or another
+  attempt took it), that is a window overrun: reported so metrics can count it.
+
+  KEYS[1] claim key
+  KEYS[2] attempt record
+
+  ARGV[1] attempt token
+  ARGV[2] MessageSid
+  ARGV[3] now (ms)
+  ARGV[4] sent TTL (ms)
+
+  Returns 0 marked within the window, 1 marked after a window overrun
+]]
+local overrun = 0
+if rcall("GET", KEYS[1]) ~= "pending:" .. ARGV[1] then overrun = 1 end
+rcall("SET", KEYS[1], "sent:" .. ARGV[2], "PX", ARGV[4])
+if rcall("HGET", KEYS[2], "token") == ARGV[1] or rcall("EXISTS", KEYS[2]) == 0 then
+  rcall("HSET", KEYS[2], "token", ARGV[1], "state", "sent", "sid", ARGV[2], "sent_at", ARGV[3])
+end
+rcall("PEXPIRE", KEYS[2], ARGV[4])
+return overrun

@@ -1,0 +1,177 @@
+//! The callback job's data: `{"runId", "to", "body", "from"?}`, validated before anything is
+//! claimed or sent. Bad data fails the job at once, unrecoverably, naming the field at fault.
+
+use serde_json::Value;
+
+use crate::twilio::message::is_e164;
+
+pub const MAX_RUN_ID: usize = 128;
+pub const MAX_BODY: usize = 1600;
+
+/// A validated callback request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallbackRequest {
+    pub run_id: String,
+    pub to: String,
+    pub body: String,
+    pub from: Option<String>,
+}
+
+impl CallbackRequest {
+    /// Parse job data; the error says which field is wrong and how.
+    pub fn parse(data: &str) -> Result<Self, String> {
+        let v: Value =
+            serde_json::from_str(data).map_err(|e| format!("job data is not JSON: {e}"))?;
+        let obj = v
+            .as_object()
+            .ok_or("job data must be a JSON object {runId, to, body, from?}")?;
+        let text = |name: &str| -> Result<Option<&str>, String> {
+            match obj.get(name) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.as_str())),
+                Some(other) => Err(format!(
+                    "field `{name}` must be a string, got {}",
+                    kind(other)
+                )),
+            }
+        };
+        let run_id = text("runId")?.ok_or("field `runId` is missing")?;
+        if run_id.is_empty() {
+            return Err("field `runId` is empty".into());
+        }
+        if run_id.chars().count() > MAX_RUN_ID {
+            return Err(format!(
+                "field `runId` is longer than {MAX_RUN_ID} characters"
+            ));
+        }
+        if run_id
+            .chars()
+            .any(|c| c.is_control() || c == '{' || c == '}')
+        {
+            return Err("field `runId` contains control characters or braces".into());
+        }
+        let to = text("to")?.ok_or("field `to` is missing")?;
+        if !is_e164(to) {
+            return Err(format!(
+                "field `to` is not an E.164 number (+ and up to 15 digits): {}",
+                mask(to)
+            ));
+        }
+        let body = text("body")?.ok_or("field `body` is missing")?;
+        if body.trim().is_empty() {
+            return Err("field `body` is empty".into());
+        }
+        if body.chars().count() > MAX_BODY {
+            return Err(format!(
+                "field `body` is longer than {MAX_BODY} characters ({})",
+                body.chars().count()
+            ));
+        }
+        let from = text("from")?.filter(|f| !f.is_empty());
+        if let Some(f) = from
+            && !is_e164(f)
+            && !(f.len() <= 11
+                && f.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ')
+                && f.chars().any(|c| c.is_ascii_alphabetic()))
+        {
+            return Err(
+                "field `from` is neither an E.164 number nor an alphanumeric sender ID".into(),
+            );
+        }
+        Ok(Self {
+            run_id: run_id.into(),
+            to: to.into(),
+            body: body.into(),
+            from: from.map(str::to_string),
+        })
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A phone number for logs and failure reasons: the last 4 digits only.
+pub fn mask(number: &str) -> String {
+    let n = number.chars().count();
+    if n <= 4 {
+        "****".into()
+    } else {
+        format!(
+            "{}{}",
+            "*".repeat(n - 4),
+            number.chars().skip(n - 4).collect::<String>()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_a_good_request() {
+        let r =
+            CallbackRequest::parse(r#"{"runId":"r1","to":"+15558675310","body":"done","extra":1}"#)
+                .unwrap();
+        assert_eq!(
+            (r.run_id.as_str(), r.to.as_str(), r.from),
+            ("r1", "+15558675310", None)
+        );
+    }
+
+    #[test]
+    fn names_the_field_at_fault() {
+        let long_id = "x".repeat(129);
+        let long_body = "b".repeat(1601);
+        let cases = [
+            ("{not json".to_string(), "not JSON"),
+            ("[1]".to_string(), "JSON object"),
+            (
+                r#"{"to":"+15558675310","body":"x"}"#.to_string(),
+                "`runId` is missing",
+            ),
+            (
+                format!(r#"{{"runId":"{long_id}","to":"+15558675310","body":"x"}}"#),
+                "`runId` is longer",
+            ),
+            (
+                r#"{"runId":"r","to":"555-1234","body":"x"}"#.to_string(),
+                "`to` is not an E.164",
+            ),
+            (
+                r#"{"runId":"r","to":15558675310,"body":"x"}"#.to_string(),
+                "`to` must be a string",
+            ),
+            (
+                r#"{"runId":"r","to":"+15558675310","body":"  "}"#.to_string(),
+                "`body` is empty",
+            ),
+            (
+                format!(r#"{{"runId":"r","to":"+15558675310","body":"{long_body}"}}"#),
+                "`body` is longer",
+            ),
+            (
+                r#"{"runId":"r","to":"+15558675310","body":"x","from":"not a sender!"}"#
+                    .to_string(),
+                "`from`",
+            ),
+        ];
+        for (data, expected) in cases {
+            let err = CallbackRequest::parse(&data).unwrap_err();
+            assert!(err.contains(expected), "{data:.60}: {err}");
+        }
+    }
+
+    #[test]
+    fn masks_numbers() {
+        assert_eq!(mask("+15558675310"), "********5310");
+    }
+}

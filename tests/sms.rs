@@ -1,0 +1,487 @@
+//! Exactly-once callbacks end to end: real redis-server, the Twilio simulator, the SMS
+//! processor in-process or the `ringback` binary (for crashes, which abort the process).
+//! Texts are counted at the simulator, never in ringback's own bookkeeping.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Add, RedisServer, add_job, job_hash, queue_name, wait_for};
+use redis::AsyncCommands;
+use ringback::keys::{QueueKeys, WindowKeys};
+use ringback::sms::{SmsConfig, SmsProcessor};
+use ringback::twilio::{Auth, Secret, Sender, TwilioClient, TwilioConfig};
+use ringback::twilio_sim::{SimConfig, Simulator, server};
+use ringback::{Worker, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+const TOKEN: &str = "sim-token";
+const TO: &str = "+15558675310";
+const T: Duration = Duration::from_secs(20);
+
+struct Env {
+    redis: RedisServer,
+    sim: Arc<Simulator>,
+    sim_base: String,
+    queue: String,
+    keys: QueueKeys,
+    cancel: CancellationToken,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+async fn env(test: &str, faults: &str) -> Env {
+    let redis = RedisServer::start();
+    let sim = Simulator::new(
+        SimConfig {
+            account_sid: ACCOUNT.into(),
+            auth_token: Secret::new(TOKEN),
+            api_keys: vec![],
+        },
+        if faults.is_empty() {
+            Default::default()
+        } else {
+            serde_json::from_str(faults).unwrap()
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim_base = format!("http://{}", listener.local_addr().unwrap());
+    let cancel = CancellationToken::new();
+    tokio::spawn(server::serve(listener, sim.clone(), cancel.clone()));
+    let queue = queue_name(test);
+    let keys = QueueKeys::new("bull", &queue);
+    Env {
+        redis,
+        sim,
+        sim_base,
+        queue,
+        keys,
+        cancel,
+    }
+}
+
+fn twilio_config(base: &str) -> TwilioConfig {
+    TwilioConfig {
+        account_sid: ACCOUNT.into(),
+        auth: Auth::AuthToken(Secret::new(TOKEN)),
+        sender: Sender::From("+15005550006".into()),
+        api_base: base.into(),
+        connect_timeout: Duration::from_millis(300),
+        timeout: Duration::from_millis(500),
+        validity_period: None,
+    }
+}
+
+fn sms_config() -> SmsConfig {
+    SmsConfig {
+        pending_ttl: Duration::from_millis(3000),
+        sent_ttl: Duration::from_secs(3600),
+        reconcile_window: Duration::from_millis(1500),
+        reconcile_poll: Duration::from_millis(200),
+        retry_later_default: Duration::from_millis(200),
+        status_callback_url: None,
+        ..Default::default()
+    }
+}
+
+fn worker_config(e: &Env) -> WorkerConfig {
+    WorkerConfig {
+        redis_url: e.redis.url(),
+        queue: e.queue.clone(),
+        concurrency: 8,
+        lock_duration: Duration::from_millis(1000),
+        lock_renew_time: Duration::from_millis(500),
+        stalled_interval: Duration::from_millis(300),
+        drain_delay: Duration::from_millis(300),
+        shutdown_grace: Duration::from_secs(5),
+        ..Default::default()
+    }
+}
+
+struct Running {
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.handle.await;
+    }
+}
+
+async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let processor = SmsProcessor::new(
+        sms,
+        conn,
+        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
+    );
+    let worker = Worker::new(worker_config(e), processor).unwrap();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    Running { cancel, handle }
+}
+
+fn data(run_id: &str) -> String {
+    serde_json::json!({"runId": run_id, "to": TO, "body": format!("Run {run_id} finished: 2 approvals needed")}).to_string()
+}
+
+async fn add(e: &Env, data: &str) -> String {
+    let mut c = e.redis.conn().await;
+    add_job(
+        &mut c,
+        &e.keys,
+        Add {
+            data,
+            opts: r#"{"attempts":3,"backoff":{"type":"fixed","delay":100}}"#,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// Wait until the job is completed or failed; returns (state, job hash).
+async fn finished(e: &Env, id: &str) -> (&'static str, HashMap<String, String>) {
+    let c = e.redis.conn().await;
+    let k = e.keys.clone();
+    let state = wait_for(T, &format!("job {id} to finish"), || {
+        let (mut c, k, id) = (c.clone(), k.clone(), id.to_string());
+        async move {
+            if c.zscore::<_, _, Option<f64>>(k.completed(), &id)
+                .await
+                .unwrap()
+                .is_some()
+            {
+                return Some("completed");
+            }
+            if c.zscore::<_, _, Option<f64>>(k.failed(), &id)
+                .await
+                .unwrap()
+                .is_some()
+            {
+                return Some("failed");
+            }
+            None
+        }
+    })
+    .await;
+    let mut c = e.redis.conn().await;
+    (state, job_hash(&mut c, &e.keys, id).await)
+}
+
+fn texts(e: &Env, run_id: &str) -> usize {
+    let body = format!("Run {run_id} finished: 2 approvals needed");
+    e.sim
+        .store
+        .all()
+        .iter()
+        .filter(|m| m.body.as_deref() == Some(body.as_str()))
+        .count()
+}
+
+fn returnvalue(h: &HashMap<String, String>) -> serde_json::Value {
+    serde_json::from_str(&h["returnvalue"]).unwrap()
+}
+
+#[tokio::test]
+async fn sends_once_and_a_repeat_is_deduplicated() {
+    let e = env("once", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    let first = add(&e, &data("r1")).await;
+    let (state, h) = finished(&e, &first).await;
+    assert_eq!(state, "completed");
+    let rv = returnvalue(&h);
+    assert_eq!(rv["deduplicated"], false);
+    assert_eq!(rv["runId"], "r1");
+    assert_eq!(rv["status"], "queued");
+    let sid = rv["messageSid"].as_str().unwrap().to_string();
+    let mut c = e.redis.conn().await;
+    let claim: String = c
+        .get(WindowKeys::new("agent-callback:", "r1").claim)
+        .await
+        .unwrap();
+    assert_eq!(claim, format!("sent:{sid}"));
+    let ttl: i64 = c
+        .pttl(WindowKeys::new("agent-callback:", "r1").claim)
+        .await
+        .unwrap();
+    assert!(ttl > 3_000_000, "the sent marker is long-lived: {ttl}");
+
+    let again = add(&e, &data("r1")).await;
+    let (state, h) = finished(&e, &again).await;
+    assert_eq!(state, "completed");
+    assert_eq!(
+        returnvalue(&h),
+        serde_json::json!({"runId": "r1", "messageSid": sid, "status": "sent", "deduplicated": true})
+    );
+    assert_eq!(texts(&e, "r1"), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn same_run_on_two_workers_at_once_texts_once() {
+    let e = env("twins", r#"{"create":[{"fault":"slow","delay_ms":300}]}"#).await;
+    let mut ids = vec![];
+    for _ in 0..4 {
+        ids.push(add(&e, &data("twin")).await);
+    }
+    let a = start_worker(&e, sms_config()).await;
+    let b = start_worker(&e, sms_config()).await;
+    for id in &ids {
+        assert_eq!(finished(&e, id).await.0, "completed");
+    }
+    assert_eq!(texts(&e, "twin"), 1);
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn bad_jobs_fail_at_once_naming_the_field() {
+    let e = env("bad", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    let long_body = "b".repeat(1601);
+    let cases = [
+        ("{oops".to_string(), "not valid JSON"),
+        (
+            r#"{"to":"+15558675310","body":"x"}"#.to_string(),
+            "`runId` is missing",
+        ),
+        (
+            format!(
+                r#"{{"runId":"{}","to":"+15558675310","body":"x"}}"#,
+                "r".repeat(129)
+            ),
+            "`runId` is longer",
+        ),
+        (
+            r#"{"runId":"b1","to":"0800 123","body":"x"}"#.to_string(),
+            "`to` is not an E.164",
+        ),
+        (
+            r#"{"runId":"b2","to":"+15558675310","body":""}"#.to_string(),
+            "`body` is empty",
+        ),
+        (
+            format!(r#"{{"runId":"b3","to":"+15558675310","body":"{long_body}"}}"#),
+            "`body` is longer",
+        ),
+    ];
+    for (d, expected) in cases {
+        let id = add(&e, &d).await;
+        let (state, h) = finished(&e, &id).await;
+        assert_eq!(state, "failed");
+        assert!(
+            h["failedReason"].contains(expected),
+            "{}",
+            h["failedReason"]
+        );
+        assert_eq!(h["atm"], "1", "unrecoverable: no retry storm");
+    }
+    assert_eq!(e.sim.store.stats().total, 0, "no provider call");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_permanent_failure_releases_the_claim_so_a_later_job_sends() {
+    let e = env("perm", r#"{"create":[{"fault":"permanent","code":21610,"times":1,"message":"Attempt to send to unsubscribed recipient"}]}"#).await;
+    let w = start_worker(&e, sms_config()).await;
+    let id = add(&e, &data("p1")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "failed");
+    assert!(h["failedReason"].contains("21610"), "{}", h["failedReason"]);
+    assert_eq!(h["atm"], "1", "permanent: not retried");
+    let mut c = e.redis.conn().await;
+    let keys = WindowKeys::new("agent-callback:", "p1");
+    assert!(
+        !c.exists::<_, bool>(&keys.claim).await.unwrap(),
+        "claim released"
+    );
+    let state_field: String = c.hget(&keys.attempt, "state").await.unwrap();
+    assert_eq!(state_field, "send-failed");
+
+    let later = add(&e, &data("p1")).await;
+    assert_eq!(finished(&e, &later).await.0, "completed");
+    assert_eq!(texts(&e, "p1"), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn rate_limited_sends_once_later_without_using_an_attempt() {
+    let e = env(
+        "429",
+        r#"{"create":[{"fault":"rate_limited","retry_after_s":1,"times":1}]}"#,
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let started = std::time::Instant::now();
+    let id = add(&e, &data("rl")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After honoured"
+    );
+    assert_eq!(h["atm"], "1", "the wait used no attempt");
+    assert_eq!(texts(&e, "rl"), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn created_then_dropped_is_reconciled_not_resent() {
+    let e = env(
+        "drop",
+        r#"{"create":[{"fault":"create_then_drop","times":1}]}"#,
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let id = add(&e, &data("d1")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    let rv = returnvalue(&h);
+    assert_eq!(rv["reconciled"], true);
+    assert_eq!(texts(&e, "d1"), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn an_unknown_send_that_never_happened_is_sent_once_after_the_window() {
+    let e = env(
+        "5xx",
+        r#"{"create":[{"fault":"server_error","status":503,"times":1}]}"#,
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let started = std::time::Instant::now();
+    let id = add(&e, &data("t1")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    assert_eq!(returnvalue(&h)["deduplicated"], false);
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "no resend before the reconcile window"
+    );
+    assert_eq!(texts(&e, "t1"), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn legacy_claim_values_are_understood() {
+    let e = env("legacy", "").await;
+    let mut c = e.redis.conn().await;
+    // The legacy worker sent this one.
+    let _: () = c
+        .set_ex(
+            WindowKeys::new("agent-callback:", "old").claim,
+            "sent",
+            86_400,
+        )
+        .await
+        .unwrap();
+    // The legacy worker is inside its window for this one (its claim expires soon).
+    let _: () = c
+        .pset_ex(
+            WindowKeys::new("agent-callback:", "busy").claim,
+            "pending",
+            800,
+        )
+        .await
+        .unwrap();
+    let w = start_worker(&e, sms_config()).await;
+    let old = add(&e, &data("old")).await;
+    let (state, h) = finished(&e, &old).await;
+    assert_eq!(state, "completed");
+    assert_eq!(returnvalue(&h)["deduplicated"], true);
+    let busy = add(&e, &data("busy")).await;
+    let (state, h) = finished(&e, &busy).await;
+    assert_eq!(
+        state, "completed",
+        "never dropped, unlike `if (!claimed) return;`"
+    );
+    assert_eq!(h["atm"], "1");
+    assert_eq!(texts(&e, "old"), 0);
+    assert_eq!(texts(&e, "busy"), 1);
+    w.stop().await;
+}
+
+/// Crashes abort the process, so they run in the `ringback` binary.
+fn spawn_binary(e: &Env, crash_at: Option<&str>) -> std::process::Child {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"));
+    cmd.arg("worker")
+        .env("REDIS_URL", e.redis.url())
+        .env("RINGBACK_QUEUE", &e.queue)
+        .env("RINGBACK_CONCURRENCY", "4")
+        .env("RINGBACK_LOCK_DURATION_MS", "1000")
+        .env("RINGBACK_STALLED_INTERVAL_MS", "300")
+        .env("RINGBACK_DRAIN_DELAY_MS", "300")
+        .env("RINGBACK_PENDING_TTL_MS", "3000")
+        .env("RINGBACK_RECONCILE_WINDOW_MS", "1500")
+        .env("RINGBACK_RECONCILE_POLL_MS", "200")
+        .env("TWILIO_ACCOUNT_SID", ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env("TWILIO_FROM", "+15005550006")
+        .env("TWILIO_API_BASE", &e.sim_base)
+        .env("TWILIO_TIMEOUT_MS", "500")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(point) = crash_at {
+        cmd.env("RINGBACK_CRASH_AT", point);
+    }
+    cmd.spawn().expect("ringback binary")
+}
+
+async fn crash_then_recover(point: &str, run_id: &str) -> (usize, serde_json::Value) {
+    let e = env(&format!("crash-{point}"), "").await;
+    let id = add(&e, &data(run_id)).await;
+    let mut crashing = spawn_binary(&e, Some(point));
+    let status = tokio::task::spawn_blocking(move || crashing.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !status.success(),
+        "the drill hook aborted the process at {point}"
+    );
+    let mut recovering = spawn_binary(&e, None);
+    let (state, h) = finished(&e, &id).await;
+    let _ = recovering.kill();
+    let _ = recovering.wait();
+    assert_eq!(state, "completed", "{point}");
+    (texts(&e, run_id), returnvalue(&h))
+}
+
+#[tokio::test]
+async fn crash_after_claim_sends_once_on_retry() {
+    let (n, rv) = crash_then_recover("after-claim", "c1").await;
+    assert_eq!(n, 1);
+    assert_eq!(rv["deduplicated"], false);
+}
+
+#[tokio::test]
+async fn crash_after_provider_accept_does_not_resend() {
+    let (n, rv) = crash_then_recover("after-provider-accept", "c2").await;
+    assert_eq!(n, 1);
+    assert_eq!(rv["reconciled"], true);
+}
+
+#[tokio::test]
+async fn crash_after_sent_marker_does_not_resend() {
+    let (n, rv) = crash_then_recover("after-sent-marker", "c3").await;
+    assert_eq!(n, 1);
+    assert_eq!(rv["deduplicated"], true);
+}
+
+#[tokio::test]
+async fn crash_before_complete_does_not_resend() {
+    let (n, _) = crash_then_recover("before-complete", "c4").await;
+    assert_eq!(n, 1);
+}
