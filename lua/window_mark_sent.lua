@@ -7,11 +7,15 @@
 
   KEYS[1] claim key
   KEYS[2] attempt record
+  KEYS[3] open-attempts index
+  KEYS[4] message link (ringback:message:<MessageSid> -> runId), so a lookup never takes
+          another run's message for this one
 
   ARGV[1] attempt token
   ARGV[2] MessageSid
   ARGV[3] now (ms)
   ARGV[4] sent TTL (ms)
+  ARGV[5] runId
 
   Returns 0 marked within the window, 1 marked after a window overrun
 ]]
@@ -22,4 +26,6 @@ if rcall("HGET", KEYS[2], "token") == ARGV[1] or rcall("EXISTS", KEYS[2]) == 0 t
   rcall("HSET", KEYS[2], "token", ARGV[1], "state", "sent", "sid", ARGV[2], "sent_at", ARGV[3])
 end
 rcall("PEXPIRE", KEYS[2], ARGV[4])
+rcall("ZREM", KEYS[3], ARGV[5])
+rcall("SET", KEYS[4], ARGV[5], "PX", ARGV[4])
 return overrun

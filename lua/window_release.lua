@@ -5,11 +5,13 @@
 
   KEYS[1] claim key
   KEYS[2] attempt record
+  KEYS[3] open-attempts index
 
   ARGV[1] attempt token
   ARGV[2] now (ms)
   ARGV[3] reason (kept on the record for escalation and `ringback status`)
   ARGV[4] record state to write: "released" | "send-failed"
+  ARGV[5] runId
 
   Returns 1 released, 0 the claim was not ours (left alone)
 ]]
@@ -20,5 +22,6 @@ if rcall("GET", KEYS[1]) == "pending:" .. ARGV[1] then
 end
 if rcall("HGET", KEYS[2], "token") == ARGV[1] then
   rcall("HSET", KEYS[2], "state", ARGV[4], "released_at", ARGV[2], "error", ARGV[3])
+  rcall("ZREM", KEYS[3], ARGV[5])
 end
 return released

@@ -363,6 +363,40 @@ impl Commands {
             .await?)
     }
 
+    /// Add a standard job (as `Queue.add` stores it); a custom `job_id` that exists is not
+    /// added again. Returns the job id and whether it was created.
+    pub async fn add_job(
+        &self,
+        job_id: Option<&str>,
+        name: &str,
+        data: &str,
+        opts: &str,
+    ) -> Result<(String, bool), Error> {
+        let k = &self.keys;
+        let keys = [
+            k.wait(),
+            k.meta(),
+            k.id(),
+            k.events(),
+            k.active(),
+            k.marker(),
+            k.paused(),
+        ];
+        let args = [
+            k.base(),
+            job_id.unwrap_or(""),
+            name,
+            data,
+            opts,
+            &now_ms().to_string(),
+        ];
+        let (id, created): (String, String) = scripts()
+            .add_job
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        Ok((id, created == "created"))
+    }
+
     /// Store a job's progress (any JSON) and emit the `progress` event.
     pub async fn update_progress(
         &self,

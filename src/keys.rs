@@ -126,6 +126,17 @@ impl WindowKeys {
     }
 }
 
+/// Keys the window shares across runs. Under Redis Cluster these live in other slots than the
+/// per-run keys: the window scripts then need a second call (not supported yet).
+pub fn open_attempts(claim_prefix: &str) -> String {
+    format!("ringback:open-attempts:{claim_prefix}")
+}
+
+/// `ringback:message:<MessageSid>` → the runId it was sent for.
+pub fn message_link(sid: &str) -> String {
+    format!("ringback:message:{sid}")
+}
+
 #[cfg(test)]
 mod window_tests {
     use super::WindowKeys;

@@ -30,6 +30,7 @@ pub mod fetcher;
 pub mod job;
 pub mod keys;
 pub mod lock_manager;
+pub mod orphans;
 pub mod processor;
 pub mod scripted;
 pub mod scripts;

@@ -23,6 +23,17 @@ use crate::window::{Claim, Unresolved, Window, WindowTimes};
 /// scheduling after Twilio answered, so a live attempt always marks sent before its claim expires.
 pub const SAFETY_MARGIN: Duration = Duration::from_secs(2);
 
+/// How far before an unknown send a matching message may have been created: the legacy
+/// worker's claim lives 600 s, so a legacy attempt we take over may be that old.
+pub const LOOKBACK: Duration = Duration::from_secs(600);
+
+/// The options of a callback job, as the legacy `/api/notify/send` API enqueued them (the same
+/// as `node-harness/lib/legacy.js`).
+pub const CALLBACK_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000},"removeOnComplete":{"count":10000},"removeOnFail":{"count":10000}}"#;
+
+/// The job name the legacy API uses.
+pub const CALLBACK_JOB_NAME: &str = "agent-callback";
+
 /// Settings of the SMS processor (`RINGBACK_*` window settings).
 #[derive(Debug, Clone)]
 pub struct SmsConfig {
@@ -413,15 +424,25 @@ impl SmsProcessor {
         for filter in &filters {
             match self.twilio.list_messages(filter).await {
                 Ok(page) => {
-                    let found = page.messages.into_iter().find(|m| {
+                    let candidates = page.messages.into_iter().filter(|m| {
                         m.body.as_deref() == Some(u.body.as_str())
                             && m.date_created
                                 .as_deref()
                                 .and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
-                                .is_none_or(|d| d.timestamp_millis() >= u.since - 60_000)
+                                .is_none_or(|d| {
+                                    d.timestamp_millis() >= u.since - LOOKBACK.as_millis() as i64
+                                })
                     });
-                    if let Some(m) = found {
-                        return Resolution::Sent(m.sid);
+                    for m in candidates {
+                        // A message ringback recorded for another run is not this run's.
+                        match self.window.run_of_message(&m.sid).await {
+                            Ok(Some(other)) if other != req.run_id => continue,
+                            Ok(_) => return Resolution::Sent(m.sid),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "lookup failed; will try again");
+                                return Resolution::Wait(self.config.reconcile_poll);
+                            }
+                        }
                     }
                 }
                 Err(e) => {
@@ -461,21 +482,34 @@ impl Processor for SmsProcessor {
     }
 }
 
-/// Build the SMS processor: its own Redis connection for the window (retrying until Redis
-/// answers or `shutdown`), and the Twilio client.
+/// Build the SMS processor (its own Redis connection for the window, retrying until Redis
+/// answers or `shutdown`; the Twilio client) and start the orphan sweep beside it.
 pub async fn connect(
-    redis_url: &str,
+    worker: &crate::WorkerConfig,
     config: SmsConfig,
     twilio: crate::twilio::TwilioConfig,
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<SmsProcessor, crate::error::Error> {
-    let client = redis::Client::open(redis_url)?;
+    let client = redis::Client::open(worker.redis_url.as_str())?;
     let conn = crate::worker::connect_until(&client, shutdown).await?;
     let twilio = TwilioClient::new(twilio).map_err(|e| crate::error::Error::Reply {
         script: "twilio client",
         detail: e.to_string(),
     })?;
-    Ok(SmsProcessor::new(config, conn, twilio))
+    let sweep_every = config.reconcile_poll;
+    let processor = SmsProcessor::new(config, conn.clone(), twilio);
+    let queue = crate::commands::Commands::new(
+        conn,
+        crate::keys::QueueKeys::new(&worker.prefix, &worker.queue),
+        Default::default(),
+    );
+    tokio::spawn(crate::orphans::run(
+        processor.window().clone(),
+        queue,
+        sweep_every,
+        shutdown.clone(),
+    ));
+    Ok(processor)
 }
 
 #[cfg(test)]

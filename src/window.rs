@@ -86,9 +86,8 @@ impl Window {
         WindowKeys::new(&self.claim_prefix, run_id)
     }
 
-    fn key_list(&self, run_id: &str) -> [String; 3] {
-        let k = self.keys(run_id);
-        [k.claim, k.attempt, k.record]
+    fn index(&self) -> String {
+        crate::keys::open_attempts(&self.claim_prefix)
     }
 
     /// Claim `run_id` for a new attempt (`token`), or say why not.
@@ -115,15 +114,13 @@ impl Window {
             to,
             from,
             body,
+            run_id,
         ];
+        let k = self.keys(run_id);
+        let keys = [k.claim, k.attempt, k.record, self.index()];
         let reply: Vec<String> = scripts()
             .window_claim
-            .run(
-                &mut self.conn.clone(),
-                &self.trips,
-                &self.key_list(run_id),
-                &args,
-            )
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
             .await?;
         let bad = || Error::Reply {
             script: "window_claim",
@@ -151,15 +148,22 @@ impl Window {
     /// Record that Twilio accepted `sid`. Returns true when this was a window overrun.
     pub async fn mark_sent(&self, run_id: &str, token: &str, sid: &str) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let args = [token, sid, &now_ms().to_string(), &ms(self.times.sent_ttl)];
+        let args = [
+            token,
+            sid,
+            &now_ms().to_string(),
+            &ms(self.times.sent_ttl),
+            run_id,
+        ];
+        let keys = [
+            k.claim,
+            k.attempt,
+            self.index(),
+            crate::keys::message_link(sid),
+        ];
         let overrun: i64 = scripts()
             .window_mark_sent
-            .run(
-                &mut self.conn.clone(),
-                &self.trips,
-                &[k.claim, k.attempt],
-                &args,
-            )
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
             .await?;
         if overrun == 1 {
             WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
@@ -176,15 +180,11 @@ impl Window {
         state: &str,
     ) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let args = [token, &now_ms().to_string(), reason, state];
+        let args = [token, &now_ms().to_string(), reason, state, run_id];
+        let keys = [k.claim, k.attempt, self.index()];
         let released: i64 = scripts()
             .window_release
-            .run(
-                &mut self.conn.clone(),
-                &self.trips,
-                &[k.claim, k.attempt],
-                &args,
-            )
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
             .await?;
         Ok(released == 1)
     }
@@ -192,17 +192,72 @@ impl Window {
     /// Keep our claim while an unknown send is resolved.
     pub async fn hold(&self, run_id: &str, token: &str, reason: &str) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let args = [token, &now_ms().to_string(), &ms(self.times.hold), reason];
+        let args = [
+            token,
+            &now_ms().to_string(),
+            &ms(self.times.hold),
+            reason,
+            run_id,
+            &ms(self.times.pending_ttl),
+        ];
+        let keys = [k.claim, k.attempt, self.index()];
         let held: i64 = scripts()
             .window_hold
-            .run(
-                &mut self.conn.clone(),
-                &self.trips,
-                &[k.claim, k.attempt],
-                &args,
-            )
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
             .await?;
         Ok(held == 1)
+    }
+
+    /// The runId a MessageSid was sent for, when ringback recorded it.
+    pub async fn run_of_message(&self, sid: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("GET")
+            .arg(crate::keys::message_link(sid))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Runs whose attempt is still open past its deadline: no live job is resolving them.
+    pub async fn orphans(&self, limit: usize) -> Result<Vec<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("ZRANGEBYSCORE")
+            .arg(self.index())
+            .arg("-inf")
+            .arg(now_ms())
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit)
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// The attempt record of a run (empty when none).
+    pub async fn attempt_record(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::HashMap<String, String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("HGETALL")
+            .arg(self.keys(run_id).attempt)
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// After an orphan was re-enqueued, push its deadline forward; drop a settled one.
+    pub async fn reschedule_orphan(&self, run_id: &str, settled: bool) -> Result<(), Error> {
+        self.trips.add(1);
+        let mut cmd = if settled {
+            redis::cmd("ZREM")
+        } else {
+            redis::cmd("ZADD")
+        };
+        cmd.arg(self.index());
+        if !settled {
+            cmd.arg(now_ms() + (self.times.hold + self.times.pending_ttl).as_millis() as i64);
+        }
+        cmd.arg(run_id);
+        cmd.query_async::<()>(&mut self.conn.clone()).await?;
+        Ok(())
     }
 }
 

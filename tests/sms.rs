@@ -485,3 +485,104 @@ async fn crash_before_complete_does_not_resend() {
     let (n, _) = crash_then_recover("before-complete", "c4").await;
     assert_eq!(n, 1);
 }
+
+fn window(
+    e: &Env,
+    conn: redis::aio::ConnectionManager,
+    pending_ms: u64,
+) -> ringback::window::Window {
+    let _ = e;
+    ringback::window::Window::new(
+        conn,
+        Default::default(),
+        "agent-callback:".into(),
+        ringback::window::WindowTimes {
+            pending_ttl: Duration::from_millis(pending_ms),
+            sent_ttl: Duration::from_secs(3600),
+            hold: Duration::from_millis(2 * pending_ms),
+        },
+    )
+}
+
+#[tokio::test]
+async fn an_orphaned_attempt_is_re_enqueued_and_sent_once() {
+    let e = env("orphan", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let w = window(&e, conn.clone(), 200);
+    // An attempt claimed, then its process died and its job was dropped (the legacy worker
+    // completes a job whose claim it cannot take).
+    let body = "Run o1 finished: 2 approvals needed";
+    let claim = w
+        .claim("o1", "tok-1", "gone", "w", TO, "", body)
+        .await
+        .unwrap();
+    assert!(matches!(claim, ringback::window::Claim::Claimed { .. }));
+    let queue = ringback::commands::Commands::new(conn, e.keys.clone(), Default::default());
+    let swept = wait_for(T, "the attempt to be overdue", || {
+        let (w, queue) = (w.clone(), queue.clone());
+        async move {
+            let swept = ringback::orphans::sweep(&w, &queue).await.unwrap();
+            (!swept.is_empty()).then_some(swept)
+        }
+    })
+    .await;
+    assert_eq!(swept, vec!["o1".to_string()]);
+    assert!(
+        ringback::orphans::sweep(&w, &queue)
+            .await
+            .unwrap()
+            .is_empty(),
+        "enqueued once"
+    );
+    let job_id = "ringback-orphan:o1:tok-1";
+    let worker = start_worker(&e, sms_config()).await;
+    let (state, h) = finished(&e, job_id).await;
+    assert_eq!(state, "completed");
+    assert_eq!(
+        returnvalue(&h)["deduplicated"],
+        false,
+        "nothing had been sent: sent after the window"
+    );
+    assert_eq!(texts(&e, "o1"), 1);
+    worker.stop().await;
+}
+
+#[tokio::test]
+async fn a_lookup_never_takes_another_runs_message() {
+    let e = env("other-run", "").await;
+    let body = "Your agent finished";
+    let same = |run: &str| serde_json::json!({"runId": run, "to": TO, "body": body}).to_string();
+    let worker = start_worker(&e, sms_config()).await;
+    let a = add(&e, &same("ra")).await;
+    assert_eq!(finished(&e, &a).await.0, "completed");
+    worker.stop().await;
+    // Run rb's attempt claimed and died before sending: the same recipient and body as ra.
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let w = window(
+        &e,
+        ringback::connection::commands(&client).await.unwrap(),
+        200,
+    );
+    w.claim("rb", "tok-b", "old", "w", TO, "", body)
+        .await
+        .unwrap();
+    let b = add(&e, &same("rb")).await;
+    let worker = start_worker(&e, sms_config()).await;
+    let (state, h) = finished(&e, &b).await;
+    assert_eq!(state, "completed");
+    assert_eq!(
+        returnvalue(&h)["deduplicated"],
+        false,
+        "ra's message is not rb's proof"
+    );
+    let sent = e
+        .sim
+        .store
+        .all()
+        .iter()
+        .filter(|m| m.body.as_deref() == Some(body))
+        .count();
+    assert_eq!(sent, 2, "one text per run");
+    worker.stop().await;
+}
