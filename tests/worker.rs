@@ -720,6 +720,43 @@ async fn every_script_runs_after_script_flush() {
             .unwrap();
         assert_eq!(r.unwrap_err(), ringback::ScriptCode::JobMissing);
     }
+    let (id, created) = cmds
+        .add_job(Some("x1"), "n", "{}", r#"{"attempts":0}"#)
+        .await
+        .unwrap();
+    assert!(created && id == "x1");
+    let window_conn = ringback::connection::commands(&client).await.unwrap();
+    let window = ringback::window::Window::new(
+        window_conn,
+        trips.clone(),
+        "agent-callback:".into(),
+        ringback::window::WindowTimes {
+            pending_ttl: Duration::from_secs(5),
+            sent_ttl: Duration::from_secs(60),
+            hold: Duration::from_secs(10),
+        },
+    );
+    let claim = window
+        .claim("f1", "tok", "1", "w", "+15558675310", "", "b")
+        .await
+        .unwrap();
+    assert_eq!(
+        claim,
+        ringback::window::Claim::Claimed {
+            token: "tok".into()
+        }
+    );
+    assert!(window.hold("f1", "tok", "unknown").await.unwrap());
+    assert!(
+        window
+            .release("f1", "tok", "test", "released")
+            .await
+            .unwrap()
+    );
+    assert!(
+        window.mark_sent("f2", "tok", "SM0").await.unwrap(),
+        "no claim held: a window overrun"
+    );
     let loaded: Vec<bool> = redis::cmd("SCRIPT")
         .arg("EXISTS")
         .arg(
