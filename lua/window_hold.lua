@@ -12,7 +12,6 @@
   ARGV[3] hold (ms)
   ARGV[4] reason
   ARGV[5] runId
-  ARGV[6] pending TTL (ms): the attempt counts as orphaned hold + pending TTL after now
 
   Returns 1 held, 0 the claim now belongs to someone else (left alone)
 ]]
@@ -22,5 +21,6 @@ rcall("SET", KEYS[1], "pending:" .. ARGV[1], "PX", ARGV[3])
 if rcall("HGET", KEYS[2], "token") == ARGV[1] and rcall("HGET", KEYS[2], "state") ~= "ambiguous" then
   rcall("HSET", KEYS[2], "state", "ambiguous", "since", ARGV[2], "error", ARGV[4])
 end
-rcall("ZADD", KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[3]) + tonumber(ARGV[6]), ARGV[5])
+rcall("HSET", KEYS[2], "touched", ARGV[2])
+rcall("ZADD", KEYS[3], tonumber(ARGV[2]) + math.floor(tonumber(ARGV[3]) / 2), ARGV[5])
 return 1

@@ -1,59 +1,56 @@
-//! The orphan sweep: an attempt whose window is still open past its deadline has no live job
-//! resolving it (its job was dropped: the legacy worker's `if (!claimed) return;` after a
-//! ringback crash, or a job removed by hand). The sweep re-enqueues a callback job from the
-//! attempt record, which resolves it like any retry (receipt, lookup, reconcile window), so a
-//! callback is never silently lost. Several replicas may sweep: the job id is derived from the
-//! attempt, so an orphan is enqueued once.
+//! The orphan sweep: an attempt whose window is still open past its deadline may have no live
+//! job resolving it (its job was dropped: the legacy worker's `if (!claimed) return;` on a job
+//! ringback crashed in, a job failed by the stall limit, or one removed by hand). The sweep
+//! re-fences the claim (so no legacy retry can claim and send while the attempt is
+//! unresolved) and resolves the attempt itself, from its durable record, exactly as a retry
+//! would (receipt, lookup, reconcile window, then send): the attempt record is the outbox, so
+//! a callback is never silently lost, and the sweep does not depend on which worker a queue
+//! job would reach. Replicas may sweep together: taking an orphan is one atomic script, and
+//! the window arbitrates between resolvers.
 
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::Commands;
-use crate::sms::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
-use crate::window::Window;
+use crate::callback::CallbackRequest;
+use crate::processor::Outcome;
+use crate::sms::SmsProcessor;
 
-/// Sweep once: returns the runs re-enqueued.
-pub async fn sweep(window: &Window, queue: &Commands) -> Result<Vec<String>, crate::error::Error> {
-    let mut enqueued = vec![];
-    for run_id in window.orphans(100).await? {
-        let rec = window.attempt_record(&run_id).await?;
-        let open = matches!(
-            rec.get("state").map(String::as_str),
-            Some("claimed" | "ambiguous")
-        );
-        if !open {
-            window.reschedule_orphan(&run_id, true).await?;
+/// Sweep once: returns the runs it resolved (sent, or found sent).
+pub async fn sweep(processor: &SmsProcessor) -> Result<Vec<String>, crate::error::Error> {
+    let window = processor.window();
+    let mut resolved = vec![];
+    for run_id in window.overdue(100).await? {
+        let Some(orphan) = window.sweep(&run_id).await? else {
             continue;
-        }
-        let field = |k: &str| rec.get(k).cloned().unwrap_or_default();
-        let mut data =
-            serde_json::json!({"runId": run_id, "to": field("to"), "body": field("body")});
-        if !field("from").is_empty() {
-            data["from"] = serde_json::Value::String(field("from"));
-        }
-        let job_id = format!("ringback-orphan:{run_id}:{}", field("token"));
-        let (id, created) = queue
-            .add_job(
-                Some(&job_id),
-                CALLBACK_JOB_NAME,
-                &data.to_string(),
-                CALLBACK_JOB_OPTS,
-            )
-            .await?;
-        window.reschedule_orphan(&run_id, false).await?;
-        if created {
-            tracing::warn!(run_id = %run_id, job_id = %id, "open attempt without a live job: re-enqueued its callback");
-            enqueued.push(run_id);
+        };
+        let req = CallbackRequest {
+            run_id: run_id.clone(),
+            to: orphan.to,
+            body: orphan.body,
+            from: Some(orphan.from).filter(|f| !f.is_empty()),
+        };
+        let job_id = format!("ringback-sweep:{}:{}", orphan.token, orphan.generation);
+        tracing::warn!(run_id = %run_id, "open attempt past its deadline: claim re-fenced, resolving it");
+        match processor.attempt(&job_id, &req).await {
+            Outcome::Completed(v) => {
+                tracing::info!(run_id = %run_id, result = %v, "orphan resolved");
+                resolved.push(run_id);
+            }
+            Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,
+            Outcome::Failed(f) => {
+                // Recorded on the attempt record by the window (state send-failed) for escalation.
+                tracing::error!(run_id = %run_id, reason = %f.message, "orphan could not be sent");
+            }
         }
     }
-    Ok(enqueued)
+    Ok(resolved)
 }
 
 /// Sweep every `interval` until `cancel`.
-pub async fn run(window: Window, queue: Commands, interval: Duration, cancel: CancellationToken) {
+pub async fn run(processor: SmsProcessor, interval: Duration, cancel: CancellationToken) {
     loop {
-        if let Err(e) = sweep(&window, &queue).await {
+        if let Err(e) = sweep(&processor).await {
             tracing::warn!(error = %e, "orphan sweep failed; will retry");
         }
         tokio::select! {

@@ -46,6 +46,7 @@ scripts! {
     window_mark_sent => "window_mark_sent.lua",
     window_release => "window_release.lua",
     window_hold => "window_hold.lua",
+    window_sweep => "window_sweep.lua",
 }
 
 /// The process-wide script set.

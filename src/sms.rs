@@ -185,6 +185,7 @@ impl std::str::FromStr for CrashAt {
 }
 
 /// The processor. Cheap to clone per job: Redis and HTTP clients are shared handles.
+#[derive(Clone)]
 pub struct SmsProcessor {
     config: SmsConfig,
     window: Window,
@@ -243,7 +244,8 @@ impl SmsProcessor {
         Outcome::DelayUntil(now_ms() + d.as_millis() as i64)
     }
 
-    async fn attempt(&self, job: &Job, req: &CallbackRequest) -> Outcome {
+    /// Run one attempt of a callback for `job_id` (a queue job, or the orphan sweep).
+    pub async fn attempt(&self, job_id: &str, req: &CallbackRequest) -> Outcome {
         let from = req.from.clone().unwrap_or_default();
         // At most: resolve an unknown send, find it unproven past the window, release, claim anew.
         for _ in 0..3 {
@@ -253,7 +255,7 @@ impl SmsProcessor {
                 .claim(
                     &req.run_id,
                     &token,
-                    &job.id,
+                    job_id,
                     &self.worker_id,
                     &req.to,
                     &from,
@@ -478,34 +480,29 @@ impl Processor for SmsProcessor {
             }
         };
         let span = tracing::info_span!("callback", run_id = %req.run_id);
-        tracing::Instrument::instrument(self.attempt(job, &req), span).await
+        tracing::Instrument::instrument(self.attempt(&job.id, &req), span).await
     }
 }
 
 /// Build the SMS processor (its own Redis connection for the window, retrying until Redis
-/// answers or `shutdown`; the Twilio client) and start the orphan sweep beside it.
+/// answers or `shutdown`; the Twilio client) and start the orphan sweep beside it, until
+/// `shutdown`.
 pub async fn connect(
-    worker: &crate::WorkerConfig,
+    redis_url: &str,
     config: SmsConfig,
     twilio: crate::twilio::TwilioConfig,
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<SmsProcessor, crate::error::Error> {
-    let client = redis::Client::open(worker.redis_url.as_str())?;
+    let client = redis::Client::open(redis_url)?;
     let conn = crate::worker::connect_until(&client, shutdown).await?;
     let twilio = TwilioClient::new(twilio).map_err(|e| crate::error::Error::Reply {
         script: "twilio client",
         detail: e.to_string(),
     })?;
     let sweep_every = config.reconcile_poll;
-    let processor = SmsProcessor::new(config, conn.clone(), twilio);
-    let queue = crate::commands::Commands::new(
-        conn,
-        crate::keys::QueueKeys::new(&worker.prefix, &worker.queue),
-        Default::default(),
-    );
+    let processor = SmsProcessor::new(config, conn, twilio);
     tokio::spawn(crate::orphans::run(
-        processor.window().clone(),
-        queue,
+        processor.clone(),
         sweep_every,
         shutdown.clone(),
     ));

@@ -198,7 +198,6 @@ impl Window {
             &ms(self.times.hold),
             reason,
             run_id,
-            &ms(self.times.pending_ttl),
         ];
         let keys = [k.claim, k.attempt, self.index()];
         let held: i64 = scripts()
@@ -217,8 +216,8 @@ impl Window {
             .await?)
     }
 
-    /// Runs whose attempt is still open past its deadline: no live job is resolving them.
-    pub async fn orphans(&self, limit: usize) -> Result<Vec<String>, Error> {
+    /// Runs whose attempt is still open past its deadline: maybe no live job is resolving them.
+    pub async fn overdue(&self, limit: usize) -> Result<Vec<String>, Error> {
         self.trips.add(1);
         Ok(redis::cmd("ZRANGEBYSCORE")
             .arg(self.index())
@@ -231,34 +230,53 @@ impl Window {
             .await?)
     }
 
-    /// The attempt record of a run (empty when none).
-    pub async fn attempt_record(
-        &self,
-        run_id: &str,
-    ) -> Result<std::collections::HashMap<String, String>, Error> {
-        self.trips.add(1);
-        Ok(redis::cmd("HGETALL")
-            .arg(self.keys(run_id).attempt)
-            .query_async(&mut self.conn.clone())
-            .await?)
+    /// Take an overdue open attempt for re-enqueueing: its claim is re-fenced and its deadline
+    /// pushed on. `None` when it was not overdue after all, or is settled.
+    pub async fn sweep(&self, run_id: &str) -> Result<Option<Orphan>, Error> {
+        let k = self.keys(run_id);
+        let args = [run_id, &now_ms().to_string(), &ms(self.times.hold)];
+        let keys = [k.claim, k.attempt, self.index()];
+        let reply: Vec<String> = scripts()
+            .window_sweep
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        Ok(match reply.as_slice() {
+            [generation, token, to, from, body] => Some(Orphan {
+                generation: generation.clone(),
+                token: token.clone(),
+                to: to.clone(),
+                from: from.clone(),
+                body: body.clone(),
+            }),
+            _ => None,
+        })
     }
+}
 
-    /// After an orphan was re-enqueued, push its deadline forward; drop a settled one.
-    pub async fn reschedule_orphan(&self, run_id: &str, settled: bool) -> Result<(), Error> {
+impl Window {
+    /// Come back to an open attempt at `at` (ms) rather than at its default deadline.
+    pub async fn revisit_at(&self, run_id: &str, at: i64) -> Result<(), Error> {
         self.trips.add(1);
-        let mut cmd = if settled {
-            redis::cmd("ZREM")
-        } else {
-            redis::cmd("ZADD")
-        };
-        cmd.arg(self.index());
-        if !settled {
-            cmd.arg(now_ms() + (self.times.hold + self.times.pending_ttl).as_millis() as i64);
-        }
-        cmd.arg(run_id);
-        cmd.query_async::<()>(&mut self.conn.clone()).await?;
+        redis::cmd("ZADD")
+            .arg(self.index())
+            .arg("XX")
+            .arg(at)
+            .arg(run_id)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
         Ok(())
     }
+}
+
+/// An open attempt the sweep took: what its re-enqueued job needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Orphan {
+    /// How many times it was swept (part of the new job's id).
+    pub generation: String,
+    pub token: String,
+    pub to: String,
+    pub from: String,
+    pub body: String,
 }
 
 fn ms(d: Duration) -> String {

@@ -108,7 +108,9 @@ async fn main() -> ExitCode {
                 Some((sms, twilio)) => {
                     let shutdown = shutdown_on_signals();
                     let processor =
-                        match ringback::sms::connect(&v.worker, sms, twilio, &shutdown).await {
+                        match ringback::sms::connect(&v.worker.redis_url, sms, twilio, &shutdown)
+                            .await
+                        {
                             Ok(p) => p,
                             Err(e) => {
                                 eprintln!("ringback: {e}");
