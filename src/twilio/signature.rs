@@ -10,7 +10,7 @@ type HmacSha1 = hmac::Hmac<sha1::Sha1>;
 /// Sign a form-encoded POST: `params` are the decoded form fields as received.
 pub fn sign(auth_token: &str, url: &str, params: &[(String, String)]) -> String {
     let mut names: Vec<&str> = params.iter().map(|(k, _)| k.as_str()).collect();
-    names.sort_unstable();
+    names.sort_unstable_by(|a, b| utf16_order(a, b));
     names.dedup();
     // HMAC-SHA1 accepts any key length, so this cannot fail.
     let mut mac =
@@ -23,7 +23,7 @@ pub fn sign(auth_token: &str, url: &str, params: &[(String, String)]) -> String 
             .filter(|(k, _)| k == name)
             .map(|(_, v)| v.as_str())
             .collect();
-        values.sort_unstable();
+        values.sort_unstable_by(|a, b| utf16_order(a, b));
         values.dedup();
         for v in values {
             mac.update(name.as_bytes());
@@ -33,8 +33,14 @@ pub fn sign(auth_token: &str, url: &str, params: &[(String, String)]) -> String 
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
 }
 
-/// Check a signature against every URL form Twilio's SDKs accept: as given, without its
-/// default port, and with the default port added. Comparison is constant-time.
+/// JavaScript's default sort order (UTF-16 code units), which Twilio's SDKs sign with; it differs
+/// from Rust's code-point order for characters outside the Basic Multilingual Plane.
+fn utf16_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
+/// Check a signature against every URL form Twilio's SDKs accept for the URL received (see
+/// [`url_variants`]). Comparison is constant-time.
 pub fn verify(auth_token: &str, url: &str, params: &[(String, String)], signature: &str) -> bool {
     url_variants(url).iter().any(|candidate| {
         constant_time_eq(
@@ -44,9 +50,29 @@ pub fn verify(auth_token: &str, url: &str, params: &[(String, String)], signatur
     })
 }
 
-/// The URL without fragment, and with its default port removed or added.
+/// The URL forms the official SDK validates a received URL as (twilio.md §3.2): without the
+/// fragment; as received, with its port removed (any port: the SDK's `removePort`), or with the
+/// scheme's default port added when it has none; each also with the apostrophes a WHATWG URL
+/// parser escapes.
 pub fn url_variants(url: &str) -> Vec<String> {
     let url = url.split('#').next().unwrap_or(url);
+    let mut bases = vec![url.to_string()];
+    if url.contains('\'') {
+        bases.push(url.replace('\'', "%27"));
+    }
+    let mut out = vec![];
+    for base in bases {
+        for form in port_forms(&base) {
+            if !out.contains(&form) {
+                out.push(form);
+            }
+        }
+    }
+    out
+}
+
+/// `url`, and `url` without its port if it has one, or with the default port if it has none.
+fn port_forms(url: &str) -> Vec<String> {
     let mut out = vec![url.to_string()];
     let Some((scheme, rest)) = url.split_once("://") else {
         return out;
@@ -63,12 +89,11 @@ pub fn url_variants(url: &str) -> Vec<String> {
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let userinfo = &authority[..authority.len() - host.len()];
     match host.rsplit_once(':') {
-        // an explicit port (IPv6 literals end with ']' when they carry none)
-        Some((h, port)) if !host.ends_with(']') => {
-            if port == default_port {
-                out.push(format!("{scheme}://{userinfo}{h}{tail}"));
-            }
+        // an explicit port (IPv6 literals end with ']' when they carry none): also try without
+        Some((h, port)) if !host.ends_with(']') && port.chars().all(|c| c.is_ascii_digit()) => {
+            out.push(format!("{scheme}://{userinfo}{h}{tail}"))
         }
+        // no port: also try with the scheme's default one
         _ => out.push(format!("{scheme}://{userinfo}{host}:{default_port}{tail}")),
     }
     out
@@ -179,7 +204,7 @@ mod tests {
     }
 
     #[test]
-    fn url_variants_add_or_strip_the_default_port() {
+    fn url_variants_follow_the_sdk() {
         assert_eq!(
             url_variants("https://a.com/x?y=1#rc=5"),
             vec!["https://a.com/x?y=1", "https://a.com:443/x?y=1"]
@@ -190,7 +215,11 @@ mod tests {
         );
         assert_eq!(
             url_variants("http://127.0.0.1:3000/x"),
-            vec!["http://127.0.0.1:3000/x"]
+            vec!["http://127.0.0.1:3000/x", "http://127.0.0.1/x"]
+        );
+        assert!(
+            url_variants("https://a.com/cb?n=O'Brien")
+                .contains(&"https://a.com/cb?n=O%27Brien".to_string())
         );
     }
 }
