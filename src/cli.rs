@@ -367,6 +367,17 @@ pub struct SmsArgs {
     /// Drills only: `<point>[:<probability>]`.
     #[arg(long, env = "RINGBACK_CRASH_AT")]
     pub crash_at: Option<String>,
+    /// BullMQ queue for escalation jobs (default `<queue>-escalations`).
+    #[arg(long, env = "RINGBACK_ESCALATION_QUEUE")]
+    pub escalation_queue: Option<String>,
+    /// Also text this number when a callback is escalated.
+    #[arg(long, env = "RINGBACK_FALLBACK_TO")]
+    pub fallback_to: Option<String>,
+    #[arg(long, env = "RINGBACK_DELIVERY_DEADLINE_MS", default_value_t = 900_000)]
+    pub delivery_deadline_ms: u64,
+    /// Look an accepted message up when no terminal receipt came within this long.
+    #[arg(long, env = "RINGBACK_RECEIPT_POLL_AFTER_MS", default_value_t = 60_000)]
+    pub receipt_poll_after_ms: u64,
 }
 
 impl SmsArgs {
@@ -385,6 +396,18 @@ impl SmsArgs {
                 .filter(|c| !c.is_empty())
                 .map(str::parse)
                 .transpose()?,
+            escalation_queue: self.escalation_queue.clone().filter(|q| !q.is_empty()),
+            fallback_to: match self.fallback_to.as_deref().filter(|f| !f.is_empty()) {
+                Some(f) if !crate::twilio::message::is_e164(f) => {
+                    return Err(ConfigError::new(
+                        "RINGBACK_FALLBACK_TO",
+                        "must be an E.164 number",
+                    ));
+                }
+                other => other.map(str::to_string),
+            },
+            delivery_deadline: Duration::from_millis(self.delivery_deadline_ms),
+            receipt_poll_after: Duration::from_millis(self.receipt_poll_after_ms),
         })
     }
 }

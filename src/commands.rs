@@ -397,6 +397,15 @@ impl Commands {
         Ok((id, created == "created"))
     }
 
+    /// Whether a job with this id exists in the queue (any state).
+    pub async fn job_exists(&self, job_id: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("EXISTS")
+            .arg(self.keys.job(job_id))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
     /// Store a job's progress (any JSON) and emit the `progress` event.
     pub async fn update_progress(
         &self,

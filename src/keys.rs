@@ -126,6 +126,21 @@ impl WindowKeys {
     }
 }
 
+/// The callback record's history list, in the claim key's slot.
+pub fn callback_history(claim_prefix: &str, run_id: &str) -> String {
+    format!("ringback:callback-history:{{{claim_prefix}{run_id}}}")
+}
+
+/// A status callback already applied (by idempotency token or parameter hash).
+pub fn receipt_seen(id: &str) -> String {
+    format!("ringback:receipt-seen:{id}")
+}
+
+/// ZSET MessageSid → when to look the message up (reconciliation of missing callbacks).
+pub fn reconcile_schedule(claim_prefix: &str) -> String {
+    format!("ringback:reconcile:{claim_prefix}")
+}
+
 /// Keys the window shares across runs. Under Redis Cluster these live in other slots than the
 /// per-run keys: the window scripts then need a second call (not supported yet).
 pub fn open_attempts(claim_prefix: &str) -> String {

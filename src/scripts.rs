@@ -47,6 +47,8 @@ scripts! {
     window_release => "window_release.lua",
     window_hold => "window_hold.lua",
     window_sweep => "window_sweep.lua",
+    receipt_apply => "receipt_apply.lua",
+    claim_due => "claim_due.lua",
 }
 
 /// The process-wide script set.

@@ -50,6 +50,14 @@ pub struct SmsConfig {
     pub status_callback_url: Option<String>,
     /// Drills only: abort at a point of the window.
     pub crash_at: Option<CrashAt>,
+    /// BullMQ queue for escalation jobs; `None` = `<queue>-escalations`.
+    pub escalation_queue: Option<String>,
+    /// Also text this number when a callback is escalated (through the same window).
+    pub fallback_to: Option<String>,
+    /// A callback with no terminal status this long after acceptance is escalated.
+    pub delivery_deadline: Duration,
+    /// An accepted message with no terminal status is looked up after this long.
+    pub receipt_poll_after: Duration,
 }
 
 impl Default for SmsConfig {
@@ -63,6 +71,10 @@ impl Default for SmsConfig {
             retry_later_default: Duration::from_secs(2),
             status_callback_url: None,
             crash_at: None,
+            escalation_queue: None,
+            fallback_to: None,
+            delivery_deadline: Duration::from_secs(900),
+            receipt_poll_after: Duration::from_secs(60),
         }
     }
 }
@@ -130,6 +142,14 @@ impl SmsConfig {
         Ok(warnings)
     }
 
+    fn receipt_times(&self) -> crate::receipts::ReceiptTimes {
+        crate::receipts::ReceiptTimes {
+            repeat_ttl: self.sent_ttl,
+            record_ttl: self.sent_ttl,
+            poll_after: self.receipt_poll_after,
+        }
+    }
+
     fn times(&self) -> WindowTimes {
         WindowTimes {
             pending_ttl: self.pending_ttl,
@@ -190,26 +210,74 @@ pub struct SmsProcessor {
     config: SmsConfig,
     window: Window,
     twilio: TwilioClient,
+    receipts: crate::receipts::Receipts,
+    escalator: crate::escalation::Escalator,
     worker_id: String,
 }
 
 impl SmsProcessor {
+    /// `prefix`/`queue`: the callback queue (escalation jobs go to `<queue>-escalations` unless
+    /// configured otherwise; fallback texts go to the callback queue).
     pub fn new(
         config: SmsConfig,
-        window_conn: redis::aio::ConnectionManager,
+        conn: redis::aio::ConnectionManager,
         twilio: TwilioClient,
+        prefix: &str,
+        queue: &str,
     ) -> Self {
         let window = Window::new(
-            window_conn,
+            conn.clone(),
             Default::default(),
             config.claim_prefix.clone(),
             config.times(),
         );
+        let receipts = crate::receipts::Receipts::new(
+            conn.clone(),
+            config.claim_prefix.clone(),
+            config.receipt_times(),
+        );
+        let escalation_queue = config
+            .escalation_queue
+            .clone()
+            .unwrap_or_else(|| format!("{queue}-escalations"));
+        let commands = |q: &str| {
+            crate::commands::Commands::new(
+                conn.clone(),
+                crate::keys::QueueKeys::new(prefix, q),
+                Default::default(),
+            )
+        };
+        let escalator = crate::escalation::Escalator {
+            escalations: commands(&escalation_queue),
+            callbacks: commands(queue),
+            receipts: receipts.clone(),
+            fallback_to: config.fallback_to.clone(),
+        };
         Self {
             config,
             window,
             twilio,
+            receipts,
+            escalator,
             worker_id: uuid::Uuid::new_v4().to_string(),
+        }
+    }
+
+    pub fn receipts(&self) -> &crate::receipts::Receipts {
+        &self.receipts
+    }
+
+    pub fn escalator(&self) -> &crate::escalation::Escalator {
+        &self.escalator
+    }
+
+    /// The reconciliation poller for the receipts this processor's sends expect.
+    pub fn reconciler(&self) -> crate::reconcile::Reconciler {
+        crate::reconcile::Reconciler {
+            receipts: self.receipts.clone(),
+            twilio: self.twilio.clone(),
+            escalator: self.escalator.clone(),
+            delivery_deadline: self.config.delivery_deadline,
         }
     }
 
@@ -355,6 +423,8 @@ impl SmsProcessor {
                 }
                 self.crash(CrashPoint::AfterSentMarker, &req.run_id);
                 tracing::info!(sid = %m.sid, to = %mask(&req.to), "sent");
+                self.record_send(&req.run_id, &m.sid, m.status.as_deref().unwrap_or("queued"))
+                    .await;
                 self.crash(CrashPoint::BeforeComplete, &req.run_id);
                 Outcome::Completed(json!({
                     "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
@@ -367,6 +437,15 @@ impl SmsProcessor {
                     .await
                 {
                     tracing::warn!(error = %re, "could not release the claim after a permanent failure");
+                }
+                let escalation = crate::escalation::Escalation {
+                    run_id: req.run_id.clone(),
+                    reason: format!("send failed permanently: {e}"),
+                    last_status: None,
+                    error_code: e.code.map(|c| c.to_string()),
+                };
+                if let Err(err) = self.escalator.escalate(&escalation).await {
+                    tracing::error!(error = %err, "could not escalate a permanent send failure");
                 }
                 Outcome::unrecoverable(format!("{e}; not retried: Twilio refused the message"))
             }
@@ -393,6 +472,22 @@ impl SmsProcessor {
                 }
                 self.later(self.config.reconcile_poll)
             }
+        }
+    }
+
+    /// Start the callback record with Twilio's answer, which also schedules a receipt poll.
+    async fn record_send(&self, run_id: &str, sid: &str, status: &str) {
+        let update = crate::receipts::StatusUpdate {
+            run_id: run_id.to_string(),
+            sid: sid.to_string(),
+            status: status.to_string(),
+            error_code: None,
+            raw_dlr_done_date: None,
+            source: crate::receipts::Source::Send,
+            repeat_id: None,
+        };
+        if let Err(e) = self.receipts.apply(&update).await {
+            tracing::warn!(error = %e, "could not start the callback record; receipts still apply");
         }
     }
 
@@ -485,10 +580,12 @@ impl Processor for SmsProcessor {
 }
 
 /// Build the SMS processor (its own Redis connection for the window, retrying until Redis
-/// answers or `shutdown`; the Twilio client) and start the orphan sweep beside it, until
-/// `shutdown`.
+/// answers or `shutdown`; the Twilio client) and start the orphan sweep and the receipt
+/// reconciliation beside it, until `shutdown`.
 pub async fn connect(
     redis_url: &str,
+    prefix: &str,
+    queue: &str,
     config: SmsConfig,
     twilio: crate::twilio::TwilioConfig,
     shutdown: &tokio_util::sync::CancellationToken,
@@ -500,12 +597,17 @@ pub async fn connect(
         detail: e.to_string(),
     })?;
     let sweep_every = config.reconcile_poll;
-    let processor = SmsProcessor::new(config, conn, twilio);
+    let processor = SmsProcessor::new(config, conn, twilio, prefix, queue);
     tokio::spawn(crate::orphans::run(
         processor.clone(),
         sweep_every,
         shutdown.clone(),
     ));
+    tokio::spawn(
+        processor
+            .reconciler()
+            .run(Duration::from_secs(1), shutdown.clone()),
+    );
     Ok(processor)
 }
 

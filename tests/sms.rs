@@ -124,6 +124,8 @@ async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
         sms,
         conn,
         TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
+        "bull",
+        &e.queue,
     );
     let worker = Worker::new(worker_config(e), processor).unwrap();
     let cancel = CancellationToken::new();
@@ -529,6 +531,8 @@ async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
         sms_config(),
         conn,
         TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
+        "bull",
+        &e.queue,
     );
     let resolved = wait_for(T, "the sweep to resolve the orphan", || {
         let p = processor.clone();

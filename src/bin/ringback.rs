@@ -107,16 +107,22 @@ async fn main() -> ExitCode {
                 None => run(v.worker, ringback::scripted::ScriptedProcessor).await,
                 Some((sms, twilio)) => {
                     let shutdown = shutdown_on_signals();
-                    let processor =
-                        match ringback::sms::connect(&v.worker.redis_url, sms, twilio, &shutdown)
-                            .await
-                        {
-                            Ok(p) => p,
-                            Err(e) => {
-                                eprintln!("ringback: {e}");
-                                return ExitCode::FAILURE;
-                            }
-                        };
+                    let processor = match ringback::sms::connect(
+                        &v.worker.redis_url,
+                        &v.worker.prefix,
+                        &v.worker.queue,
+                        sms,
+                        twilio,
+                        &shutdown,
+                    )
+                    .await
+                    {
+                        Ok(p) => p,
+                        Err(e) => {
+                            eprintln!("ringback: {e}");
+                            return ExitCode::FAILURE;
+                        }
+                    };
                     run_until(v.worker, processor, shutdown).await
                 }
             }

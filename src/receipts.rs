@@ -1,0 +1,280 @@
+//! Delivery receipts: what happened to a callback after Twilio accepted it. Status callbacks
+//! and polls are applied to the run's callback record by one Lua script (`receipt_apply.lua`),
+//! ranked so a record never moves backwards whatever order Twilio delivers them in.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+use serde::Serialize;
+
+use crate::commands::now_ms;
+use crate::error::Error;
+use crate::keys::{self, WindowKeys};
+use crate::scripts::{RoundTrips, scripts};
+
+/// Where a status came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Webhook,
+    Poll,
+    Send,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Webhook => "webhook",
+            Source::Poll => "poll",
+            Source::Send => "send",
+        }
+    }
+}
+
+/// One status to apply.
+#[derive(Debug, Clone)]
+pub struct StatusUpdate {
+    pub run_id: String,
+    pub sid: String,
+    pub status: String,
+    pub error_code: Option<String>,
+    pub raw_dlr_done_date: Option<String>,
+    pub source: Source,
+    /// Repeat detection key (idempotency token or a hash of the signed parameters).
+    pub repeat_id: Option<String>,
+}
+
+/// What applying a status did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// "repeat", "applied", "stale", "same", "conflict", "other", "unknown".
+    pub outcome: String,
+    pub status: String,
+    pub previous: String,
+}
+
+impl Applied {
+    /// This update newly made the record end in a failed delivery.
+    pub fn newly_failed(&self) -> bool {
+        self.outcome == "applied" && matches!(self.status.as_str(), "failed" | "undelivered")
+    }
+}
+
+/// Settings of the receipt store.
+#[derive(Debug, Clone)]
+pub struct ReceiptTimes {
+    /// How long a seen callback is remembered as a repeat.
+    pub repeat_ttl: Duration,
+    /// How long records and links live (the sent TTL).
+    pub record_ttl: Duration,
+    /// After how long without a terminal status a message is looked up.
+    pub poll_after: Duration,
+}
+
+/// The callback records.
+#[derive(Clone)]
+pub struct Receipts {
+    conn: ConnectionManager,
+    trips: Arc<RoundTrips>,
+    claim_prefix: String,
+    times: ReceiptTimes,
+}
+
+impl Receipts {
+    pub fn new(conn: ConnectionManager, claim_prefix: String, times: ReceiptTimes) -> Self {
+        Self {
+            conn,
+            trips: Default::default(),
+            claim_prefix,
+            times,
+        }
+    }
+
+    pub fn times(&self) -> &ReceiptTimes {
+        &self.times
+    }
+
+    /// Apply one status to its run's record.
+    pub async fn apply(&self, u: &StatusUpdate) -> Result<Applied, Error> {
+        let w = WindowKeys::new(&self.claim_prefix, &u.run_id);
+        let keys = [
+            w.record,
+            keys::callback_history(&self.claim_prefix, &u.run_id),
+            u.repeat_id
+                .as_deref()
+                .map(keys::receipt_seen)
+                .unwrap_or_default(),
+            keys::message_link(&u.sid),
+            keys::reconcile_schedule(&self.claim_prefix),
+        ];
+        let now = now_ms();
+        let next_poll = (now + self.times.poll_after.as_millis() as i64).to_string();
+        let args = [
+            u.run_id.as_str(),
+            &u.sid,
+            &u.status,
+            u.error_code.as_deref().unwrap_or(""),
+            u.raw_dlr_done_date.as_deref().unwrap_or(""),
+            &now.to_string(),
+            u.source.as_str(),
+            &self.times.repeat_ttl.as_millis().to_string(),
+            &self.times.record_ttl.as_millis().to_string(),
+            &next_poll,
+        ];
+        let r: Vec<String> = scripts()
+            .receipt_apply
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        match r.as_slice() {
+            [outcome, status, previous] => Ok(Applied {
+                outcome: outcome.clone(),
+                status: status.clone(),
+                previous: previous.clone(),
+            }),
+            _ => Err(Error::Reply {
+                script: "receipt_apply",
+                detail: format!("{r:?}"),
+            }),
+        }
+    }
+
+    /// The run a MessageSid belongs to, as recorded at send time or by an earlier callback.
+    pub async fn run_of(&self, sid: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("GET")
+            .arg(keys::message_link(sid))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Take up to `n` messages due for a poll (leased for `lease`).
+    pub async fn due_polls(&self, n: usize, lease: Duration) -> Result<Vec<String>, Error> {
+        let args = [
+            now_ms().to_string(),
+            n.to_string(),
+            lease.as_millis().to_string(),
+        ];
+        let keys = [keys::reconcile_schedule(&self.claim_prefix)];
+        Ok(scripts()
+            .claim_due
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?)
+    }
+
+    /// Stop polling a message (no run, or settled).
+    pub async fn forget_poll(&self, sid: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("ZREM")
+            .arg(keys::reconcile_schedule(&self.claim_prefix))
+            .arg(sid)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// Mark the run escalated; true only the first time (exactly once).
+    pub async fn mark_escalated(&self, run_id: &str, reason: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let first: i64 = redis::cmd("HSETNX")
+            .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
+            .arg("escalated")
+            .arg(format!("{}:{reason}", now_ms()))
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(first == 1)
+    }
+
+    /// The callback record of a run, for people and the API.
+    pub async fn record(
+        &self,
+        run_id: &str,
+        queue: Option<&crate::commands::Commands>,
+    ) -> Result<CallbackRecord, Error> {
+        let w = WindowKeys::new(&self.claim_prefix, run_id);
+        self.trips.add(1);
+        let (fields, attempt, history, claim): (
+            HashMap<String, String>,
+            HashMap<String, String>,
+            Vec<String>,
+            Option<String>,
+        ) = redis::pipe()
+            .hgetall(&w.record)
+            .hgetall(&w.attempt)
+            .lrange(keys::callback_history(&self.claim_prefix, run_id), 0, -1)
+            .get(&w.claim)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        let queued = match queue {
+            Some(q) => q.job_exists(run_id).await?,
+            None => false,
+        };
+        let state = derive_state(&fields, &attempt, claim.as_deref(), queued);
+        Ok(CallbackRecord {
+            run_id: run_id.to_string(),
+            state,
+            message_sid: fields
+                .get("sid")
+                .cloned()
+                .or_else(|| attempt.get("sid").cloned()),
+            status: fields.get("status").cloned(),
+            error_code: fields.get("error_code").cloned(),
+            error: attempt.get("error").cloned(),
+            escalated: fields.contains_key("escalated"),
+            conflict: fields.contains_key("conflict"),
+            history: history
+                .iter()
+                .filter_map(|h| serde_json::from_str(h).ok())
+                .collect(),
+        })
+    }
+}
+
+/// A callback's record, as `GET /api/notify/callbacks/{runId}` and `ringback status` show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CallbackRecord {
+    #[serde(rename = "runId")]
+    pub run_id: String,
+    /// queued, claimed, accepted, sent, delivered, undelivered, failed, send-failed, unknown.
+    pub state: String,
+    #[serde(rename = "messageSid")]
+    pub message_sid: Option<String>,
+    /// Twilio's last status, as ranked.
+    pub status: Option<String>,
+    #[serde(rename = "errorCode")]
+    pub error_code: Option<String>,
+    /// Why the send failed or is unresolved (from the attempt record).
+    pub error: Option<String>,
+    pub escalated: bool,
+    /// Two different terminal statuses arrived (the first was kept).
+    pub conflict: bool,
+    /// Every status seen: status, sid, at (ms), source (webhook, poll, send), outcome.
+    pub history: Vec<serde_json::Value>,
+}
+
+fn derive_state(
+    rec: &HashMap<String, String>,
+    attempt: &HashMap<String, String>,
+    claim: Option<&str>,
+    queued: bool,
+) -> String {
+    if let Some(status) = rec.get("status") {
+        return match status.as_str() {
+            "accepted" | "scheduled" | "queued" => "accepted",
+            "sending" | "sent" => "sent",
+            "delivered" | "read" => "delivered",
+            "undelivered" => "undelivered",
+            "failed" | "canceled" | "partially_delivered" => "failed",
+            _ => "unknown",
+        }
+        .into();
+    }
+    match attempt.get("state").map(String::as_str) {
+        Some("sent") => "accepted".into(),
+        Some("send-failed") => "send-failed".into(),
+        Some("claimed" | "ambiguous") => "claimed".into(),
+        _ if claim.is_some_and(|c| c.starts_with("sent")) => "accepted".into(),
+        _ if queued => "queued".into(),
+        _ => "unknown".into(),
+    }
+}
