@@ -193,12 +193,7 @@ impl Receipts {
     ) -> Result<CallbackRecord, Error> {
         let w = WindowKeys::new(&self.claim_prefix, run_id);
         self.trips.add(1);
-        let (fields, attempt, history, claim): (
-            HashMap<String, String>,
-            HashMap<String, String>,
-            Vec<String>,
-            Option<String>,
-        ) = redis::pipe()
+        let (fields, attempt, history, claim): RecordParts = redis::pipe()
             .hgetall(&w.record)
             .hgetall(&w.attempt)
             .lrange(keys::callback_history(&self.claim_prefix, run_id), 0, -1)
@@ -229,6 +224,9 @@ impl Receipts {
         })
     }
 }
+
+/// The record hash, the attempt hash, the history and the claim value.
+type RecordParts = (HashMap<String, String>, HashMap<String, String>, Vec<String>, Option<String>);
 
 /// A callback's record, as `GET /api/notify/callbacks/{runId}` and `ringback status` show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
