@@ -411,3 +411,75 @@ impl SmsArgs {
         })
     }
 }
+
+/// Settings of `ringback serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[arg(long, env = "RINGBACK_LISTEN", default_value = "127.0.0.1:3000")]
+    pub listen: std::net::SocketAddr,
+    /// Bind to a non-loopback address (behind a proxy that terminates TLS).
+    #[arg(long, env = "RINGBACK_ALLOW_PUBLIC_BIND", default_value_t = false)]
+    pub allow_public_bind: bool,
+    /// The base URL Twilio calls (scheme, host, port): signatures are checked over it.
+    #[arg(long, env = "RINGBACK_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Bearer token of /api/notify/send and /api/notify/callbacks.
+    #[arg(long, env = "RINGBACK_API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+    /// The Twilio auth token status callbacks are signed with.
+    #[arg(
+        long = "twilio-auth-token",
+        env = "TWILIO_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub twilio_auth_token: Option<String>,
+}
+
+/// What `ringback serve` needs, validated.
+pub struct ServeConfig {
+    pub listen: std::net::SocketAddr,
+    pub public_url: String,
+    pub api_token: crate::twilio::Secret,
+    pub twilio_auth_token: crate::twilio::Secret,
+}
+
+impl ServeArgs {
+    pub fn to_config(&self) -> Result<ServeConfig, ConfigError> {
+        if !self.listen.ip().is_loopback() && !self.allow_public_bind {
+            return Err(ConfigError::new(
+                "RINGBACK_LISTEN",
+                "binds to loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true (put a TLS proxy in front)",
+            ));
+        }
+        let public_url = self
+            .public_url
+            .clone()
+            .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+            .ok_or_else(|| {
+                ConfigError::new(
+                    "RINGBACK_PUBLIC_URL",
+                    "required: the http(s) base URL Twilio calls",
+                )
+            })?;
+        let api_token = self
+            .api_token
+            .clone()
+            .filter(|t| t.len() >= 16)
+            .ok_or_else(|| {
+                ConfigError::new("RINGBACK_API_TOKEN", "required, at least 16 characters")
+            })?;
+        let twilio_auth_token = self
+            .twilio_auth_token
+            .clone()
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ConfigError::new("TWILIO_AUTH_TOKEN", "required to check X-Twilio-Signature")
+            })?;
+        Ok(ServeConfig {
+            listen: self.listen,
+            public_url,
+            api_token: crate::twilio::Secret::new(api_token),
+            twilio_auth_token: crate::twilio::Secret::new(twilio_auth_token),
+        })
+    }
+}

@@ -397,6 +397,25 @@ impl Commands {
         Ok((id, created == "created"))
     }
 
+    /// Redis answers, and every script is loaded (loading any missing one): readiness.
+    pub async fn ping_scripts(&self) -> Result<bool, Error> {
+        let mut conn = self.conn.clone();
+        let all = scripts().all();
+        let hashes: Vec<&str> = all.iter().map(|s| s.hash()).collect();
+        self.trips.add(1);
+        let loaded: Vec<bool> = redis::cmd("SCRIPT")
+            .arg("EXISTS")
+            .arg(&hashes)
+            .query_async(&mut conn)
+            .await?;
+        for (script, present) in all.iter().zip(&loaded) {
+            if !present {
+                script.load(&mut conn).await?;
+            }
+        }
+        Ok(true)
+    }
+
     /// Whether a job with this id exists in the queue (any state).
     pub async fn job_exists(&self, job_id: &str) -> Result<bool, Error> {
         self.trips.add(1);

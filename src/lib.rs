@@ -20,6 +20,7 @@
 //! - [`scripted`]: a processor driven by job data, for interop tests and drills.
 //! - [`config`], [`error`], [`cli`]: settings, errors, and the command-line surface.
 
+pub mod api;
 pub mod callback;
 pub mod cli;
 pub mod commands;

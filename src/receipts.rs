@@ -226,7 +226,12 @@ impl Receipts {
 }
 
 /// The record hash, the attempt hash, the history and the claim value.
-type RecordParts = (HashMap<String, String>, HashMap<String, String>, Vec<String>, Option<String>);
+type RecordParts = (
+    HashMap<String, String>,
+    HashMap<String, String>,
+    Vec<String>,
+    Option<String>,
+);
 
 /// A callback's record, as `GET /api/notify/callbacks/{runId}` and `ringback status` show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]

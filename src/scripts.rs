@@ -88,6 +88,16 @@ impl LuaScript {
         &self.hash
     }
 
+    /// `SCRIPT LOAD` the body (at start and for readiness; calls fall back to EVAL anyway).
+    pub async fn load<C: ConnectionLike + Send>(&self, conn: &mut C) -> redis::RedisResult<()> {
+        redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(&self.code)
+            .query_async::<String>(conn)
+            .await
+            .map(|_| ())
+    }
+
     /// Run with `keys` and `args`: EVALSHA, and on NOSCRIPT one EVAL of the body (which also
     /// caches it again), so a flushed cache costs one extra round trip.
     pub async fn run<C, T, K, A>(

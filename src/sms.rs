@@ -142,6 +142,38 @@ impl SmsConfig {
         Ok(warnings)
     }
 
+    /// The receipt store and the escalator of callbacks on queue `prefix`/`queue`.
+    pub fn after_send(
+        &self,
+        conn: redis::aio::ConnectionManager,
+        prefix: &str,
+        queue: &str,
+    ) -> (crate::receipts::Receipts, crate::escalation::Escalator) {
+        let receipts = crate::receipts::Receipts::new(
+            conn.clone(),
+            self.claim_prefix.clone(),
+            self.receipt_times(),
+        );
+        let escalation_queue = self
+            .escalation_queue
+            .clone()
+            .unwrap_or_else(|| format!("{queue}-escalations"));
+        let commands = |q: &str| {
+            crate::commands::Commands::new(
+                conn.clone(),
+                crate::keys::QueueKeys::new(prefix, q),
+                Default::default(),
+            )
+        };
+        let escalator = crate::escalation::Escalator {
+            escalations: commands(&escalation_queue),
+            callbacks: commands(queue),
+            receipts: receipts.clone(),
+            fallback_to: self.fallback_to.clone(),
+        };
+        (receipts, escalator)
+    }
+
     fn receipt_times(&self) -> crate::receipts::ReceiptTimes {
         crate::receipts::ReceiptTimes {
             repeat_ttl: self.sent_ttl,

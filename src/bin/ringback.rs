@@ -5,7 +5,10 @@
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ringback::cli::{SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging, shutdown_on_signals};
+use ringback::cli::{
+    QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
+    shutdown_on_signals,
+};
 use ringback::{ConfigError, Worker, WorkerConfig};
 
 #[derive(Parser)]
@@ -27,6 +30,24 @@ enum Command {
     TwilioSim {
         #[command(flatten)]
         args: SimArgs,
+    },
+    /// Serve the HTTP API: status webhook, callback records, the legacy send call.
+    Serve {
+        #[command(flatten)]
+        queue: QueueArgs,
+        #[command(flatten)]
+        sms: SmsArgs,
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
+    /// Print one callback's record for a person.
+    Status {
+        /// The run whose callback to show.
+        run_id: String,
+        #[command(flatten)]
+        queue: QueueArgs,
+        #[arg(long, env = "RINGBACK_CLAIM_PREFIX", default_value = "agent-callback:")]
+        claim_prefix: String,
     },
     /// Print the effective configuration and every invariant's verdict; exit 2 when one is broken.
     CheckConfig(RunArgs),
@@ -95,6 +116,12 @@ async fn main() -> ExitCode {
             Err(e) => bad_config(e),
         },
         Command::TwilioSim { args } => twilio_sim(args).await,
+        Command::Serve { queue, sms, serve } => serve_api(queue, sms, serve).await,
+        Command::Status {
+            run_id,
+            queue,
+            claim_prefix,
+        } => status(&run_id, &queue, &claim_prefix).await,
         Command::Worker(args) => {
             let v = match validate(&args) {
                 Ok(v) => v,
@@ -126,6 +153,117 @@ async fn main() -> ExitCode {
                     run_until(v.worker, processor, shutdown).await
                 }
             }
+        }
+    }
+}
+
+async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode {
+    let (sms, serve) = match (sms.to_config(), serve.to_config()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return bad_config(e),
+    };
+    let shutdown = shutdown_on_signals();
+    let client = match redis::Client::open(queue.redis_url.as_str()) {
+        Ok(c) => c,
+        Err(e) => return bad_config(ConfigError::new("REDIS_URL", e.to_string())),
+    };
+    let conn = match ringback::worker::connect_until(&client, &shutdown).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ringback: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (receipts, escalator) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
+    let state = std::sync::Arc::new(ringback::api::ApiState {
+        receipts,
+        queue: ringback::commands::Commands::new(
+            conn,
+            ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
+            Default::default(),
+        ),
+        escalator,
+        twilio_auth_token: serve.twilio_auth_token,
+        public_url: serve.public_url,
+        api_token: serve.api_token,
+    });
+    let listener = match tokio::net::TcpListener::bind(serve.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ringback: cannot listen on {}: {e}", serve.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    let addr = listener.local_addr().map_or(serve.listen, |a| a);
+    println!("ringback serve listening on http://{addr}");
+    let app = ringback::api::app(state).layer(tower_http::timeout::TimeoutLayer::with_status_code(
+        axum::http::StatusCode::REQUEST_TIMEOUT,
+        std::time::Duration::from_secs(10),
+    ));
+    match axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ringback: serve: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) -> ExitCode {
+    let record = async {
+        let client = redis::Client::open(queue.redis_url.as_str())?;
+        let conn = ringback::connection::commands(&client).await?;
+        let sms = ringback::sms::SmsConfig {
+            claim_prefix: claim_prefix.to_string(),
+            ..Default::default()
+        };
+        let (receipts, _) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
+        let q = ringback::commands::Commands::new(
+            conn,
+            ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
+            Default::default(),
+        );
+        receipts.record(run_id, Some(&q)).await
+    };
+    match record.await {
+        Ok(r) => {
+            println!("run        {}", r.run_id);
+            println!("state      {}", r.state);
+            println!("message    {}", r.message_sid.as_deref().unwrap_or("-"));
+            println!("status     {}", r.status.as_deref().unwrap_or("-"));
+            if let Some(code) = &r.error_code {
+                println!("error code {code}");
+            }
+            if let Some(e) = &r.error {
+                println!("error      {e}");
+            }
+            if r.escalated {
+                println!("escalated  yes");
+            }
+            if r.conflict {
+                println!("conflict   two different final statuses arrived; the first was kept");
+            }
+            for h in &r.history {
+                let at = h["at"]
+                    .as_i64()
+                    .and_then(chrono::DateTime::from_timestamp_millis)
+                    .map(|d| d.to_rfc3339())
+                    .unwrap_or_default();
+                println!(
+                    "  {at}  {:<12} {:<8} {}",
+                    h["status"].as_str().unwrap_or(""),
+                    h["source"].as_str().unwrap_or(""),
+                    h["outcome"].as_str().unwrap_or("")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ringback: {e}");
+            ExitCode::FAILURE
         }
     }
 }

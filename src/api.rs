@@ -1,0 +1,288 @@
+//! `ringback serve`: the HTTP API. One router, built by [`app`], so tests call it with `oneshot`
+//! without a socket.
+//!
+//! - `POST /api/notify/webhook/status`: Twilio's status callback, signature-checked over the
+//!   public URL Twilio called, applied to the run's callback record (ranked, repeats dropped).
+//! - `GET /api/notify/callbacks/{runId}`: the callback record.
+//! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
+//! - `GET /healthz`, `GET /readyz`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, OriginalUri, Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+use sha1::Digest;
+
+use crate::callback::CallbackRequest;
+use crate::commands::Commands;
+use crate::escalation::{Escalation, Escalator};
+use crate::receipts::{Receipts, Source, StatusUpdate};
+use crate::sms::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
+use crate::twilio::Secret;
+use crate::twilio::message::is_message_sid;
+use crate::twilio::signature;
+
+/// Twilio's callbacks are small; anything larger is refused with 413.
+pub const WEBHOOK_BODY_LIMIT: usize = 64 * 1024;
+
+/// What the handlers share.
+pub struct ApiState {
+    pub receipts: Receipts,
+    /// The callback queue (for `/send`, and to tell a queued callback).
+    pub queue: Commands,
+    pub escalator: Escalator,
+    /// The account's auth token: the key of `X-Twilio-Signature`.
+    pub twilio_auth_token: Secret,
+    /// The public base URL Twilio calls (scheme, host, port), e.g. `https://ringback.example.com`.
+    pub public_url: String,
+    /// Bearer token of `/api/notify/send` and `/api/notify/callbacks`.
+    pub api_token: Secret,
+}
+
+/// The API's one error type: a status and a JSON body; internal errors are logged once here.
+pub enum AppError {
+    Status(StatusCode, serde_json::Value),
+    Internal(crate::error::Error),
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        match self {
+            AppError::Status(code, body) => (code, Json(body)).into_response(),
+            AppError::Internal(e) => {
+                tracing::error!(error = %e, "request failed");
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Json(json!({"error": "internal error"})),
+                )
+                    .into_response()
+            }
+        }
+    }
+}
+
+impl From<crate::error::Error> for AppError {
+    fn from(e: crate::error::Error) -> Self {
+        AppError::Internal(e)
+    }
+}
+
+fn refuse(code: StatusCode, error: impl Into<String>, field: Option<&str>) -> AppError {
+    AppError::Status(code, json!({"error": error.into(), "field": field}))
+}
+
+/// The router.
+pub fn app(state: Arc<ApiState>) -> Router {
+    Router::new()
+        .route(
+            "/api/notify/webhook/status",
+            post(webhook_status).layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT)),
+        )
+        .route("/api/notify/callbacks/{run_id}", get(callback_record))
+        .route(
+            "/api/notify/send",
+            post(send).layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT)),
+        )
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(state)
+}
+
+async fn webhook_status(
+    State(s): State<Arc<ApiState>>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<StatusCode, AppError> {
+    let is_form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    let text = std::str::from_utf8(&body).ok().filter(|_| is_form);
+    let params: Vec<(String, String)> = text
+        .and_then(|t| serde_urlencoded::from_str(t).ok())
+        .ok_or_else(|| {
+            refuse(
+                StatusCode::BAD_REQUEST,
+                "body is not a form-encoded UTF-8 status callback",
+                None,
+            )
+        })?;
+    let given = headers
+        .get("X-Twilio-Signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // The URL Twilio called: our public base (a proxy changes scheme and host) + the request target.
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let url = format!("{}{path}", s.public_url.trim_end_matches('/'));
+    if given.is_empty() || !signature::verify(s.twilio_auth_token.expose(), &url, &params, given) {
+        tracing::warn!(%url, "status callback with a missing or wrong X-Twilio-Signature refused");
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            "invalid X-Twilio-Signature",
+            None,
+        ));
+    }
+    let field = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let sid = field("MessageSid")
+        .or_else(|| field("SmsSid"))
+        .unwrap_or_default();
+    if !is_message_sid(&sid) {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "MessageSid is missing or malformed",
+            Some("MessageSid"),
+        ));
+    }
+    let status = field("MessageStatus")
+        .or_else(|| field("SmsStatus"))
+        .unwrap_or_default();
+    if status.is_empty() {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "MessageStatus is missing",
+            Some("MessageStatus"),
+        ));
+    }
+    let query_run = uri.query().and_then(|q| {
+        serde_urlencoded::from_str::<Vec<(String, String)>>(q)
+            .ok()
+            .and_then(|q| q.into_iter().find(|(k, _)| k == "runId").map(|(_, v)| v))
+    });
+    let run_id = match query_run.filter(|r| !r.is_empty()) {
+        Some(r) => r,
+        None => match s.receipts.run_of(&sid).await? {
+            Some(r) => r,
+            None => {
+                tracing::warn!(%sid, "status callback for a message of no known run; kept apart");
+                format!("unattributed:{sid}")
+            }
+        },
+    };
+    let repeat_id = match headers
+        .get("I-Twilio-Idempotency-Token")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(token) if !token.is_empty() => format!("token:{token}"),
+        _ => format!("params:{}", params_hash(&params)),
+    };
+    let update = StatusUpdate {
+        run_id: run_id.clone(),
+        sid,
+        status: status.clone(),
+        error_code: field("ErrorCode").filter(|c| !c.is_empty()),
+        raw_dlr_done_date: field("RawDlrDoneDate").filter(|d| !d.is_empty()),
+        source: Source::Webhook,
+        repeat_id: Some(repeat_id),
+    };
+    let applied = s.receipts.apply(&update).await?;
+    tracing::info!(%run_id, %status, outcome = %applied.outcome, "status callback");
+    if applied.newly_failed() {
+        s.escalator
+            .escalate(&Escalation {
+                run_id,
+                reason: format!("delivery {status}"),
+                last_status: Some(status),
+                error_code: update.error_code.clone(),
+            })
+            .await?;
+    }
+    Ok(StatusCode::OK)
+}
+
+/// A stable hash of the signed parameters, for repeats that carry no idempotency token.
+fn params_hash(params: &[(String, String)]) -> String {
+    let mut sorted: Vec<&(String, String)> = params.iter().collect();
+    sorted.sort();
+    let mut h = sha1::Sha1::new();
+    for (k, v) in sorted {
+        h.update(k.as_bytes());
+        h.update([0]);
+        h.update(v.as_bytes());
+        h.update([0]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn authorize(s: &ApiState, headers: &HeaderMap) -> Result<(), AppError> {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if given.is_empty()
+        || !signature::constant_time_eq(given.as_bytes(), s.api_token.expose().as_bytes())
+    {
+        return Err(refuse(
+            StatusCode::UNAUTHORIZED,
+            "missing or wrong bearer token",
+            None,
+        ));
+    }
+    Ok(())
+}
+
+async fn callback_record(
+    State(s): State<Arc<ApiState>>,
+    Path(run_id): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<crate::receipts::CallbackRecord>, AppError> {
+    authorize(&s, &headers)?;
+    Ok(Json(s.receipts.record(&run_id, Some(&s.queue)).await?))
+}
+
+async fn send(
+    State(s): State<Arc<ApiState>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, AppError> {
+    authorize(&s, &headers)?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| refuse(StatusCode::BAD_REQUEST, "body is not UTF-8", None))?;
+    let req = CallbackRequest::parse(text).map_err(|e| {
+        let field = e.split('`').nth(1).map(str::to_string);
+        refuse(StatusCode::BAD_REQUEST, e, field.as_deref())
+    })?;
+    if req.run_id.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "field `runId` must not be a plain integer: BullMQ reserves numeric job ids",
+            Some("runId"),
+        ));
+    }
+    let mut data = json!({"runId": req.run_id, "to": req.to, "body": req.body});
+    if let Some(from) = &req.from {
+        data["from"] = json!(from);
+    }
+    let (job_id, created) = s
+        .queue
+        .add_job(
+            Some(&req.run_id),
+            CALLBACK_JOB_NAME,
+            &data.to_string(),
+            CALLBACK_JOB_OPTS,
+        )
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"jobId": job_id, "created": created})),
+    )
+        .into_response())
+}
+
+async fn readyz(State(s): State<Arc<ApiState>>) -> Response {
+    match s.queue.ping_scripts().await {
+        Ok(true) => (StatusCode::OK, "ready").into_response(),
+        Ok(false) => (StatusCode::SERVICE_UNAVAILABLE, "scripts not loaded").into_response(),
+        Err(e) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("redis unreachable: {e}"),
+        )
+            .into_response(),
+    }
+}

@@ -1,0 +1,498 @@
+//! The HTTP API and delivery receipts: the router with `oneshot` (signatures, limits, repeats,
+//! the legacy send call), a property test of ranked status records under concurrent, shuffled,
+//! repeated and dropped callbacks, and end to end with the simulator's callbacks.
+
+mod common;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use common::{RedisServer, queue_name};
+use rand::seq::{IndexedRandom, SliceRandom};
+use redis::AsyncCommands;
+use ringback::api::{ApiState, app};
+use ringback::keys::QueueKeys;
+use ringback::receipts::{Receipts, Source, StatusUpdate};
+use ringback::sms::SmsConfig;
+use ringback::twilio::{Secret, signature};
+use tower::ServiceExt;
+
+const TOKEN: &str = "twilio-auth-token";
+const API_TOKEN: &str = "api-token-0123456789";
+const PUBLIC: &str = "https://ringback.example.com";
+const SID: &str = "SM0123456789abcdef0123456789abcdef";
+
+async fn state(server: &RedisServer, queue: &str) -> Arc<ApiState> {
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let sms = SmsConfig::default();
+    let (receipts, escalator) = sms.after_send(conn.clone(), "bull", queue);
+    Arc::new(ApiState {
+        receipts,
+        queue: ringback::commands::Commands::new(
+            conn,
+            QueueKeys::new("bull", queue),
+            Default::default(),
+        ),
+        escalator,
+        twilio_auth_token: Secret::new(TOKEN),
+        public_url: PUBLIC.into(),
+        api_token: Secret::new(API_TOKEN),
+    })
+}
+
+fn form(params: &[(&str, &str)]) -> (Vec<(String, String)>, String) {
+    let owned: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let body = serde_urlencoded::to_string(&owned).unwrap();
+    (owned, body)
+}
+
+fn callback(path: &str, params: &[(&str, &str)], token: Option<&str>) -> Request<Body> {
+    let (owned, body) = form(params);
+    let sig = signature::sign(TOKEN, &format!("{PUBLIC}{path}"), &owned);
+    let mut req = Request::post(path)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("X-Twilio-Signature", sig);
+    if let Some(t) = token {
+        req = req.header("I-Twilio-Idempotency-Token", t);
+    }
+    req.body(Body::from(body)).unwrap()
+}
+
+fn status_params<'a>(status: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut p = vec![
+        ("MessageSid", SID),
+        ("SmsSid", SID),
+        ("MessageStatus", status),
+        ("SmsStatus", status),
+        ("AccountSid", "AC0123456789abcdef0123456789abcdef"),
+    ];
+    p.extend_from_slice(extra);
+    p
+}
+
+async fn record(s: &ApiState, run: &str) -> ringback::receipts::CallbackRecord {
+    s.receipts.record(run, None).await.unwrap()
+}
+
+#[tokio::test]
+async fn webhook_refuses_bad_signatures_bodies_and_sizes() {
+    let server = RedisServer::start();
+    let s = state(&server, &queue_name("api")).await;
+    let path = "/api/notify/webhook/status?runId=r1";
+    let router = app(s.clone());
+
+    // no signature, and a signature over other parameters: 403, nothing recorded
+    let (_, body) = form(&status_params("delivered", &[]));
+    let unsigned = Request::post(path)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from(body))
+        .unwrap();
+    assert_eq!(
+        router.clone().oneshot(unsigned).await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
+    let mut tampered = callback(path, &status_params("delivered", &[]), None);
+    *tampered.body_mut() = Body::from(form(&status_params("failed", &[])).1);
+    assert_eq!(
+        router.clone().oneshot(tampered).await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
+    // signed for another URL (a proxy must not make us trust the Host header)
+    let other = callback(
+        "/api/notify/webhook/status?runId=r2",
+        &status_params("delivered", &[]),
+        None,
+    );
+    let (parts, body) = other.into_parts();
+    let mut moved = Request::from_parts(parts, body);
+    *moved.uri_mut() = path.parse().unwrap();
+    assert_eq!(
+        router.clone().oneshot(moved).await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(record(&s, "r1").await.state, "unknown", "nothing recorded");
+
+    // malformed bodies and fields: 400
+    let json = Request::post(path)
+        .header("content-type", "application/json")
+        .header("X-Twilio-Signature", "x")
+        .body(Body::from("{}"))
+        .unwrap();
+    assert_eq!(
+        router.clone().oneshot(json).await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
+    let bytes = Request::post(path)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("X-Twilio-Signature", "x")
+        .body(Body::from(vec![b'a', b'=', 0xff, 0xfe]))
+        .unwrap();
+    assert_eq!(
+        router.clone().oneshot(bytes).await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
+    let no_sid = callback(path, &[("MessageStatus", "sent")], None);
+    assert_eq!(
+        router.clone().oneshot(no_sid).await.unwrap().status(),
+        StatusCode::BAD_REQUEST
+    );
+
+    // over 64 KiB: 413
+    let huge = "x".repeat(70 * 1024);
+    let big = callback(path, &status_params("sent", &[("Padding", &huge)]), None);
+    assert_eq!(
+        router.clone().oneshot(big).await.unwrap().status(),
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+
+    // a good one, with fields Twilio added without notice: applied
+    let ok = callback(
+        path,
+        &status_params(
+            "sent",
+            &[("SomethingNew", "1"), ("ApiVersion", "2010-04-01")],
+        ),
+        Some("tok-1"),
+    );
+    assert_eq!(
+        router.clone().oneshot(ok).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let r = record(&s, "r1").await;
+    assert_eq!(
+        (r.state.as_str(), r.message_sid.as_deref()),
+        ("sent", Some(SID))
+    );
+}
+
+#[tokio::test]
+async fn repeats_change_nothing_and_order_never_decides() {
+    let server = RedisServer::start();
+    let s = state(&server, &queue_name("api")).await;
+    let path = "/api/notify/webhook/status?runId=r1";
+    let router = app(s.clone());
+    let send = |status: &'static str, token: &'static str| {
+        let router = router.clone();
+        async move {
+            router
+                .oneshot(callback(path, &status_params(status, &[]), Some(token)))
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    assert_eq!(send("delivered", "t2").await, StatusCode::OK);
+    assert_eq!(
+        send("sent", "t1").await,
+        StatusCode::OK,
+        "late `sent` after `delivered`"
+    );
+    assert_eq!(
+        send("delivered", "t2").await,
+        StatusCode::OK,
+        "a Twilio retry"
+    );
+    let r = record(&s, "r1").await;
+    assert_eq!(r.state, "delivered");
+    let outcomes: Vec<&str> = r
+        .history
+        .iter()
+        .map(|h| h["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["applied", "stale"], "the repeat left no trace");
+    // the same params again without a token: deduplicated by their hash
+    let no_token = || {
+        callback(
+            path,
+            &status_params("undelivered", &[("ErrorCode", "30003")]),
+            None,
+        )
+    };
+    assert_eq!(
+        router.clone().oneshot(no_token()).await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        router.clone().oneshot(no_token()).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let r = record(&s, "r1").await;
+    assert_eq!(r.state, "delivered", "the first terminal status wins");
+    assert!(r.conflict);
+    assert_eq!(r.history.len(), 3);
+}
+
+#[tokio::test]
+async fn a_failed_delivery_escalates_once() {
+    let server = RedisServer::start();
+    let q = queue_name("api");
+    let s = state(&server, &q).await;
+    let router = app(s.clone());
+    let path = "/api/notify/webhook/status?runId=r9";
+    for (status, token) in [
+        ("sent", "a"),
+        ("undelivered", "b"),
+        ("undelivered", "c"),
+        ("failed", "d"),
+    ] {
+        let extra = [("ErrorCode", "30003")];
+        let params = status_params(status, if status == "sent" { &[] } else { &extra });
+        assert_eq!(
+            router
+                .clone()
+                .oneshot(callback(path, &params, Some(token)))
+                .await
+                .unwrap()
+                .status(),
+            StatusCode::OK
+        );
+    }
+    let mut c = server.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{q}-escalations"));
+    let waiting: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
+    assert_eq!(waiting, vec!["escalation:r9".to_string()]);
+    let data: String = c.hget(esc.job("escalation:r9"), "data").await.unwrap();
+    let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(
+        (data["lastStatus"].as_str(), data["errorCode"].as_str()),
+        (Some("undelivered"), Some("30003"))
+    );
+    assert!(record(&s, "r9").await.escalated);
+}
+
+fn send_req(body: &str, token: Option<&str>) -> Request<Body> {
+    let mut r = Request::post("/api/notify/send").header("content-type", "application/json");
+    if let Some(t) = token {
+        r = r.header("Authorization", format!("Bearer {t}"));
+    }
+    r.body(Body::from(body.to_string())).unwrap()
+}
+
+#[tokio::test]
+async fn legacy_send_enqueues_once_and_names_bad_fields() {
+    let server = RedisServer::start();
+    let q = queue_name("send");
+    let s = state(&server, &q).await;
+    let router = app(s.clone());
+    let good = r#"{"runId":"run-7","to":"+15558675310","body":"Run 7 finished"}"#;
+    assert_eq!(
+        router
+            .clone()
+            .oneshot(send_req(good, None))
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        router
+            .clone()
+            .oneshot(send_req(good, Some("wrong-token-000000")))
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
+    for _ in 0..3 {
+        let resp = router
+            .clone()
+            .oneshot(send_req(good, Some(API_TOKEN)))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::ACCEPTED);
+        let body: serde_json::Value = serde_json::from_slice(
+            &axum::body::to_bytes(resp.into_body(), 1 << 16)
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(body["jobId"], "run-7");
+    }
+    let mut c = server.conn().await;
+    let k = QueueKeys::new("bull", &q);
+    let waiting: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+    assert_eq!(
+        waiting,
+        vec!["run-7".to_string()],
+        "repeated calls make one job"
+    );
+    let job: std::collections::HashMap<String, String> = c.hgetall(k.job("run-7")).await.unwrap();
+    assert_eq!(job["name"], "agent-callback");
+    assert_eq!(job["opts"], ringback::sms::CALLBACK_JOB_OPTS);
+    for (body, field) in [
+        ("{nope", None),
+        (r#"{"runId":"r","to":"12","body":"x"}"#, Some("to")),
+        (r#"{"runId":"r","to":"+15558675310"}"#, Some("body")),
+        (r#"{"to":"+15558675310","body":"x"}"#, Some("runId")),
+        (
+            r#"{"runId":"12345","to":"+15558675310","body":"x"}"#,
+            Some("runId"),
+        ),
+    ] {
+        let resp = router
+            .clone()
+            .oneshot(send_req(body, Some(API_TOKEN)))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{body}");
+        let v: serde_json::Value = serde_json::from_slice(
+            &axum::body::to_bytes(resp.into_body(), 1 << 16)
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["field"].as_str(), field, "{body}: {v}");
+    }
+    let resp = router
+        .clone()
+        .oneshot(
+            Request::get("/api/notify/callbacks/run-7")
+                .header("Authorization", format!("Bearer {API_TOKEN}"))
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(
+        &axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["state"], "queued");
+    assert_eq!(
+        router
+            .clone()
+            .oneshot(Request::get("/readyz").body(Body::empty()).unwrap())
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        router
+            .oneshot(Request::get("/healthz").body(Body::empty()).unwrap())
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+}
+
+/// Every status sequence Twilio could send for a message ends in one final status; shuffled,
+/// repeated and partly dropped, applied concurrently, the record must end in the highest-ranked
+/// status that arrived (the truth the generator knows).
+#[tokio::test]
+async fn property_ranked_records_reach_the_truth_under_any_order() {
+    let server = RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let receipts = SmsConfig::default().after_send(conn, "bull", "prop").0;
+    let finals = [
+        "delivered",
+        "undelivered",
+        "failed",
+        "sent",
+        "read",
+        "canceled",
+    ];
+    let mut rng = rand::rng();
+    let mut updates = vec![];
+    let mut truth = std::collections::HashMap::new();
+    let rank = |s: &str| ringback::twilio::message::status_rank(s).unwrap();
+    for m in 0..300 {
+        let run = format!("p{m}");
+        let sid = format!("SM{:032x}", m);
+        let fin = *finals.choose(&mut rng).unwrap();
+        let path: Vec<&str> = match fin {
+            "failed" => vec!["queued", "failed"],
+            "canceled" => vec!["scheduled", "canceled"],
+            "sent" => vec!["queued", "sending", "sent"],
+            "read" => vec!["queued", "sent", "delivered", "read"],
+            other => vec!["queued", "sending", "sent", other],
+        };
+        let mut arrived: Vec<&str> = path
+            .iter()
+            .copied()
+            .filter(|_| rand::random::<f64>() > 0.3)
+            .collect();
+        if arrived.is_empty() {
+            arrived.push(path[0]);
+        }
+        let best = *arrived.iter().max_by_key(|s| rank(s)).unwrap();
+        truth.insert(run.clone(), best);
+        for s in &arrived {
+            for copy in 0..(1 + rand::random::<u32>() % 3) {
+                updates.push(StatusUpdate {
+                    run_id: run.clone(),
+                    sid: sid.clone(),
+                    status: s.to_string(),
+                    error_code: None,
+                    raw_dlr_done_date: None,
+                    source: Source::Webhook,
+                    repeat_id: Some(format!("{run}:{s}:{}", copy % 2)),
+                });
+            }
+        }
+    }
+    updates.shuffle(&mut rng);
+    let chunks: Vec<Vec<StatusUpdate>> = updates
+        .chunks(updates.len() / 8 + 1)
+        .map(|c| c.to_vec())
+        .collect();
+    let mut tasks = vec![];
+    for chunk in chunks {
+        let r: Receipts = receipts.clone();
+        tasks.push(tokio::spawn(async move {
+            for u in chunk {
+                r.apply(&u).await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    for (run, best) in truth {
+        let rec = receipts.record(&run, None).await.unwrap();
+        assert_eq!(
+            rec.status.as_deref(),
+            Some(best),
+            "{run}: {:?}",
+            rec.history
+        );
+    }
+}
+
+#[tokio::test]
+async fn callbacks_before_the_sent_marker_are_attributed_by_the_url() {
+    let server = RedisServer::start();
+    let s = state(&server, &queue_name("early")).await;
+    let router = app(s.clone());
+    let path = "/api/notify/webhook/status?runId=early-1";
+    router
+        .clone()
+        .oneshot(callback(path, &status_params("delivered", &[]), Some("x")))
+        .await
+        .unwrap();
+    // the worker then records its send (the 201 said "queued"): the record stays delivered
+    let update = StatusUpdate {
+        run_id: "early-1".into(),
+        sid: SID.into(),
+        status: "queued".into(),
+        error_code: None,
+        raw_dlr_done_date: None,
+        source: Source::Send,
+        repeat_id: None,
+    };
+    s.receipts.apply(&update).await.unwrap();
+    assert_eq!(record(&s, "early-1").await.state, "delivered");
+    assert_eq!(
+        s.receipts.run_of(SID).await.unwrap().as_deref(),
+        Some("early-1")
+    );
+}
