@@ -601,3 +601,118 @@ async fn a_lookup_never_takes_another_runs_message() {
     assert_eq!(sent, 2, "one text per run");
     worker.stop().await;
 }
+
+/// End to end: the simulator's status callbacks reach `ringback serve`'s router out of order,
+/// twice, or not at all (then the reconciliation poll finds the status); every record ends in the
+/// simulator's final status, and escalations fire once per failed delivery, never for a
+/// delivered one.
+#[tokio::test]
+async fn receipts_end_in_the_simulators_final_status() {
+    let faults = r#"{"callbacks":[
+        {"to":"+15550001001","reversed":true},
+        {"to":"+15550001002","duplicate":true},
+        {"to":"+15550001003","none":true},
+        {"to":"+15550001004","final":"undelivered","error_code":30003,"reversed":true,"duplicate":true},
+        {"to":"+15550001005","final":"failed","error_code":30008},
+        {"to":"+15550001006","final":"undelivered","error_code":30005,"none":true},
+        {"to":"+15550001007","final":"sent"}]}"#;
+    let e = env("receipts", faults).await;
+    // the API, listening where the simulator calls back
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_base = format!("http://{}", listener.local_addr().unwrap());
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let mut sms = sms_config();
+    sms.status_callback_url = Some(format!("{api_base}/api/notify/webhook/status"));
+    sms.receipt_poll_after = Duration::from_millis(300);
+    sms.delivery_deadline = Duration::from_millis(1500);
+    let (receipts, escalator) = sms.after_send(conn.clone(), "bull", &e.queue);
+    let state = Arc::new(ringback::api::ApiState {
+        receipts: receipts.clone(),
+        queue: ringback::commands::Commands::new(conn.clone(), e.keys.clone(), Default::default()),
+        escalator,
+        twilio_auth_token: Secret::new(TOKEN),
+        public_url: api_base.clone(),
+        api_token: Secret::new("api-token-0123456789"),
+    });
+    let cancel = e.cancel.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, ringback::api::app(state))
+            .with_graceful_shutdown(cancel.cancelled_owned())
+            .await
+    });
+    let processor = SmsProcessor::new(
+        sms,
+        conn,
+        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
+        "bull",
+        &e.queue,
+    );
+    tokio::spawn(
+        processor
+            .reconciler()
+            .run(Duration::from_millis(100), e.cancel.clone()),
+    );
+    let worker = Worker::new(worker_config(&e), processor).unwrap();
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(stop.clone()));
+
+    let mut expected = vec![];
+    for i in 0..18 {
+        let to = format!("+1555000100{}", 1 + i % 6);
+        let run = format!("rcpt-{i}");
+        let data =
+            serde_json::json!({"runId": run, "to": to, "body": format!("Run {run} finished")})
+                .to_string();
+        add(&e, &data).await;
+        let fin = match i % 6 {
+            3 | 5 => "undelivered",
+            4 => "failed",
+            _ => "delivered",
+        };
+        expected.push((run, fin));
+    }
+    // The carrier never confirms this one: "sent" is its last status; past the delivery
+    // deadline it is escalated.
+    let data = serde_json::json!({"runId": "rcpt-silent", "to": "+15550001007", "body": "Run rcpt-silent finished"}).to_string();
+    add(&e, &data).await;
+    expected.push(("rcpt-silent".to_string(), "sent"));
+    for (run, fin) in &expected {
+        let r = receipts.clone();
+        let (run, fin) = (run.clone(), *fin);
+        wait_for(T, &format!("{run} to end {fin}"), move || {
+            let (r, run) = (r.clone(), run.clone());
+            async move { (r.record(&run, None).await.unwrap().state == fin).then_some(()) }
+        })
+        .await;
+    }
+    stop.cancel();
+    let _ = handle.await;
+    let mut c = e.redis.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let r = receipts.clone();
+    wait_for(T, "the silent run to be escalated", move || {
+        let r = r.clone();
+        async move {
+            r.record("rcpt-silent", None)
+                .await
+                .unwrap()
+                .escalated
+                .then_some(())
+        }
+    })
+    .await;
+    let mut escalated: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
+    escalated.sort();
+    let mut want: Vec<String> = expected
+        .iter()
+        .filter(|(_, f)| *f != "delivered")
+        .map(|(r, _)| format!("escalation:{r}"))
+        .collect();
+    want.sort();
+    assert_eq!(
+        escalated, want,
+        "one escalation per failed delivery, none for delivered ones"
+    );
+    assert_eq!(e.sim.store.stats().total, 19, "one text per run");
+}
