@@ -496,3 +496,97 @@ async fn callbacks_before_the_sent_marker_are_attributed_by_the_url() {
         Some("early-1")
     );
 }
+
+#[tokio::test]
+async fn escalation_can_text_a_fallback_number_through_the_window() {
+    let server = RedisServer::start();
+    let q = queue_name("fallback");
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let sms = SmsConfig {
+        fallback_to: Some("+15550009999".into()),
+        ..SmsConfig::default()
+    };
+    let (_, escalator) = sms.after_send(conn, "bull", &q);
+    let e = ringback::escalation::Escalation {
+        run_id: "f1".into(),
+        reason: "delivery undelivered".into(),
+        last_status: Some("undelivered".into()),
+        error_code: Some("30003".into()),
+    };
+    assert!(escalator.escalate(&e).await.unwrap());
+    assert!(!escalator.escalate(&e).await.unwrap(), "exactly once");
+    let mut c = server.conn().await;
+    let k = QueueKeys::new("bull", &q);
+    let waiting: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+    assert_eq!(
+        waiting,
+        vec!["f1:escalation".to_string()],
+        "one fallback callback, through the window"
+    );
+    let data: String = c.hget(k.job("f1:escalation"), "data").await.unwrap();
+    let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(
+        (data["runId"].as_str(), data["to"].as_str()),
+        (Some("f1:escalation"), Some("+15550009999"))
+    );
+    // the fallback itself failing is not escalated again
+    let again = ringback::escalation::Escalation {
+        run_id: "f1:escalation".into(),
+        ..e
+    };
+    assert!(!escalator.escalate(&again).await.unwrap());
+}
+
+#[tokio::test]
+async fn replicas_never_take_the_same_due_poll() {
+    let server = RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let sms = SmsConfig {
+        receipt_poll_after: std::time::Duration::ZERO,
+        ..SmsConfig::default()
+    };
+    let receipts = sms.after_send(conn, "bull", "due").0;
+    for m in 0..200 {
+        let u = StatusUpdate {
+            run_id: format!("d{m}"),
+            sid: format!("SM{m:032x}"),
+            status: "queued".into(),
+            error_code: None,
+            raw_dlr_done_date: None,
+            source: Source::Send,
+            repeat_id: None,
+        };
+        receipts.apply(&u).await.unwrap();
+    }
+    let mut tasks = vec![];
+    for _ in 0..4 {
+        let r = receipts.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut got = vec![];
+            loop {
+                let batch = r
+                    .due_polls(7, std::time::Duration::from_secs(60))
+                    .await
+                    .unwrap();
+                if batch.is_empty() {
+                    return got;
+                }
+                got.extend(batch);
+            }
+        }));
+    }
+    let mut all = vec![];
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        (n, all.len()),
+        (200, 200),
+        "every message taken exactly once"
+    );
+}
