@@ -119,9 +119,13 @@ impl WorkerArgs {
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use std::io::IsTerminal;
+    // colours only on a terminal: logs captured by tests, drills and collectors stay plain
+    let ansi = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     if std::env::var("RINGBACK_LOG_FORMAT").as_deref() == Ok("json") {
         builder.json().init();
     } else {

@@ -32,6 +32,7 @@ pub mod fetcher;
 pub mod job;
 pub mod keys;
 pub mod lock_manager;
+pub mod metrics;
 pub mod orphans;
 pub mod processor;
 pub mod receipts;

@@ -40,6 +40,18 @@ pub struct Worker<P> {
     config: WorkerConfig,
     processor: Arc<P>,
     trips: Arc<RoundTrips>,
+    stats: Arc<WorkerStats>,
+}
+
+/// Counters of one worker process, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    /// Attempts whose outcome was recorded (completed, failed, retried, delayed).
+    pub finished: AtomicU64,
+    /// Finishing calls refused because the lock was no longer ours.
+    pub lock_lost: AtomicU64,
+    /// Attempts running now.
+    pub running: AtomicU64,
 }
 
 /// What every job task shares.
@@ -49,7 +61,7 @@ struct Shared<P> {
     commands: Commands,
     locks: Arc<LockManager>,
     stopping: CancellationToken,
-    finished: AtomicU64,
+    stats: Arc<WorkerStats>,
 }
 
 impl<P: Processor> Worker<P> {
@@ -60,12 +72,18 @@ impl<P: Processor> Worker<P> {
             config,
             processor: Arc::new(processor),
             trips: Arc::default(),
+            stats: Arc::default(),
         })
     }
 
     /// Redis round trips made so far (scripts and blocking waits), for benchmarks.
     pub fn round_trips(&self) -> Arc<RoundTrips> {
         self.trips.clone()
+    }
+
+    /// This worker's counters.
+    pub fn stats(&self) -> Arc<WorkerStats> {
+        self.stats.clone()
     }
 
     /// Run until `shutdown` is cancelled, then let running jobs finish within the grace period.
@@ -101,7 +119,7 @@ impl<P: Processor> Worker<P> {
             commands: commands.clone(),
             locks: locks.clone(),
             stopping: shutdown.clone(),
-            finished: AtomicU64::new(0),
+            stats: self.stats.clone(),
         });
         let tracker = TaskTracker::new();
         let permits = Arc::new(Semaphore::new(cfg.concurrency));
@@ -134,7 +152,7 @@ impl<P: Processor> Worker<P> {
         };
         background.cancel();
         while loops.join_next().await.is_some() {}
-        let finished = shared.finished.load(Ordering::Relaxed);
+        let finished = shared.stats.finished.load(Ordering::Relaxed);
         if abandoned > 0 {
             tracing::warn!(
                 abandoned,
@@ -191,6 +209,13 @@ async fn run_jobs<P: Processor>(
 }
 
 async fn run_one<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Option<Job> {
+    shared.stats.running.fetch_add(1, Ordering::Relaxed);
+    let next = run_attempt(shared, job, token).await;
+    shared.stats.running.fetch_sub(1, Ordering::Relaxed);
+    next
+}
+
+async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Option<Job> {
     shared.locks.track(&job.id, token);
     let outcome = match precheck(&job) {
         Some(outcome) => outcome,
@@ -231,7 +256,7 @@ async fn run_one<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Opt
             .await;
         match result {
             Ok(Ok(fetched)) => {
-                shared.finished.fetch_add(1, Ordering::Relaxed);
+                shared.stats.finished.fetch_add(1, Ordering::Relaxed);
                 log_finish(&finish);
                 return match fetched {
                     Fetched::Job(next) => Some(*next),
@@ -239,6 +264,7 @@ async fn run_one<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Opt
                 };
             }
             Ok(Err(code)) if code.is_lock_lost() => {
+                shared.stats.lock_lost.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(%code, "job no longer ours (lock lost); leaving it to its new owner or \
                     to stall recovery");
                 return None;

@@ -822,3 +822,60 @@ async fn bad_configuration_is_refused_with_the_setting_named() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn the_binary_reports_metrics_and_readiness() {
+    let server = RedisServer::start();
+    let q = queue_name("metrics");
+    let k = QueueKeys::new("bull", &q);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    ringback::twilio::client::install_tls_provider();
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _child = KillOnDrop(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
+            .args(["worker", "--processor", "scripted"])
+            .env("REDIS_URL", server.url())
+            .env("RINGBACK_QUEUE", &q)
+            .env("RINGBACK_METRICS_LISTEN", format!("127.0.0.1:{port}"))
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut c = server.conn().await;
+    let id = add_job(&mut c, &k, Add::default()).await;
+    assert_eq!(finished(&mut c, &k, &id).await, "completed");
+    let url = format!("http://127.0.0.1:{port}");
+    let body = wait_for(T, "metrics to count the job", || {
+        let url = url.clone();
+        async move {
+            let text = reqwest::get(format!("{url}/metrics"))
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            text.contains("ringback_attempts_finished_total{queue=")
+                .then_some(text)
+        }
+    })
+    .await;
+    assert!(
+        body.contains(&format!(
+            "ringback_attempts_finished_total{{queue=\"{q}\"}} 1"
+        )),
+        "{body}"
+    );
+    assert!(body.contains("ringback_redis_round_trips_total"));
+    let ready = reqwest::get(format!("{url}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 200);
+}

@@ -65,6 +65,13 @@ struct RunArgs {
     /// processor (drills).
     #[arg(long, env = "RINGBACK_PROCESSOR", value_enum, default_value_t = ProcessorKind::Sms)]
     processor: ProcessorKind,
+    /// `/metrics`, `/healthz`, `/readyz` of the worker (`off` to disable).
+    #[arg(
+        long,
+        env = "RINGBACK_METRICS_LISTEN",
+        default_value = "127.0.0.1:9464"
+    )]
+    metrics_listen: String,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -130,8 +137,28 @@ async fn main() -> ExitCode {
             for w in &v.warnings {
                 tracing::warn!("{w}");
             }
+            let metrics = match args.metrics_listen.as_str() {
+                "off" | "" => None,
+                addr => match addr.parse::<std::net::SocketAddr>() {
+                    Ok(a) => Some(a),
+                    Err(_) => {
+                        return bad_config(ConfigError::new(
+                            "RINGBACK_METRICS_LISTEN",
+                            "expected host:port or off",
+                        ));
+                    }
+                },
+            };
             match v.sms {
-                None => run(v.worker, ringback::scripted::ScriptedProcessor).await,
+                None => {
+                    run_until(
+                        v.worker,
+                        ringback::scripted::ScriptedProcessor,
+                        shutdown_on_signals(),
+                        metrics,
+                    )
+                    .await
+                }
                 Some((sms, twilio)) => {
                     let shutdown = shutdown_on_signals();
                     let processor = match ringback::sms::connect(
@@ -150,7 +177,7 @@ async fn main() -> ExitCode {
                             return ExitCode::FAILURE;
                         }
                     };
-                    run_until(v.worker, processor, shutdown).await
+                    run_until(v.worker, processor, shutdown, metrics).await
                 }
             }
         }
@@ -296,19 +323,19 @@ async fn twilio_sim(args: SimArgs) -> ExitCode {
     }
 }
 
-async fn run<P: ringback::Processor>(config: WorkerConfig, processor: P) -> ExitCode {
-    run_until(config, processor, shutdown_on_signals()).await
-}
-
 async fn run_until<P: ringback::Processor>(
     config: WorkerConfig,
     processor: P,
     shutdown: tokio_util::sync::CancellationToken,
+    metrics: Option<std::net::SocketAddr>,
 ) -> ExitCode {
-    let worker = match Worker::new(config, processor) {
+    let worker = match Worker::new(config.clone(), processor) {
         Ok(w) => w,
         Err(e) => return bad_config(e),
     };
+    if let Some(addr) = metrics {
+        serve_metrics(addr, &config, &worker, &shutdown).await;
+    }
     match worker.run(shutdown).await {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
@@ -316,6 +343,45 @@ async fn run_until<P: ringback::Processor>(
             ExitCode::FAILURE
         }
     }
+}
+
+/// Start the metrics listener; failing to bind is logged, not fatal (a worker that cannot be
+/// observed still delivers).
+async fn serve_metrics<P: ringback::Processor>(
+    addr: std::net::SocketAddr,
+    config: &WorkerConfig,
+    worker: &Worker<P>,
+    shutdown: &tokio_util::sync::CancellationToken,
+) {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(%addr, error = %e, "cannot listen for metrics; running without /metrics");
+            return;
+        }
+    };
+    let Ok(client) = redis::Client::open(config.redis_url.as_str()) else {
+        return;
+    };
+    let Ok(conn) = ringback::worker::connect_until(&client, shutdown).await else {
+        return;
+    };
+    let metrics = std::sync::Arc::new(ringback::metrics::Metrics {
+        queue: config.queue.clone(),
+        stats: worker.stats(),
+        trips: worker.round_trips(),
+        commands: ringback::commands::Commands::new(
+            conn,
+            ringback::keys::QueueKeys::new(&config.prefix, &config.queue),
+            Default::default(),
+        ),
+    });
+    tracing::info!(%addr, "metrics on /metrics, /healthz, /readyz");
+    tokio::spawn(ringback::metrics::serve(
+        listener,
+        metrics,
+        shutdown.clone(),
+    ));
 }
 
 fn bad_config(e: ConfigError) -> ExitCode {
