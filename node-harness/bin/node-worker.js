@@ -22,6 +22,37 @@ function intEnv(name, fallback) {
   return n;
 }
 
+/** `true`, `false`, a count, or JSON `{"age":s,"count":n}` (as RINGBACK_REMOVE_ON_* for the Rust worker). */
+function keepEnv(name) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  let v;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    v = undefined;
+  }
+  // A Worker only takes the KeepJobs object form (true or a number reach its Lua script as is and
+  // break it), so the shorthands are resolved here the way a job option would be.
+  if (typeof v === 'boolean') return { count: v ? 0 : -1 };
+  if (typeof v === 'number' && Number.isInteger(v)) return { count: v };
+  if (v && typeof v === 'object' && !Array.isArray(v)) return v;
+  log(`invalid ${name}=${JSON.stringify(raw)}: expected true, false, a count or {"age":s,"count":n}`);
+  process.exit(2);
+}
+
+/** `<max>/<duration_ms>` -> {max, duration}. */
+function limiterEnv(name) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const m = /^\s*(\d+)\s*\/\s*(\d+)\s*$/.exec(raw);
+  if (!m || Number(m[1]) === 0 || Number(m[2]) === 0) {
+    log(`invalid ${name}=${JSON.stringify(raw)}: expected <max>/<duration_ms>, both positive`);
+    process.exit(2);
+  }
+  return { max: Number(m[1]), duration: Number(m[2]) };
+}
+
 const config = {
   redisUrl: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
   queue: process.env.RINGBACK_QUEUE || 'notify',
@@ -31,8 +62,28 @@ const config = {
   stalledInterval: intEnv('RINGBACK_STALLED_INTERVAL_MS', 30000),
   maxStalledCount: intEnv('RINGBACK_MAX_STALLED_COUNT', 1),
   shutdownGraceMs: intEnv('RINGBACK_SHUTDOWN_GRACE_MS', 30000),
+  lockRenewTime: intEnv('RINGBACK_LOCK_RENEW_TIME_MS', undefined),
+  drainDelayMs: intEnv('RINGBACK_DRAIN_DELAY_MS', undefined),
+  name: process.env.RINGBACK_WORKER_NAME || undefined,
+  limiter: limiterEnv('RINGBACK_LIMITER'),
+  removeOnComplete: keepEnv('RINGBACK_REMOVE_ON_COMPLETE'),
+  removeOnFail: keepEnv('RINGBACK_REMOVE_ON_FAIL'),
+  metricsDataPoints: intEnv('RINGBACK_METRICS_DATA_POINTS', undefined),
   bullmqVersion: defaultVersion(),
 };
+
+// Options left undefined keep BullMQ's defaults, as the Rust worker keeps them.
+const optional = {
+  lockRenewTime: config.lockRenewTime,
+  // BullMQ's drainDelay is in seconds.
+  drainDelay: config.drainDelayMs === undefined ? undefined : Math.max(1, Math.ceil(config.drainDelayMs / 1000)),
+  name: config.name,
+  limiter: config.limiter,
+  removeOnComplete: config.removeOnComplete,
+  removeOnFail: config.removeOnFail,
+  metrics: config.metricsDataPoints === undefined ? undefined : { maxDataPoints: config.metricsDataPoints },
+};
+for (const k of Object.keys(optional)) if (optional[k] === undefined) delete optional[k];
 
 const bullmq = load(config.bullmqVersion);
 
@@ -43,6 +94,7 @@ const worker = new bullmq.Worker(config.queue, makeProcessor(bullmq), {
   lockDuration: config.lockDuration,
   stalledInterval: config.stalledInterval,
   maxStalledCount: config.maxStalledCount,
+  ...optional,
 });
 
 worker.on('error', (err) => log('error:', err && err.message));
@@ -79,6 +131,7 @@ worker
       `worker started: bullmq ${packageVersion(config.bullmqVersion)} queue=${config.queue} prefix=${config.prefix}`,
       `concurrency=${config.concurrency} lockDuration=${config.lockDuration}`,
       `stalledInterval=${config.stalledInterval} maxStalledCount=${config.maxStalledCount}`,
+      Object.keys(optional).length ? JSON.stringify(optional) : '',
     );
   })
   .catch((err) => {

@@ -43,7 +43,25 @@ function subjectIsNode() {
 }
 
 /** Env for a worker process: RINGBACK_* settings as strings, plus REDIS_URL and BULLMQ_VERSION. */
-function workerEnv({ redisUrl, queue, prefix, version, concurrency, lockDurationMs, stalledIntervalMs, maxStalledCount, shutdownGraceMs, extra }) {
+function workerEnv({
+  redisUrl,
+  queue,
+  prefix,
+  version,
+  concurrency,
+  lockDurationMs,
+  lockRenewTimeMs,
+  stalledIntervalMs,
+  maxStalledCount,
+  shutdownGraceMs,
+  drainDelayMs,
+  workerName,
+  limiter,
+  removeOnComplete,
+  removeOnFail,
+  metricsDataPoints,
+  extra,
+}) {
   const env = { ...process.env, NO_COLOR: '1', REDIS_URL: redisUrl, RINGBACK_QUEUE: queue, BULLMQ_VERSION: String(version) };
   const set = (name, value) => {
     if (value !== undefined && value !== null) env[name] = String(value);
@@ -54,6 +72,15 @@ function workerEnv({ redisUrl, queue, prefix, version, concurrency, lockDuration
   set('RINGBACK_STALLED_INTERVAL_MS', stalledIntervalMs);
   set('RINGBACK_MAX_STALLED_COUNT', maxStalledCount);
   set('RINGBACK_SHUTDOWN_GRACE_MS', shutdownGraceMs);
+  set('RINGBACK_LOCK_RENEW_TIME_MS', lockRenewTimeMs);
+  set('RINGBACK_DRAIN_DELAY_MS', drainDelayMs);
+  set('RINGBACK_WORKER_NAME', workerName);
+  // "<max>/<duration_ms>"; an object {max, duration} is accepted too.
+  set('RINGBACK_LIMITER', limiter && typeof limiter === 'object' ? `${limiter.max}/${limiter.duration}` : limiter);
+  // true, false, a count or {age, count}: written as JSON, which both workers parse.
+  set('RINGBACK_REMOVE_ON_COMPLETE', removeOnComplete === undefined ? undefined : JSON.stringify(removeOnComplete));
+  set('RINGBACK_REMOVE_ON_FAIL', removeOnFail === undefined ? undefined : JSON.stringify(removeOnFail));
+  set('RINGBACK_METRICS_DATA_POINTS', metricsDataPoints);
   Object.assign(env, extra || {});
   return env;
 }
