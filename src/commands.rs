@@ -433,7 +433,7 @@ impl Commands {
     ) -> Result<(), Error> {
         let k = &self.keys;
         let keys = [k.job(job_id), k.events(), k.meta()];
-        let args = [job_id.to_string(), progress.to_string()];
+        let args = [job_id.to_string(), crate::json::stringify(progress)];
         let code: i64 = scripts()
             .update_progress
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)

@@ -30,6 +30,7 @@ pub mod error;
 pub mod escalation;
 pub mod fetcher;
 pub mod job;
+pub mod json;
 pub mod keys;
 pub mod lock_manager;
 pub mod metrics;

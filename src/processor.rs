@@ -57,10 +57,16 @@ impl Failure {
     }
 
     pub(crate) fn stack_entry(&self) -> String {
+        // The first line of a JavaScript `err.stack`: "Error: msg", or just "Error" when empty.
+        let kind = if self.unrecoverable {
+            "UnrecoverableError"
+        } else {
+            "Error"
+        };
         match &self.stack {
             Some(s) => s.clone(),
-            None if self.unrecoverable => format!("UnrecoverableError: {}", self.message),
-            None => format!("Error: {}", self.message),
+            None if self.message.is_empty() => kind.to_string(),
+            None => format!("{kind}: {}", self.message),
         }
     }
 }

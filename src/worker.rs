@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use crate::commands::{Commands, FetchArgs, Fetched, Finish, now_ms};
 use crate::config::WorkerConfig;
-use crate::error::{ConfigError, Error};
+use crate::error::{ConfigError, Error, ScriptCode};
 use crate::fetcher::Fetcher;
 use crate::job::{Job, KeepJobs};
 use crate::lock_manager::LockManager;
@@ -227,8 +227,8 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
             shared.processor.process(&job, &ctx).await
         }
     };
-    let finish = decide(&job, outcome, rand::random::<f64>());
-    let keep = match &finish {
+    let mut finish = decide(&job, outcome, rand::random::<f64>());
+    let keep_for = |finish: &Finish| match finish {
         Finish::Completed { .. } => KeepJobs::resolve(
             job.opts.remove_on_complete,
             shared.config.remove_on_complete,
@@ -249,7 +249,7 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
                 &job,
                 token,
                 &finish,
-                keep,
+                keep_for(&finish),
                 shared.config.metrics_max_data_points,
                 fetch.as_ref(),
             )
@@ -268,6 +268,19 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
                 tracing::warn!(%code, "job no longer ours (lock lost); leaving it to its new owner or \
                     to stall recovery");
                 return None;
+            }
+            // A parent that completed while children are pending or failed: Node fails it with
+            // these errors (the lock is still ours: the children check comes first).
+            Ok(Err(ScriptCode::PendingChildren)) if matches!(finish, Finish::Completed { .. }) => {
+                let reason = format!("Job {} has pending dependencies. moveToFinished", job.id);
+                finish = decide(&job, Outcome::fail(reason), rand::random::<f64>());
+            }
+            Ok(Err(ScriptCode::FailedChildren)) if matches!(finish, Finish::Completed { .. }) => {
+                let reason = format!(
+                    "Cannot complete job {} because it has at least one failed child. moveToFinished",
+                    job.id
+                );
+                finish = decide(&job, Outcome::unrecoverable(reason), rand::random::<f64>());
             }
             Ok(Err(code)) => {
                 tracing::error!(%code, "finishing the job was refused");
@@ -325,7 +338,7 @@ fn precheck(job: &Job) -> Option<Outcome> {
 pub fn decide(job: &Job, outcome: Outcome, rand: f64) -> Finish {
     match outcome {
         Outcome::Completed(value) => Finish::Completed {
-            returnvalue: value.to_string(),
+            returnvalue: crate::json::stringify(&value),
         },
         Outcome::DelayUntil(at) => Finish::Delay {
             delay_ms: (at - now_ms()).max(0) as u64,

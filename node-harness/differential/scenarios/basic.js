@@ -27,7 +27,6 @@ module.exports = [
     name: 'return-value-floats',
     covers: ['return values with integral floats and exponents (1.0, 1e3, -0, 2^64)'],
     // Node readers parse both forms to the same number; the stored text differs.
-    todo: 'ringback writes returned numbers as serde_json does: 1.0 -> "1.0", 1e3 -> "1000.0", -0 -> "-0.0", 12345678901234567890 kept exact; Node (JSON.stringify of a double) writes 1, 1000, 0, 12345678901234567000',
     async produce(s) {
       for (const v of ['1.0', '1e3', '-0', '12345678901234567890', '{"n":2.50}']) await s.add(`rf ${v}`, { script: [`complete:${v}`] });
     },
@@ -35,7 +34,6 @@ module.exports = [
   {
     name: 'empty-error-messages',
     covers: ['failures with an empty message (Error and UnrecoverableError)', 'multi-line failure messages'],
-    todo: 'for an empty message ringback stores the stack entry "Error: " / "UnrecoverableError: "; Node stores "Error" / "UnrecoverableError"',
     async produce(s) {
       await s.add('empty-fail', { script: ['fail:'] });
       await s.add('empty-unrecoverable', { script: ['unrecoverable:'] }, { attempts: 2 });

@@ -64,7 +64,6 @@ module.exports = [
   {
     name: 'flow-continue-parent-on-failure',
     covers: ['flow: continueParentOnFailure child fails while a sibling is still pending (parent runs early; completing it hits -4 pending dependencies)'],
-    todo: 'ringback leaves a job whose completion is refused with -4 (pending dependencies) in active until stall recovery re-runs it; Node fails it with "Job <id> has pending dependencies. moveToFinished"',
     timeoutMs: 15_000,
     async produce(s) {
       await s.flow({
