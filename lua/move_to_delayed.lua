@@ -34,14 +34,8 @@ if code < 0 then return code end
 applyFields(jobKey, 12)
 if rcall("LREM", q.active, -1, jobId) < 1 then return -3 end
 
--- Score = due * 4096 + sequence, keeping FIFO order within one millisecond.
 local delay = tonumber(ARGV[5])
-local due = tonumber(now)
-if delay > 0 then due = due + delay end
-local minScore, maxScore = due * 0x1000, (due + 1) * 0x1000 - 1
-local score = minScore
-local last = rcall("ZREVRANGEBYSCORE", q.delayed, maxScore, minScore, "WITHSCORES", "LIMIT", 0, 1)
-if last[2] then score = math.min(tonumber(last[2]) + 1, maxScore) end
+local score, due = delayedScore(q.delayed, now, delay)
 
 if ARGV[6] ~= "1" then rcall("HINCRBY", jobKey, "atm", 1) end
 rcall("HSET", jobKey, "delay", ARGV[5])

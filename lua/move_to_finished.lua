@@ -56,6 +56,7 @@ if attrs[3] then
   if pttl == 0 or (pttl == -1 and rcall("GET", dedupKey) == jobId) then
     rcall("DEL", dedupKey)
   end
+  requeueDeduplicated(q, attrs[3], now)
 end
 
 -- Flows: tell the parent (possibly in another queue) what became of this child.

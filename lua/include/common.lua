@@ -68,6 +68,17 @@ local function maxEvents(metaKey)
   return n
 end
 
+-- Delayed-set score for a job due `delay` ms after `now`: due * 4096 + a sequence number that
+-- keeps FIFO order within one millisecond. Returns score, due.
+local function delayedScore(delayedKey, now, delay)
+  local due = tonumber(now)
+  if delay > 0 then due = due + delay end
+  local minScore, maxScore = due * 0x1000, (due + 1) * 0x1000 - 1
+  local last = rcall("ZREVRANGEBYSCORE", delayedKey, maxScore, minScore, "WITHSCORES", "LIMIT", 0, 1)
+  if last[2] then return math.min(tonumber(last[2]) + 1, maxScore), due end
+  return minScore, due
+end
+
 -- Put a job id back where ready jobs live: prioritized set or a list.
 local function enqueueReady(q, jobId, pushCmd)
   local jobKey = q.prefix .. jobId
@@ -241,4 +252,56 @@ local function removeJob(prefix, jobId, now)
   local jobKey = prefix .. jobId
   detachFromParent(jobKey, now)
   deleteJobKeys(jobKey)
+end
+
+-- Deduplication with keepLastIfActive: a job added while its slot-holder was active was parked
+-- in `dn:<id>`; when the holder finishes it becomes a real job (BullMQ's requeue), holding the
+-- slot in turn.
+local function requeueDeduplicated(q, dedupId, now)
+  local nextKey = q.prefix .. "dn:" .. dedupId
+  if rcall("EXISTS", nextKey) == 0 then return end
+  local d = rcall("HMGET", nextKey, "name", "data", "opts", "pk", "pd", "pdk", "rjk", "jid")
+  local counter = rcall("INCR", q.prefix .. "id") .. ""
+  local jobId = d[8] or counter
+  local jobKey = q.prefix .. jobId
+  local opts = cjson.decode(d[3])
+  local de = opts["de"]
+  local dedupKey = q.prefix .. "de:" .. dedupId
+  if de and de["keepLastIfActive"] then
+    rcall("SET", dedupKey, jobId)
+  elseif de and de["ttl"] and tonumber(de["ttl"]) > 0 then
+    rcall("SET", dedupKey, jobId, "PX", de["ttl"])
+  else
+    rcall("SET", dedupKey, jobId)
+  end
+  local delay = tonumber(opts["delay"]) or 0
+  local priority = tonumber(opts["priority"]) or 0
+  local fields = {"name", d[1], "data", d[2], "opts", cjson.encode(opts), "timestamp", now,
+    "delay", delay, "priority", priority}
+  if d[4] then
+    table.insert(fields, "parentKey"); table.insert(fields, d[4])
+    table.insert(fields, "parent"); table.insert(fields, d[5])
+  end
+  if d[7] then table.insert(fields, "rjk"); table.insert(fields, d[7]) end
+  if de and de["id"] then table.insert(fields, "deid"); table.insert(fields, de["id"]) end
+  rcall("HMSET", jobKey, unpack(fields))
+  rcall("XADD", q.events, "*", "event", "added", "jobId", jobId, "name", d[1])
+  local limit = maxEvents(q.meta)
+  if delay ~= 0 then
+    local score, due = delayedScore(q.delayed, now, delay)
+    rcall("ZADD", q.delayed, score, jobId)
+    rcall("XADD", q.events, "MAXLEN", "~", limit, "*", "event", "delayed", "jobId", jobId, "delay", due)
+    addDelayMarker(q.marker, q.delayed)
+  else
+    local target, pausedOrMaxed = readyTarget(q.meta, q.active, q.wait, q.paused)
+    if priority > 0 then
+      rcall("ZADD", q.prioritized, priorityScore(priority, q.pc), jobId)
+    else
+      rcall(opts["lifo"] and "RPUSH" or "LPUSH", target, jobId)
+    end
+    addBaseMarker(q.marker, pausedOrMaxed)
+    rcall("XADD", q.events, "MAXLEN", "~", limit, "*", "event", "waiting", "jobId", jobId)
+  end
+  if d[6] then rcall("SADD", d[6], jobKey) end
+  rcall("DEL", nextKey)
 end

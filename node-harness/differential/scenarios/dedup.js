@@ -40,7 +40,6 @@ module.exports = [
   {
     name: 'dedup-keep-last-if-active',
     covers: ['deduplication keepLastIfActive (dn:<id> turned into a new job when the active one finishes)'],
-    todo: 'ringback does not requeue the dedup-next (dn:<id>) job in move_to_finished',
     async produce(s) {
       await s.add('k-first', { script: ['sleep:500'] }, { deduplication: { id: 'k1', keepLastIfActive: true } });
     },
