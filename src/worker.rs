@@ -316,12 +316,21 @@ fn log_finish(finish: &Finish) {
     }
 }
 
-/// Jobs that must fail without running: a deferred failure (stall limit, failed child), or
+/// Jobs that must fail without running: a deferred failure (stall limit, failed child), a job
+/// of a job scheduler (not supported yet: refused rather than silently ending the schedule), or
 /// options/data Node could not read either. Node loops forever on non-JSON data
 /// (bullmq-protocol.md §8.8); we fail it once, with a reason a person can act on.
 fn precheck(job: &Job) -> Option<Outcome> {
     if let Some(reason) = &job.deferred_failure {
         return Some(Outcome::unrecoverable(reason.clone()));
+    }
+    if job.scheduler_id.is_some() {
+        // Node schedules the next iteration when it activates a scheduler's job; ringback cannot
+        // yet, and running the job once would stop the scheduler silently. Refuse it visibly.
+        return Some(Outcome::unrecoverable(
+            "job schedulers (upsertJobScheduler) are not supported by ringback yet: the next \
+             iteration would never be scheduled; process this queue's scheduled jobs with a Node worker",
+        ));
     }
     if let Some(problem) = &job.opts.invalid {
         return Some(Outcome::unrecoverable(problem.clone()));
@@ -466,6 +475,15 @@ mod tests {
         ));
         j.data = "{}".into();
         assert_eq!(precheck(&j), None);
+        j.scheduler_id = Some("every-2s".into());
+        assert!(matches!(
+            precheck(&j),
+            Some(Outcome::Failed(Failure {
+                unrecoverable: true,
+                ..
+            }))
+        ));
+        j.scheduler_id = None;
         j.deferred_failure = Some("job stalled more than allowable limit".into());
         assert_eq!(
             precheck(&j),
