@@ -416,6 +416,44 @@ impl Commands {
         Ok(true)
     }
 
+    /// Create the next iteration of the job scheduler that produced `job` (at activation, as
+    /// Node does). Returns the script's verdict: "created", "duplicate", "done", "none", or
+    /// "pattern" (a cron scheduler, which ringback cannot compute).
+    pub async fn update_job_scheduler(
+        &self,
+        job: &Job,
+        scheduler_id: &str,
+    ) -> Result<String, Error> {
+        let k = &self.keys;
+        let keys = [
+            k.repeat(),
+            k.delayed(),
+            k.wait(),
+            k.paused(),
+            k.meta(),
+            k.prioritized(),
+            k.marker(),
+            k.id(),
+            k.events(),
+            k.pc(),
+            k.job(&job.id),
+            k.active(),
+        ];
+        let args = [
+            scheduler_id,
+            &now_ms().to_string(),
+            k.base(),
+            &job.id,
+            &job.raw_opts,
+            &job.data,
+        ];
+        let reply: Vec<String> = scripts()
+            .update_job_scheduler
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        Ok(reply.into_iter().next().unwrap_or_default())
+    }
+
     /// Whether a job with this id exists in the queue (any state).
     pub async fn job_exists(&self, job_id: &str) -> Result<bool, Error> {
         self.trips.add(1);

@@ -30,6 +30,8 @@ pub struct Job {
     pub stacktrace: Vec<String>,
     /// Job-scheduler id (`rjk`), when a scheduler produced this job.
     pub scheduler_id: Option<String>,
+    /// The stored `opts` text (a scheduler's next iteration is derived from it).
+    pub raw_opts: String,
 }
 
 impl Job {
@@ -48,13 +50,17 @@ impl Job {
             deferred_failure: None,
             stacktrace: Vec::new(),
             scheduler_id: None,
+            raw_opts: "{}".into(),
         };
         let int = |v: &str| v.parse::<f64>().map(|f| f as i64).unwrap_or(0);
         for (k, v) in fields {
             match k.as_str() {
                 "name" => job.name = v,
                 "data" => job.data = v,
-                "opts" => job.opts = JobOptions::parse(&v),
+                "opts" => {
+                    job.opts = JobOptions::parse(&v);
+                    job.raw_opts = v;
+                }
                 "atm" => job.attempts_made = int(&v) as u32,
                 // legacy name read by Node too, when `atm` is absent
                 "attemptsMade" if job.attempts_made == 0 => job.attempts_made = int(&v) as u32,

@@ -217,7 +217,11 @@ async fn run_one<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Opt
 
 async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Option<Job> {
     shared.locks.track(&job.id, token);
-    let outcome = match precheck(&job) {
+    let refused = match &job.scheduler_id {
+        Some(id) => schedule_next(shared, &job, id).await,
+        None => None,
+    };
+    let outcome = match refused.or_else(|| precheck(&job)) {
         Some(outcome) => outcome,
         None => {
             let ctx = JobContext {
@@ -300,6 +304,34 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
     }
 }
 
+/// A job scheduler's job: create the next iteration at activation, as Node does (a scheduler
+/// whose next run is not created stops silently). Cron schedulers cannot be computed here and
+/// are refused visibly.
+async fn schedule_next<P: Processor>(
+    shared: &Shared<P>,
+    job: &Job,
+    scheduler_id: &str,
+) -> Option<Outcome> {
+    match shared
+        .commands
+        .update_job_scheduler(job, scheduler_id)
+        .await
+    {
+        Ok(verdict) if verdict == "pattern" => Some(Outcome::unrecoverable(
+            "job schedulers with a cron pattern are not supported by ringback yet (Node computes the next \
+             run with cron-parser): process this queue's scheduled jobs with a Node worker",
+        )),
+        Ok(verdict) => {
+            tracing::debug!(%scheduler_id, %verdict, "job scheduler: next iteration");
+            None
+        }
+        Err(e) => {
+            tracing::error!(%scheduler_id, error = %e, "could not schedule the next iteration");
+            None
+        }
+    }
+}
+
 fn log_finish(finish: &Finish) {
     match finish {
         Finish::Completed { .. } => tracing::debug!("completed"),
@@ -316,21 +348,12 @@ fn log_finish(finish: &Finish) {
     }
 }
 
-/// Jobs that must fail without running: a deferred failure (stall limit, failed child), a job
-/// of a job scheduler (not supported yet: refused rather than silently ending the schedule), or
+/// Jobs that must fail without running: a deferred failure (stall limit, failed child), or
 /// options/data Node could not read either. Node loops forever on non-JSON data
 /// (bullmq-protocol.md §8.8); we fail it once, with a reason a person can act on.
 fn precheck(job: &Job) -> Option<Outcome> {
     if let Some(reason) = &job.deferred_failure {
         return Some(Outcome::unrecoverable(reason.clone()));
-    }
-    if job.scheduler_id.is_some() {
-        // Node schedules the next iteration when it activates a scheduler's job; ringback cannot
-        // yet, and running the job once would stop the scheduler silently. Refuse it visibly.
-        return Some(Outcome::unrecoverable(
-            "job schedulers (upsertJobScheduler) are not supported by ringback yet: the next \
-             iteration would never be scheduled; process this queue's scheduled jobs with a Node worker",
-        ));
     }
     if let Some(problem) = &job.opts.invalid {
         return Some(Outcome::unrecoverable(problem.clone()));

@@ -879,3 +879,88 @@ async fn the_binary_reports_metrics_and_readiness() {
     let ready = reqwest::get(format!("{url}/readyz")).await.unwrap();
     assert_eq!(ready.status(), 200);
 }
+
+#[tokio::test]
+async fn every_schedulers_get_their_next_iteration_and_cron_ones_are_refused() {
+    let server = RedisServer::start();
+    let q = queue_name("sched");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let now = ringback::commands::now_ms();
+    let slot = now - now % 1000;
+    // A scheduler as upsertJobScheduler stores it, and its current iteration's job.
+    let _: () = redis::pipe()
+        .hset_multiple(
+            format!("{}:every-1s", k.repeat()),
+            &[
+                ("name", "tick"),
+                ("data", "{}"),
+                ("every", "1000"),
+                ("ic", "1"),
+            ],
+        )
+        .zadd(k.repeat(), "every-1s", slot)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let id = format!("repeat:every-1s:{slot}");
+    let opts = r#"{"repeat":{"every":1000,"count":1},"repeatJobKey":"every-1s","attempts":0}"#;
+    add_job(
+        &mut c,
+        &k,
+        Add {
+            id: Some(&id),
+            opts,
+            ..Default::default()
+        },
+    )
+    .await;
+    let _: () = c.hset(k.job(&id), "rjk", "every-1s").await.unwrap();
+    // A cron scheduler's job.
+    let _: () = redis::pipe()
+        .hset_multiple(
+            format!("{}:cron", k.repeat()),
+            &[("name", "c"), ("pattern", "* * * * *")],
+        )
+        .zadd(k.repeat(), "cron", slot)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let cron_id = format!("repeat:cron:{slot}");
+    add_job(
+        &mut c,
+        &k,
+        Add {
+            id: Some(&cron_id),
+            opts: r#"{"repeat":{"pattern":"* * * * *"},"attempts":0}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let _: () = c.hset(k.job(&cron_id), "rjk", "cron").await.unwrap();
+
+    let w = Running::start(config(&server, &q));
+    assert_eq!(finished(&mut c, &k, &id).await, "completed");
+    assert_eq!(finished(&mut c, &k, &cron_id).await, "failed");
+    w.stop().await;
+    let next = format!("repeat:every-1s:{}", slot + 1000);
+    let h = job_hash(&mut c, &k, &next).await;
+    assert_eq!(
+        h.get("rjk").map(String::as_str),
+        Some("every-1s"),
+        "next iteration created: {h:?}"
+    );
+    let opts: serde_json::Value = serde_json::from_str(&h["opts"]).unwrap();
+    assert_eq!(opts["repeat"]["count"], 2);
+    assert_eq!(opts["jobId"].as_str(), Some(next.as_str()));
+    let ic: String = c
+        .hget(format!("{}:every-1s", k.repeat()), "ic")
+        .await
+        .unwrap();
+    assert_eq!(ic, "2");
+    let reason: String = c.hget(k.job(&cron_id), "failedReason").await.unwrap();
+    assert!(
+        reason.contains("cron pattern are not supported"),
+        "{reason}"
+    );
+}

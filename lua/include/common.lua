@@ -254,38 +254,17 @@ local function removeJob(prefix, jobId, now)
   deleteJobKeys(jobKey)
 end
 
--- Deduplication with keepLastIfActive: a job added while its slot-holder was active was parked
--- in `dn:<id>`; when the holder finishes it becomes a real job (BullMQ's requeue), holding the
--- slot in turn.
-local function requeueDeduplicated(q, dedupId, now)
-  local nextKey = q.prefix .. "dn:" .. dedupId
-  if rcall("EXISTS", nextKey) == 0 then return end
-  local d = rcall("HMGET", nextKey, "name", "data", "opts", "pk", "pd", "pdk", "rjk", "jid")
-  local counter = rcall("INCR", q.prefix .. "id") .. ""
-  local jobId = d[8] or counter
+-- Store a new job (as BullMQ's storeJob) and enqueue it: delayed when opts.delay > 0, else
+-- prioritized or into wait (lifo: the front). `extra` = more hash fields (parentKey, rjk, deid).
+local function storeAndEnqueue(q, jobId, name, data, opts, now, extra)
   local jobKey = q.prefix .. jobId
-  local opts = cjson.decode(d[3])
-  local de = opts["de"]
-  local dedupKey = q.prefix .. "de:" .. dedupId
-  if de and de["keepLastIfActive"] then
-    rcall("SET", dedupKey, jobId)
-  elseif de and de["ttl"] and tonumber(de["ttl"]) > 0 then
-    rcall("SET", dedupKey, jobId, "PX", de["ttl"])
-  else
-    rcall("SET", dedupKey, jobId)
-  end
   local delay = tonumber(opts["delay"]) or 0
   local priority = tonumber(opts["priority"]) or 0
-  local fields = {"name", d[1], "data", d[2], "opts", cjson.encode(opts), "timestamp", now,
+  local fields = {"name", name, "data", data, "opts", cjson.encode(opts), "timestamp", now,
     "delay", delay, "priority", priority}
-  if d[4] then
-    table.insert(fields, "parentKey"); table.insert(fields, d[4])
-    table.insert(fields, "parent"); table.insert(fields, d[5])
-  end
-  if d[7] then table.insert(fields, "rjk"); table.insert(fields, d[7]) end
-  if de and de["id"] then table.insert(fields, "deid"); table.insert(fields, de["id"]) end
+  for _, f in ipairs(extra) do table.insert(fields, f) end
   rcall("HMSET", jobKey, unpack(fields))
-  rcall("XADD", q.events, "*", "event", "added", "jobId", jobId, "name", d[1])
+  rcall("XADD", q.events, "*", "event", "added", "jobId", jobId, "name", name)
   local limit = maxEvents(q.meta)
   if delay ~= 0 then
     local score, due = delayedScore(q.delayed, now, delay)
@@ -302,6 +281,35 @@ local function requeueDeduplicated(q, dedupId, now)
     addBaseMarker(q.marker, pausedOrMaxed)
     rcall("XADD", q.events, "MAXLEN", "~", limit, "*", "event", "waiting", "jobId", jobId)
   end
-  if d[6] then rcall("SADD", d[6], jobKey) end
+end
+
+-- Deduplication with keepLastIfActive: a job added while its slot-holder was active was parked
+-- in `dn:<id>`; when the holder finishes it becomes a real job (BullMQ's requeue), holding the
+-- slot in turn.
+local function requeueDeduplicated(q, dedupId, now)
+  local nextKey = q.prefix .. "dn:" .. dedupId
+  if rcall("EXISTS", nextKey) == 0 then return end
+  local d = rcall("HMGET", nextKey, "name", "data", "opts", "pk", "pd", "pdk", "rjk", "jid")
+  local counter = rcall("INCR", q.prefix .. "id") .. ""
+  local jobId = d[8] or counter
+  local opts = cjson.decode(d[3])
+  local de = opts["de"]
+  local dedupKey = q.prefix .. "de:" .. dedupId
+  if de and de["keepLastIfActive"] then
+    rcall("SET", dedupKey, jobId)
+  elseif de and de["ttl"] and tonumber(de["ttl"]) > 0 then
+    rcall("SET", dedupKey, jobId, "PX", de["ttl"])
+  else
+    rcall("SET", dedupKey, jobId)
+  end
+  local extra = {}
+  if d[4] then
+    table.insert(extra, "parentKey"); table.insert(extra, d[4])
+    table.insert(extra, "parent"); table.insert(extra, d[5])
+  end
+  if d[7] then table.insert(extra, "rjk"); table.insert(extra, d[7]) end
+  if de and de["id"] then table.insert(extra, "deid"); table.insert(extra, de["id"]) end
+  storeAndEnqueue(q, jobId, d[1], d[2], opts, now, extra)
+  if d[6] then rcall("SADD", d[6], q.prefix .. jobId) end
   rcall("DEL", nextKey)
 end

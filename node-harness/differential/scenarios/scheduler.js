@@ -8,7 +8,6 @@ module.exports = [
   {
     name: 'job-scheduler-every',
     covers: ['job scheduler (upsertJobScheduler with every): next iteration upserted at activation'],
-    todo: 'ringback refuses scheduler jobs (fails them: "job schedulers (upsertJobScheduler) are not supported by ringback yet ...") instead of upserting the next iteration at activation',
     // Iteration slots are multiples of `every`: both queues get the same ones when they start
     // within one slot, which a 2 s period makes likely; ids are compared by ordinal anyway.
     async produce(s) {
@@ -16,7 +15,6 @@ module.exports = [
     },
     // Done when the first iteration completed: by then a Node worker has created the next one.
     async done(s) {
-      // (or failed: ringback refuses scheduler jobs visibly; the TODO records the difference)
       const done = await s.queue.getJobs(['completed', 'failed']);
       return done.length >= 1;
     },
