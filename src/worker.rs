@@ -498,15 +498,6 @@ mod tests {
         ));
         j.data = "{}".into();
         assert_eq!(precheck(&j), None);
-        j.scheduler_id = Some("every-2s".into());
-        assert!(matches!(
-            precheck(&j),
-            Some(Outcome::Failed(Failure {
-                unrecoverable: true,
-                ..
-            }))
-        ));
-        j.scheduler_id = None;
         j.deferred_failure = Some("job stalled more than allowable limit".into());
         assert_eq!(
             precheck(&j),
