@@ -716,3 +716,49 @@ async fn receipts_end_in_the_simulators_final_status() {
     );
     assert_eq!(e.sim.store.stats().total, 19, "one text per run");
 }
+
+#[tokio::test]
+async fn a_timeout_where_nothing_was_created_sends_once_after_the_window() {
+    // The client gives up after 500 ms; the simulator never created the message.
+    let e = env(
+        "timeout",
+        r#"{"create":[{"fault":"slow","delay_ms":1500,"created":false,"times":1}]}"#,
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let started = std::time::Instant::now();
+    let id = add(&e, &data("to1")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    assert_eq!(returnvalue(&h)["deduplicated"], false);
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "held for the reconcile window first"
+    );
+    assert_eq!(texts(&e, "to1"), 1);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn ringback_status_prints_the_record_for_a_person() {
+    let e = env("status", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    let id = add(&e, &data("st1")).await;
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    w.stop().await;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
+        .args(["status", "st1"])
+        .env("REDIS_URL", e.redis.url())
+        .env("RINGBACK_QUEUE", &e.queue)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("run        st1"), "{text}");
+    assert!(text.contains("state      accepted"), "{text}");
+    assert!(text.contains("message    SM"), "{text}");
+    assert!(
+        text.contains("queued") && text.contains("send"),
+        "the send is in the history: {text}"
+    );
+}

@@ -65,8 +65,13 @@ pub enum CreateFault {
         #[serde(default)]
         created: bool,
     },
-    /// Create the message, answer only after `delay_ms` (past the client's timeout).
-    Slow { delay_ms: u64 },
+    /// Answer only after `delay_ms` (past the client's timeout). The message is created unless
+    /// `created` is false (a request that timed out before Twilio took it).
+    Slow {
+        delay_ms: u64,
+        #[serde(default = "default_true")]
+        created: bool,
+    },
     /// The worst case: create the message, then drop the connection without answering.
     CreateThenDrop,
 }
@@ -76,6 +81,9 @@ fn default_400() -> u16 {
 }
 fn default_500() -> u16 {
     500
+}
+fn default_true() -> bool {
+    true
 }
 fn default_retry_after() -> u64 {
     1

@@ -333,13 +333,21 @@ async fn create(
         }) => {
             return twilio_error(ApiError::new(*status, 20500, "Internal Server Error"));
         }
+        Some(CreateFault::Slow {
+            delay_ms,
+            created: false,
+        }) => {
+            // the request times out at the client before Twilio took it: nothing is created
+            tokio::time::sleep(std::time::Duration::from_millis(*delay_ms)).await;
+            return twilio_error(ApiError::new(504, 20504, "Gateway Timeout"));
+        }
         _ => accept(&sim, &account, &form),
     };
     match fault {
         Some(CreateFault::ServerError { status, .. }) => {
             twilio_error(ApiError::new(status, 20500, "Internal Server Error"))
         }
-        Some(CreateFault::Slow { delay_ms }) => {
+        Some(CreateFault::Slow { delay_ms, .. }) => {
             tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
             (StatusCode::CREATED, Json(created)).into_response()
         }
