@@ -98,9 +98,11 @@ impl Commands {
         self.conn.clone()
     }
 
-    pub async fn move_to_active(&self, fetch: &FetchArgs) -> Result<Fetched, Error> {
+    /// KEYS 1–10 of every script that may take a job, in BullMQ's moveToActive order (wait,
+    /// active, prioritized, events, stalled, limiter, delayed, paused, meta, pc), then `more`.
+    fn fetch_keys(&self, more: &[String]) -> Vec<String> {
         let k = &self.keys;
-        let keys = [
+        let mut keys = vec![
             k.wait(),
             k.active(),
             k.prioritized(),
@@ -111,8 +113,14 @@ impl Commands {
             k.paused(),
             k.meta(),
             k.pc(),
-            k.marker(),
         ];
+        keys.extend_from_slice(more);
+        keys
+    }
+
+    pub async fn move_to_active(&self, fetch: &FetchArgs) -> Result<Fetched, Error> {
+        let k = &self.keys;
+        let keys = self.fetch_keys(&[k.marker()]);
         let now = now_ms().to_string();
         let args = [
             k.base(),
@@ -258,22 +266,12 @@ impl Commands {
             }
             _ => unreachable!("move_to_finished only takes Completed or Failed"),
         };
-        let keys = [
-            k.wait(),
-            k.active(),
-            k.prioritized(),
-            k.events(),
-            k.stalled(),
-            k.limiter(),
-            k.delayed(),
-            k.paused(),
-            k.meta(),
-            k.pc(),
+        let keys = self.fetch_keys(&[
             k.finished(target),
             k.job(&job.id),
             k.metrics(target),
             k.marker(),
-        ];
+        ]);
         let now = now_ms().to_string();
         let none = String::new();
         let count = keep.count.to_string();

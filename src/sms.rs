@@ -263,28 +263,7 @@ impl SmsProcessor {
             config.claim_prefix.clone(),
             config.times(),
         );
-        let receipts = crate::receipts::Receipts::new(
-            conn.clone(),
-            config.claim_prefix.clone(),
-            config.receipt_times(),
-        );
-        let escalation_queue = config
-            .escalation_queue
-            .clone()
-            .unwrap_or_else(|| format!("{queue}-escalations"));
-        let commands = |q: &str| {
-            crate::commands::Commands::new(
-                conn.clone(),
-                crate::keys::QueueKeys::new(prefix, q),
-                Default::default(),
-            )
-        };
-        let escalator = crate::escalation::Escalator {
-            escalations: commands(&escalation_queue),
-            callbacks: commands(queue),
-            receipts: receipts.clone(),
-            fallback_to: config.fallback_to.clone(),
-        };
+        let (receipts, escalator) = config.after_send(conn, prefix, queue);
         Self {
             config,
             window,
