@@ -276,9 +276,8 @@ async fn send(
 }
 
 async fn readyz(State(s): State<Arc<ApiState>>) -> Response {
-    match s.queue.ping_scripts().await {
-        Ok(true) => (StatusCode::OK, "ready").into_response(),
-        Ok(false) => (StatusCode::SERVICE_UNAVAILABLE, "scripts not loaded").into_response(),
+    match s.queue.ensure_scripts().await {
+        Ok(()) => (StatusCode::OK, "ready").into_response(),
         Err(e) => (
             StatusCode::SERVICE_UNAVAILABLE,
             format!("redis unreachable: {e}"),

@@ -395,8 +395,8 @@ impl Commands {
         Ok((id, created == "created"))
     }
 
-    /// Redis answers, and every script is loaded (loading any missing one): readiness.
-    pub async fn ping_scripts(&self) -> Result<bool, Error> {
+    /// Readiness: Redis answers, and every script is loaded (any missing one is loaded now).
+    pub async fn ensure_scripts(&self) -> Result<(), Error> {
         let mut conn = self.conn.clone();
         let all = scripts().all();
         let hashes: Vec<&str> = all.iter().map(|s| s.hash()).collect();
@@ -411,7 +411,7 @@ impl Commands {
                 script.load(&mut conn).await?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Create the next iteration of the job scheduler that produced `job` (at activation, as

@@ -57,6 +57,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Config(#[from] ConfigError),
+    #[error("twilio client: {0}")]
+    Twilio(String),
 }
 
 impl Error {

@@ -74,7 +74,7 @@ async fn metrics(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
 }
 
 async fn readyz(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
-    match m.commands.ping_scripts().await {
+    match m.commands.ensure_scripts().await {
         Ok(_) => (StatusCode::OK, "ready".to_string()),
         Err(e) => (
             StatusCode::SERVICE_UNAVAILABLE,

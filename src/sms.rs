@@ -603,10 +603,8 @@ pub async fn connect(
 ) -> Result<SmsProcessor, crate::error::Error> {
     let client = redis::Client::open(redis_url)?;
     let conn = crate::worker::connect_until(&client, shutdown).await?;
-    let twilio = TwilioClient::new(twilio).map_err(|e| crate::error::Error::Reply {
-        script: "twilio client",
-        detail: e.to_string(),
-    })?;
+    let twilio =
+        TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
     let sweep_every = config.reconcile_poll;
     let processor = SmsProcessor::new(config, conn, twilio, prefix, queue);
     tokio::spawn(crate::orphans::run(
