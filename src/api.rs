@@ -19,10 +19,10 @@ use serde_json::json;
 use sha1::Digest;
 
 use crate::callback::CallbackRequest;
+use crate::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
 use crate::commands::Commands;
 use crate::escalation::{Escalation, Escalator};
 use crate::receipts::{Receipts, Source, StatusUpdate};
-use crate::sms::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
 use crate::twilio::Secret;
 use crate::twilio::message::is_message_sid;
 use crate::twilio::signature;

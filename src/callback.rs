@@ -5,6 +5,13 @@ use serde_json::Value;
 
 use crate::twilio::message::is_e164;
 
+/// The options of a callback job, as the legacy `/api/notify/send` API enqueued them (the same
+/// as `node-harness/lib/legacy.js`).
+pub const CALLBACK_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000},"removeOnComplete":{"count":10000},"removeOnFail":{"count":10000}}"#;
+
+/// The job name the legacy API uses.
+pub const CALLBACK_JOB_NAME: &str = "agent-callback";
+
 pub const MAX_RUN_ID: usize = 128;
 pub const MAX_BODY: usize = 1600;
 

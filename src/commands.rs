@@ -30,6 +30,22 @@ pub struct FetchArgs {
     pub limiter_duration: String,
 }
 
+impl FetchArgs {
+    /// The fetch arguments of a worker configured by `cfg`, taking jobs with lock `token`.
+    pub fn new(cfg: &crate::config::WorkerConfig, token: &str) -> Self {
+        FetchArgs {
+            token: token.to_string(),
+            lock_ms: cfg.lock_duration.as_millis().to_string(),
+            name: cfg.name.clone().unwrap_or_default(),
+            limiter_max: cfg.limiter.map(|(m, _)| m.to_string()).unwrap_or_default(),
+            limiter_duration: cfg
+                .limiter
+                .map(|(_, d)| d.as_millis().to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
 /// The answer of a fetch.
 #[derive(Debug)]
 pub enum Fetched {

@@ -6,10 +6,10 @@
 //! Exactly once rests on job ids: both jobs are added with ids derived from the run, which
 //! BullMQ's layout refuses to add twice, whichever replica escalates and however often.
 
+use crate::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
 use crate::commands::Commands;
 use crate::error::Error;
 use crate::receipts::Receipts;
-use crate::sms::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
 
 /// Options of an escalation job: kept until handled, retried as a callback is.
 const ESCALATION_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000}}"#;

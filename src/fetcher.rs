@@ -57,7 +57,7 @@ impl Fetcher {
             }
             self.fetches += 1;
             let token = format!("{}:{}", self.worker_id, self.fetches);
-            let args = crate::worker::fetch_args(&self.config, &token);
+            let args = crate::commands::FetchArgs::new(&self.config, &token);
             let wait = match self.commands.move_to_active(&args).await {
                 Ok(Fetched::Job(job)) => {
                     self.error_delay = Duration::ZERO;

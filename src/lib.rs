@@ -7,18 +7,21 @@
 //!
 //! # Layout
 //! Floors, bottom up; imports point down only.
-//! - [`keys`]: the one place that builds Redis key names.
-//! - [`scripts`]: the Lua wrapper (EVALSHA, EVAL on NOSCRIPT) and round-trip counting.
-//! - [`commands`]: one typed function per script.
-//! - [`connection`]: the command connection and the dedicated blocking connection.
-//! - [`job`]: a fetched job, its options, backoff and keep-jobs rules.
-//! - [`processor`]: the `Processor` trait and the `Outcome` of an attempt.
-//! - [`lock_manager`]: batched renewal of running jobs' locks.
-//! - [`stalled_checker`]: the periodic two-phase stall sweep.
-//! - [`fetcher`]: the fetch driver (move to active, or wait on the marker).
-//! - [`worker`]: permits, job tasks, finishing, graceful stop.
-//! - [`scripted`]: a processor driven by job data, for interop tests and drills.
-//! - [`config`], [`error`], [`cli`]: settings, errors, and the command-line surface.
+//! - Redis and Lua: [`keys`] (the one place that builds key names), [`scripts`] (the Lua
+//!   wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), [`commands`] (one typed function
+//!   per queue script), [`connection`] (command and blocking connections), [`json`] (JSON as
+//!   JavaScript writes it).
+//! - The BullMQ worker core: [`job`], [`processor`] (the `Processor` trait and `Outcome`),
+//!   [`lock_manager`], [`stalled_checker`], [`fetcher`], [`worker`], [`scripted`] (a job-data
+//!   driven processor for tests and drills).
+//! - The callback window: [`callback`] (the job's data), [`window`] (claim, mark sent, release,
+//!   hold), [`sms`] (the SMS processor), [`orphans`] (the sweep of open attempts without a job),
+//!   [`receipts`] (ranked delivery records), [`reconcile`] (polling missing receipts),
+//!   [`escalation`].
+//! - Wiring: [`service`] (a running SMS worker's processor, sweep and reconciliation).
+//! - Adapters at the edge: [`twilio`] (client, signatures), [`twilio_sim`] (the simulator),
+//!   [`api`] (`ringback serve`), [`metrics`] (the worker's `/metrics`), [`cli`] (flags and
+//!   environment), [`config`], [`error`].
 
 pub mod api;
 pub mod callback;
@@ -40,6 +43,7 @@ pub mod receipts;
 pub mod reconcile;
 pub mod scripted;
 pub mod scripts;
+pub mod service;
 pub mod sms;
 pub mod stalled_checker;
 pub mod twilio;

@@ -27,13 +27,6 @@ pub const SAFETY_MARGIN: Duration = Duration::from_secs(2);
 /// worker's claim lives 600 s, so a legacy attempt we take over may be that old.
 pub const LOOKBACK: Duration = Duration::from_secs(600);
 
-/// The options of a callback job, as the legacy `/api/notify/send` API enqueued them (the same
-/// as `node-harness/lib/legacy.js`).
-pub const CALLBACK_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000},"removeOnComplete":{"count":10000},"removeOnFail":{"count":10000}}"#;
-
-/// The job name the legacy API uses.
-pub const CALLBACK_JOB_NAME: &str = "agent-callback";
-
 /// Settings of the SMS processor (`RINGBACK_*` window settings).
 #[derive(Debug, Clone)]
 pub struct SmsConfig {
@@ -588,36 +581,6 @@ impl Processor for SmsProcessor {
         let span = tracing::info_span!("callback", run_id = %req.run_id);
         tracing::Instrument::instrument(self.attempt(&job.id, &req), span).await
     }
-}
-
-/// Build the SMS processor (its own Redis connection for the window, retrying until Redis
-/// answers or `shutdown`; the Twilio client) and start the orphan sweep and the receipt
-/// reconciliation beside it, until `shutdown`.
-pub async fn connect(
-    redis_url: &str,
-    prefix: &str,
-    queue: &str,
-    config: SmsConfig,
-    twilio: crate::twilio::TwilioConfig,
-    shutdown: &tokio_util::sync::CancellationToken,
-) -> Result<SmsProcessor, crate::error::Error> {
-    let client = redis::Client::open(redis_url)?;
-    let conn = crate::worker::connect_until(&client, shutdown).await?;
-    let twilio =
-        TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
-    let sweep_every = config.reconcile_poll;
-    let processor = SmsProcessor::new(config, conn, twilio, prefix, queue);
-    tokio::spawn(crate::orphans::run(
-        processor.clone(),
-        sweep_every,
-        shutdown.clone(),
-    ));
-    tokio::spawn(
-        processor
-            .reconciler()
-            .run(Duration::from_secs(1), shutdown.clone()),
-    );
-    Ok(processor)
 }
 
 #[cfg(test)]

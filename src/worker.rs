@@ -239,7 +239,7 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
         ),
         _ => KeepJobs::resolve(job.opts.remove_on_fail, shared.config.remove_on_fail),
     };
-    let fetch = (!shared.stopping.is_cancelled()).then(|| fetch_args(&shared.config, token));
+    let fetch = (!shared.stopping.is_cancelled()).then(|| FetchArgs::new(&shared.config, token));
     shared.locks.untrack(&job.id);
 
     // Retry the finishing call through Redis trouble for as long as our lock could still be
@@ -417,19 +417,6 @@ fn decide_failure(job: &Job, failure: &Failure, rand: f64) -> Finish {
         }
     }
     Finish::Failed { reason, stacktrace }
-}
-
-pub(crate) fn fetch_args(cfg: &WorkerConfig, token: &str) -> FetchArgs {
-    FetchArgs {
-        token: token.to_string(),
-        lock_ms: cfg.lock_duration.as_millis().to_string(),
-        name: cfg.name.clone().unwrap_or_default(),
-        limiter_max: cfg.limiter.map(|(m, _)| m.to_string()).unwrap_or_default(),
-        limiter_duration: cfg
-            .limiter
-            .map(|(_, d)| d.as_millis().to_string())
-            .unwrap_or_default(),
-    }
 }
 
 #[cfg(test)]

@@ -323,7 +323,7 @@ async fn legacy_send_enqueues_once_and_names_bad_fields() {
     );
     let job: std::collections::HashMap<String, String> = c.hgetall(k.job("run-7")).await.unwrap();
     assert_eq!(job["name"], "agent-callback");
-    assert_eq!(job["opts"], ringback::sms::CALLBACK_JOB_OPTS);
+    assert_eq!(job["opts"], ringback::callback::CALLBACK_JOB_OPTS);
     for (body, field) in [
         ("{nope", None),
         (r#"{"runId":"r","to":"12","body":"x"}"#, Some("to")),

@@ -161,7 +161,7 @@ async fn main() -> ExitCode {
                 }
                 Some((sms, twilio)) => {
                     let shutdown = shutdown_on_signals();
-                    let processor = match ringback::sms::connect(
+                    let processor = match ringback::service::connect(
                         &v.worker.redis_url,
                         &v.worker.prefix,
                         &v.worker.queue,
