@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::redact::mask;
 use crate::twilio::message::is_e164;
 
 /// The options of a callback job, as the legacy `/api/notify/send` API enqueued them (the same
@@ -105,20 +106,6 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// A phone number for logs and failure reasons: the last 4 digits only.
-pub fn mask(number: &str) -> String {
-    let n = number.chars().count();
-    if n <= 4 {
-        "****".into()
-    } else {
-        format!(
-            "{}{}",
-            "*".repeat(n - 4),
-            number.chars().skip(n - 4).collect::<String>()
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,10 +162,5 @@ mod tests {
             let err = CallbackRequest::parse(&data).unwrap_err();
             assert!(err.contains(expected), "{data:.60}: {err}");
         }
-    }
-
-    #[test]
-    fn masks_numbers() {
-        assert_eq!(mask("+15558675310"), "********5310");
     }
 }

@@ -35,7 +35,7 @@ impl Escalator {
     /// Escalate once; returns true when this call created the escalation.
     pub async fn escalate(&self, e: &Escalation) -> Result<bool, Error> {
         if e.run_id.ends_with(":escalation") {
-            tracing::error!(run_id = %e.run_id, reason = %e.reason, "the fallback text itself failed; not escalating further");
+            tracing::error!(run_id = %e.run_id, reason = %crate::redact::redact(&e.reason), "the fallback text itself failed; not escalating further");
             return Ok(false);
         }
         let data = serde_json::json!({
@@ -69,7 +69,7 @@ impl Escalator {
         }
         self.receipts.mark_escalated(&e.run_id, &e.reason).await?;
         if created {
-            tracing::warn!(run_id = %e.run_id, reason = %e.reason, "callback escalated");
+            tracing::warn!(run_id = %e.run_id, reason = %crate::redact::redact(&e.reason), "callback escalated");
         }
         Ok(created)
     }

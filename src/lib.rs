@@ -10,7 +10,7 @@
 //! - Redis and Lua: [`keys`] (the one place that builds key names), [`scripts`] (the Lua
 //!   wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), [`commands`] (one typed function
 //!   per queue script), [`connection`] (command and blocking connections), [`json`] (JSON as
-//!   JavaScript writes it).
+//!   JavaScript writes it), [`redact`] (phone numbers out of logs).
 //! - The BullMQ worker core: [`job`], [`processor`] (the `Processor` trait and `Outcome`),
 //!   [`lock_manager`], [`stalled_checker`], [`fetcher`], [`worker`], [`scripted`] (a job-data
 //!   driven processor for tests and drills).
@@ -41,6 +41,7 @@ pub mod orphans;
 pub mod processor;
 pub mod receipts;
 pub mod reconcile;
+pub mod redact;
 pub mod scripted;
 pub mod scripts;
 pub mod service;

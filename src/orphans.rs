@@ -40,7 +40,7 @@ pub async fn sweep(processor: &SmsProcessor) -> Result<Vec<String>, crate::error
             Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,
             Outcome::Failed(f) => {
                 // Recorded on the attempt record by the window (state send-failed) for escalation.
-                tracing::error!(run_id = %run_id, reason = %f.message, "orphan could not be sent");
+                tracing::error!(run_id = %run_id, reason = %crate::redact::redact(&f.message), "orphan could not be sent");
             }
         }
     }

@@ -11,11 +11,12 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::callback::{CallbackRequest, mask};
+use crate::callback::CallbackRequest;
 use crate::commands::now_ms;
 use crate::error::ConfigError;
 use crate::job::Job;
 use crate::processor::{JobContext, Outcome, Processor};
+use crate::redact::{mask, redact};
 use crate::twilio::{CreateMessage, ListFilter, SendOutcome, Sender, TwilioClient};
 use crate::window::{Claim, Unresolved, Window, WindowTimes};
 
@@ -466,11 +467,11 @@ impl SmsProcessor {
                     tracing::warn!(error = %e, "could not release the claim");
                 }
                 let wait = retry_after.unwrap_or(self.config.retry_later_default);
-                tracing::info!(%reason, wait_ms = wait.as_millis() as u64, "Twilio did not take the message; retrying later");
+                tracing::info!(reason = %redact(&reason), wait_ms = wait.as_millis() as u64, "Twilio did not take the message; retrying later");
                 self.later(wait)
             }
             SendOutcome::Ambiguous { reason, .. } => {
-                tracing::warn!(%reason, "Twilio may or may not have the message; holding the claim to reconcile");
+                tracing::warn!(reason = %redact(&reason), "Twilio may or may not have the message; holding the claim to reconcile");
                 if let Err(e) = self.window.hold(&req.run_id, token, &reason).await {
                     tracing::warn!(error = %e, "could not hold the claim; the attempt record resolves it");
                 }

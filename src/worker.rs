@@ -23,6 +23,7 @@ use crate::fetcher::Fetcher;
 use crate::job::{Job, KeepJobs};
 use crate::lock_manager::LockManager;
 use crate::processor::{Failure, JobContext, Outcome, Processor};
+use crate::redact::redact;
 use crate::scripts::RoundTrips;
 use crate::stalled_checker;
 
@@ -335,14 +336,16 @@ async fn schedule_next<P: Processor>(
 fn log_finish(finish: &Finish) {
     match finish {
         Finish::Completed { .. } => tracing::debug!("completed"),
-        Finish::Failed { reason, .. } => tracing::info!(%reason, "failed"),
-        Finish::RetryNow { reason, .. } => tracing::info!(%reason, "failed; retrying now"),
+        Finish::Failed { reason, .. } => tracing::info!(reason = %redact(reason), "failed"),
+        Finish::RetryNow { reason, .. } => {
+            tracing::info!(reason = %redact(reason), "failed; retrying now")
+        }
         Finish::Delay {
             delay_ms,
             failure: Some((reason, _)),
             ..
         } => {
-            tracing::info!(%reason, delay_ms, "failed; retrying after backoff")
+            tracing::info!(reason = %redact(reason), delay_ms, "failed; retrying after backoff")
         }
         Finish::Delay { delay_ms, .. } => tracing::debug!(delay_ms, "moved to delayed"),
     }
