@@ -10,12 +10,16 @@
   KEYS[3] open-attempts index
   KEYS[4] message link (ringback:message:<MessageSid> -> runId), so a lookup never takes
           another run's message for this one
+  KEYS[5] callback record, KEYS[6] its history, KEYS[7] the reconcile set: the record starts
+          with Twilio's answer (source "send"), in this same call (see receipt_apply.lua)
 
   ARGV[1] attempt token
   ARGV[2] MessageSid
   ARGV[3] now (ms)
   ARGV[4] sent TTL (ms)
   ARGV[5] runId
+  ARGV[6] the status Twilio answered (queued / accepted)
+  ARGV[7] when to poll the message if no terminal receipt came (ms)
 
   Returns 0 marked within the window, 1 marked after a window overrun
 ]]
@@ -27,5 +31,7 @@ if rcall("HGET", KEYS[2], "token") == ARGV[1] or rcall("EXISTS", KEYS[2]) == 0 t
 end
 rcall("PEXPIRE", KEYS[2], ARGV[4])
 rcall("ZREM", KEYS[3], ARGV[5])
-rcall("SET", KEYS[4], ARGV[5], "PX", ARGV[4])
+applyReceipt({rec = KEYS[5], hist = KEYS[6], seen = "", link = KEYS[4], reconcile = KEYS[7],
+  runId = ARGV[5], sid = ARGV[2], status = ARGV[6], code = "", dlr = "", now = ARGV[3],
+  source = "send", repeatTtl = "0", recordTtl = ARGV[4], nextPoll = ARGV[7]})
 return overrun

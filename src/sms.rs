@@ -181,6 +181,7 @@ impl SmsConfig {
             pending_ttl: self.pending_ttl,
             sent_ttl: self.sent_ttl,
             hold: self.reconcile_window + self.pending_ttl,
+            poll_after: self.receipt_poll_after,
         }
     }
 }
@@ -359,7 +360,11 @@ impl SmsProcessor {
                 }
                 Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {
                     Resolution::Sent(sid) => {
-                        if let Err(e) = self.window.mark_sent(&req.run_id, &u.token, &sid).await {
+                        if let Err(e) = self
+                            .window
+                            .mark_sent(&req.run_id, &u.token, &sid, "queued")
+                            .await
+                        {
                             tracing::warn!(error = %e, "could not record the reconciled send; will try again");
                             return self.later(self.config.reconcile_poll);
                         }
@@ -406,7 +411,16 @@ impl SmsProcessor {
                 let mut delay = Duration::from_millis(50);
                 let mut marked = false;
                 for _ in 0..6 {
-                    match self.window.mark_sent(&req.run_id, token, &m.sid).await {
+                    match self
+                        .window
+                        .mark_sent(
+                            &req.run_id,
+                            token,
+                            &m.sid,
+                            m.status.as_deref().unwrap_or("queued"),
+                        )
+                        .await
+                    {
                         Ok(overrun) => {
                             if overrun {
                                 tracing::warn!(sid = %m.sid, "sent marker written after the claim expired (window overrun)");
@@ -428,8 +442,6 @@ impl SmsProcessor {
                 }
                 self.crash(CrashPoint::AfterSentMarker, &req.run_id);
                 tracing::info!(sid = %m.sid, to = %mask(&req.to), "sent");
-                self.record_send(&req.run_id, &m.sid, m.status.as_deref().unwrap_or("queued"))
-                    .await;
                 self.crash(CrashPoint::BeforeComplete, &req.run_id);
                 Outcome::Completed(json!({
                     "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
@@ -477,22 +489,6 @@ impl SmsProcessor {
                 }
                 self.later(self.config.reconcile_poll)
             }
-        }
-    }
-
-    /// Start the callback record with Twilio's answer, which also schedules a receipt poll.
-    async fn record_send(&self, run_id: &str, sid: &str, status: &str) {
-        let update = crate::receipts::StatusUpdate {
-            run_id: run_id.to_string(),
-            sid: sid.to_string(),
-            status: status.to_string(),
-            error_code: None,
-            raw_dlr_done_date: None,
-            source: crate::receipts::Source::Send,
-            repeat_id: None,
-        };
-        if let Err(e) = self.receipts.apply(&update).await {
-            tracing::warn!(error = %e, "could not start the callback record; receipts still apply");
         }
     }
 

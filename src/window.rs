@@ -49,6 +49,8 @@ pub struct WindowTimes {
     pub sent_ttl: Duration,
     /// How long the claim is held while an unknown send is resolved.
     pub hold: Duration,
+    /// When a sent message with no terminal receipt is looked up.
+    pub poll_after: Duration,
 }
 
 /// Times a sent marker was written after the claim had expired or changed hands.
@@ -145,21 +147,35 @@ impl Window {
         })
     }
 
-    /// Record that Twilio accepted `sid`. Returns true when this was a window overrun.
-    pub async fn mark_sent(&self, run_id: &str, token: &str, sid: &str) -> Result<bool, Error> {
+    /// Record that Twilio accepted `sid` with `status`, and start the callback record with it (one
+    /// call). Returns true when this was a window overrun.
+    pub async fn mark_sent(
+        &self,
+        run_id: &str,
+        token: &str,
+        sid: &str,
+        status: &str,
+    ) -> Result<bool, Error> {
         let k = self.keys(run_id);
+        let now = now_ms();
+        let next_poll = (now + self.times.poll_after.as_millis() as i64).to_string();
         let args = [
             token,
             sid,
-            &now_ms().to_string(),
+            &now.to_string(),
             &ms(self.times.sent_ttl),
             run_id,
+            status,
+            &next_poll,
         ];
         let keys = [
             k.claim,
             k.attempt,
             self.index(),
             crate::keys::message_link(sid),
+            k.record,
+            crate::keys::callback_history(&self.claim_prefix, run_id),
+            crate::keys::reconcile_schedule(&self.claim_prefix),
         ];
         let overrun: i64 = scripts()
             .window_mark_sent

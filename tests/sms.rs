@@ -509,6 +509,7 @@ fn window(
             pending_ttl: Duration::from_millis(pending_ms),
             sent_ttl: Duration::from_secs(3600),
             hold: Duration::from_millis(2 * pending_ms),
+            poll_after: Duration::from_secs(60),
         },
     )
 }

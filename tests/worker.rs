@@ -738,6 +738,7 @@ async fn every_script_runs_after_script_flush() {
             pending_ttl: Duration::from_secs(5),
             sent_ttl: Duration::from_secs(60),
             hold: Duration::from_secs(10),
+            poll_after: Duration::from_secs(60),
         },
     );
     let claim = window
@@ -758,7 +759,10 @@ async fn every_script_runs_after_script_flush() {
             .unwrap()
     );
     assert!(
-        window.mark_sent("f2", "tok", "SM0").await.unwrap(),
+        window
+            .mark_sent("f2", "tok", "SM0", "queued")
+            .await
+            .unwrap(),
         "no claim held: a window overrun"
     );
     assert_eq!(

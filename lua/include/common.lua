@@ -313,3 +313,80 @@ local function requeueDeduplicated(q, dedupId, now)
   if d[6] then rcall("SADD", d[6], q.prefix .. jobId) end
   rcall("DEL", nextKey)
 end
+
+-- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
+-- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
+-- `r` = {rec, hist, seen ("" = no repeat check), link, reconcile, runId, sid, status, code,
+--        dlr, now, source, repeatTtl, recordTtl, nextPoll ("" = leave)}.
+local function applyReceipt(r)
+  local rec, hist = r.rec, r.hist
+  local runId, sid, status, code, dlr, now, source = r.runId, r.sid, r.status, r.code, r.dlr, r.now, r.source
+  if r.seen ~= "" and not rcall("SET", r.seen, "1", "NX", "PX", r.repeatTtl) then
+    return {"repeat", rcall("HGET", rec, "status") or "", ""}
+  end
+
+  local ranks = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2, delivered = 3,
+    undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
+  local rank = ranks[status]
+  local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr")
+  local prev = cur[2] or ""
+
+  local function remember(outcome)
+    local entry = {status = status, sid = sid, at = tonumber(now), source = source, outcome = outcome}
+    if code ~= "" then entry["error_code"] = code end
+    if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
+    rcall("RPUSH", hist, cjson.encode(entry))
+    rcall("LTRIM", hist, -200, -1)
+    rcall("PEXPIRE", hist, r.recordTtl)
+  end
+
+  rcall("SET", r.link, runId, "PX", r.recordTtl)
+  if rank == nil then
+    remember("unknown")
+    return {"unknown", prev, prev}
+  end
+  if cur[1] and cur[1] ~= sid then
+    remember("other")
+    return {"other", prev, prev}
+  end
+
+  local curRank = tonumber(cur[3])
+  local outcome = "applied"
+  if curRank ~= nil then
+    if rank < curRank then
+      outcome = "stale"
+    elseif rank == curRank then
+      if status == prev then
+        outcome = "same"
+      elseif dlr ~= "" and cur[4] and cur[4] ~= "" and dlr > cur[4] then
+        outcome = "applied"
+      elseif dlr ~= "" and cur[4] and cur[4] ~= "" and dlr < cur[4] then
+        outcome = "stale"
+      elseif rank == 3 then
+        outcome = "conflict"
+        rcall("HSET", rec, "conflict", "1")
+      else
+        outcome = "same"
+      end
+    end
+  end
+  remember(outcome)
+  if outcome ~= "applied" then
+    if outcome == "same" and code ~= "" and not rcall("HGET", rec, "error_code") then
+      rcall("HSET", rec, "error_code", code)
+    end
+    return {outcome, prev, prev}
+  end
+
+  rcall("HSET", rec, "run_id", runId, "sid", sid, "status", status, "rank", rank, "updated_at", now, "source", source)
+  if code ~= "" then rcall("HSET", rec, "error_code", code) end
+  if dlr ~= "" then rcall("HSET", rec, "dlr", dlr) end
+  if not rcall("HGET", rec, "accepted_at") then rcall("HSET", rec, "accepted_at", now) end
+  rcall("PEXPIRE", rec, r.recordTtl)
+  if rank >= 3 then
+    rcall("ZREM", r.reconcile, sid)
+  elseif r.nextPoll ~= "" then
+    rcall("ZADD", r.reconcile, r.nextPoll, sid)
+  end
+  return {"applied", status, prev}
+end
