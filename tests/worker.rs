@@ -56,6 +56,20 @@ async fn state_of(
     None
 }
 
+/// Wait until the job's lock exists (the job is running).
+async fn locked(c: &redis::aio::MultiplexedConnection, k: &QueueKeys, id: &str, what: &str) {
+    wait_for(T, what, || {
+        let (mut c, k, id) = (c.clone(), k.clone(), id.to_string());
+        async move {
+            c.exists::<_, bool>(k.lock(&id))
+                .await
+                .unwrap()
+                .then_some(())
+        }
+    })
+    .await
+}
+
 async fn finished(
     c: &mut redis::aio::MultiplexedConnection,
     k: &QueueKeys,
@@ -408,18 +422,7 @@ async fn a_job_whose_lock_was_taken_is_left_alone() {
     )
     .await;
     let w = Running::start(config(&server, &q));
-    wait_for(T, "job active", || {
-        let mut c = c.clone();
-        let k = k.clone();
-        let id = id.clone();
-        async move {
-            c.exists::<_, bool>(k.lock(&id))
-                .await
-                .unwrap()
-                .then_some(())
-        }
-    })
-    .await;
+    locked(&c, &k, &id, "job active").await;
     // Another worker now owns it (as after a stall recovery and re-fetch).
     let _: () = c.set(k.lock(&id), "someone-else:1").await.unwrap();
     // A graceful stop waits for the running attempt, whose finishing call is then refused.
@@ -448,18 +451,7 @@ async fn graceful_stop_finishes_running_jobs_and_abandons_at_the_deadline() {
     )
     .await;
     let w = Running::start(config(&server, &q));
-    wait_for(T, "job active", || {
-        let mut c = c.clone();
-        let k = k.clone();
-        let id = short.clone();
-        async move {
-            c.exists::<_, bool>(k.lock(&id))
-                .await
-                .unwrap()
-                .then_some(())
-        }
-    })
-    .await;
+    locked(&c, &k, &short, "job active").await;
     let queued = add_job(
         &mut c,
         &k,
@@ -492,18 +484,7 @@ async fn graceful_stop_finishes_running_jobs_and_abandons_at_the_deadline() {
     let mut cfg = config(&server, &q);
     cfg.shutdown_grace = Duration::from_millis(300);
     let w = Running::start(cfg);
-    wait_for(T, "long job active", || {
-        let mut c = c.clone();
-        let k = k.clone();
-        let id = long.clone();
-        async move {
-            c.exists::<_, bool>(k.lock(&id))
-                .await
-                .unwrap()
-                .then_some(())
-        }
-    })
-    .await;
+    locked(&c, &k, &long, "long job active").await;
     let stopped = w.stop().await;
     assert_eq!(stopped.abandoned, 1);
     let active: Vec<String> = c.lrange(k.active(), 0, -1).await.unwrap();
