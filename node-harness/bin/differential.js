@@ -7,7 +7,7 @@
 'use strict';
 
 const path = require('node:path');
-const { startRedis } = require(path.join(__dirname, '..', 'test', 'helpers', 'redis.js'));
+const { startRedis } = require(path.join(__dirname, '..', 'lib', 'harness', 'redis.js'));
 const { runScenario } = require(path.join(__dirname, '..', 'differential', 'run.js'));
 const scenarios = require(path.join(__dirname, '..', 'differential', 'scenarios'));
 

@@ -14,9 +14,9 @@
 const crypto = require('node:crypto');
 const IORedis = require('ioredis');
 const { load, connectionFromUrl } = require('../lib/bullmq');
-const { EventLog } = require('../test/helpers/scenario');
-const { spawnSubject, spawnNodeWorker, describeSubject, subjectIsNode } = require('../test/helpers/subject');
-const { waitFor } = require('../test/helpers/wait');
+const { EventLog } = require('../lib/harness/scenario');
+const { spawnSubject, spawnNodeWorker, describeSubject, subjectIsNode } = require('../lib/harness/subject');
+const { waitFor } = require('../lib/harness/wait');
 const { dumpQueue } = require('./dump');
 const { normalizeDump, normalizeStacktrace, rewriteDeep, ts } = require('./normalize');
 const { diffViews, classify, formatDiffs } = require('./diff');

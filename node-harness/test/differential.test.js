@@ -10,9 +10,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
-const { startRedis } = require('./helpers/redis');
-const { VERSIONS } = require('./helpers/scenario');
-const { subjectIsNode, describeSubject } = require('./helpers/subject');
+const { startRedis } = require('../lib/harness/redis');
+const { VERSIONS } = require('../lib/harness/scenario');
+const { subjectIsNode, describeSubject } = require('../lib/harness/subject');
 const { runScenario } = require('../differential/run');
 const scenarios = require('../differential/scenarios');
 

@@ -10,10 +10,10 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 const { describe, it } = require('node:test');
 const IORedis = require('ioredis');
-const { startRedis } = require('./helpers/redis');
-const { startTwilioSim, ringbackBin } = require('./helpers/twilio-sim');
-const { WorkerProcess } = require('./helpers/subject');
-const { waitFor } = require('./helpers/wait');
+const { startRedis } = require('../lib/harness/redis');
+const { startTwilioSim, ringbackBin } = require('../lib/harness/twilio-sim');
+const { WorkerProcess } = require('../lib/harness/subject');
+const { waitFor } = require('../lib/harness/wait');
 const { load, connectionFromUrl, VERSIONS } = require('../lib/bullmq');
 const { JOB_NAME, JOB_OPTIONS, callbackData } = require('../lib/legacy');
 

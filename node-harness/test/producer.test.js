@@ -6,8 +6,8 @@ const { execFile } = require('node:child_process');
 const path = require('node:path');
 const { promisify } = require('node:util');
 const { describe, it, before, after } = require('node:test');
-const { startRedis } = require('./helpers/redis');
-const { scenarioTest, VERSIONS } = require('./helpers/scenario');
+const { startRedis } = require('../lib/harness/redis');
+const { scenarioTest, VERSIONS } = require('../lib/harness/scenario');
 
 const run = promisify(execFile);
 const PRODUCER = path.join(__dirname, '..', 'bin', 'producer.js');

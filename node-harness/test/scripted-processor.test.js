@@ -5,7 +5,7 @@ const assert = require('node:assert/strict');
 const { describe, it } = require('node:test');
 const { load } = require('../lib/bullmq');
 const { makeProcessor, actionFor } = require('../lib/scripted-processor');
-const { VERSIONS } = require('./helpers/scenario');
+const { VERSIONS } = require('../lib/harness/scenario');
 
 function fakeJob(data, { ats, atm = 0 } = {}) {
   const calls = [];

@@ -3,9 +3,9 @@
 
 const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
-const { startRedis } = require('./helpers/redis');
-const { scenarioTest, VERSIONS } = require('./helpers/scenario');
-const { assertQuiescent } = require('./helpers/checks');
+const { startRedis } = require('../lib/harness/redis');
+const { scenarioTest, VERSIONS } = require('../lib/harness/scenario');
+const { assertQuiescent } = require('../lib/harness/checks');
 
 let redis;
 before(async () => {

@@ -3,10 +3,10 @@
 
 const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
-const { startRedis } = require('./helpers/redis');
-const { scenarioTest, VERSIONS } = require('./helpers/scenario');
-const { waitFor } = require('./helpers/wait');
-const { assertQuiescent } = require('./helpers/checks');
+const { startRedis } = require('../lib/harness/redis');
+const { scenarioTest, VERSIONS } = require('../lib/harness/scenario');
+const { waitFor } = require('../lib/harness/wait');
+const { assertQuiescent } = require('../lib/harness/checks');
 
 let redis;
 before(async () => {

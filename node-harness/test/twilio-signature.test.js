@@ -9,8 +9,8 @@ const http = require('node:http');
 const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
 const twilio = require('twilio');
-const { startTwilioSim } = require('./helpers/twilio-sim');
-const { waitFor } = require('./helpers/wait');
+const { startTwilioSim } = require('../lib/harness/twilio-sim');
+const { waitFor } = require('../lib/harness/wait');
 const { SPECS, document } = require('../lib/signature-vectors');
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';

@@ -4,7 +4,7 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { waitFor } = require('../../test/helpers/wait');
+const { waitFor } = require('../harness/wait');
 
 module.exports = [
   {

@@ -4,8 +4,8 @@
 
 const crypto = require('node:crypto');
 const IORedis = require('ioredis');
-const { load, connectionFromUrl } = require('../../lib/bullmq');
-const { makeProcessor } = require('../../lib/scripted-processor');
+const { load, connectionFromUrl } = require('../bullmq');
+const { makeProcessor } = require('../scripted-processor');
 const { spawnSubject, spawnNodeWorker, describeSubject } = require('./subject');
 const { waitFor } = require('./wait');
 
