@@ -1,0 +1,42 @@
+#!/usr/bin/env node
+// One drill, or all of them, end to end: `node bin/drill.js <stall|cutover|chaos|all>
+// [--runs N] [--bullmq 5|6] [--json]`. Each drill starts its own redis-server and Twilio
+// simulator and the ringback binary (env RINGBACK_BIN, as `ringback drill` sets it). Prints a
+// report per drill; exits 0 when every drill passed, 1 when one failed, 2 on bad usage.
+'use strict';
+
+const path = require('node:path');
+const { DRILLS, runDrills, formatReport } = require(path.join(__dirname, '..', 'lib', 'drill'));
+
+function usage(msg) {
+  process.stderr.write(`${msg}\nusage: drill.js <${[...Object.keys(DRILLS), 'all'].join('|')}> [--runs N] [--bullmq 5|6] [--json]\n`);
+  process.exit(2);
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const opts = { log: (line) => process.stderr.write(`${line}\n`) };
+  let json = false;
+  const names = [];
+  for (let i = 0; i < args.length; i += 1) {
+    const a = args[i];
+    if (a === '--runs') opts.runs = Number(args[++i]);
+    else if (a === '--bullmq') opts.version = args[++i];
+    else if (a === '--json') json = true;
+    else if (a.startsWith('-')) usage(`unknown flag ${a}`);
+    else names.push(a);
+  }
+  if (names.length !== 1) usage('name one drill');
+  if (opts.runs !== undefined && !(Number.isInteger(opts.runs) && opts.runs > 0)) usage('--runs: expected a positive integer');
+  if (opts.version !== undefined && !['5', '6'].includes(opts.version)) usage('--bullmq: expected 5 or 6');
+  const which = names[0] === 'all' ? Object.keys(DRILLS) : names;
+  for (const n of which) if (!DRILLS[n]) usage(`unknown drill ${n}`);
+  const reports = await runDrills(which, opts);
+  process.stdout.write(json ? `${JSON.stringify(reports, null, 2)}\n` : reports.map(formatReport).join('\n'));
+  process.exit(reports.every((r) => r.ok) ? 0 : 1);
+}
+
+main().catch((err) => {
+  process.stderr.write(`drill: ${err.stack || err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,2 @@
+'use strict';
+module.exports = { chaos: async () => ({ drill: 'chaos', ok: false }) };

@@ -1,0 +1,212 @@
+// What every drill starts and checks: its own redis-server and Twilio simulator, ringback and
+// legacy processes configured alike, supervisors that restart what dies, and the verdict,
+// counted at the simulator: every run texted exactly once, none lost, no attempt left open.
+'use strict';
+
+const path = require('node:path');
+const IORedis = require('ioredis');
+const { startRedis } = require('../harness/redis');
+const { startTwilioSim, ringbackBin } = require('../harness/twilio-sim');
+const { WorkerProcess } = require('../harness/subject');
+const { waitFor, withTimeout } = require('../harness/wait');
+const { load, connectionFromUrl } = require('../bullmq');
+const { CLAIM_PREFIX } = require('../legacy');
+
+const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
+const AUTH_TOKEN = 'drill-auth-token';
+const API_TOKEN = 'drill-api-token-0123456789';
+const BIN_DIR = path.join(__dirname, '..', '..', 'bin');
+const OPEN_ATTEMPTS = `ringback:open-attempts:${CLAIM_PREFIX}`;
+
+/** Callback data for run i of a drill: the body names the run, so texts are counted per run. */
+function runData(drill, i) {
+  return {
+    runId: `${drill}-${i}`,
+    to: `+1555020${String(i % 10000).padStart(4, '0')}`,
+    body: `Run ${drill}-${i} finished: approve the release`,
+  };
+}
+
+class Lab {
+  /** `version`: the bullmq major the Node parts use; `log`: progress lines. */
+  constructor({ name, version = '6', log = () => {} }) {
+    this.name = name;
+    this.version = String(version);
+    this.log = log;
+    this.processes = [];
+    this.loops = [];
+    this.stopping = false;
+    this.crashes = {};
+  }
+
+  async start() {
+    this.redis = await startRedis();
+    this.sim = await startTwilioSim({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
+    this.admin = new IORedis(this.redis.url, { maxRetriesPerRequest: null });
+    this.bin = ringbackBin();
+    return this;
+  }
+
+  /** Settings both workers read (RINGBACK_* names), short so that a drill takes seconds. */
+  common(queue) {
+    return {
+      ...process.env,
+      NO_COLOR: '1',
+      // info for ringback::worker: the drills wait for its "worker started" line
+      RUST_LOG: process.env.DRILL_RUST_LOG || 'warn,ringback::worker=info',
+      REDIS_URL: this.redis.url,
+      RINGBACK_QUEUE: queue,
+      BULLMQ_VERSION: this.version,
+      RINGBACK_LOCK_DURATION_MS: '1000',
+      RINGBACK_STALLED_INTERVAL_MS: '300',
+      // crashes are frequent in drills: a job may stall several times before it is done
+      RINGBACK_MAX_STALLED_COUNT: '20',
+      TWILIO_ACCOUNT_SID: ACCOUNT_SID,
+      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      TWILIO_FROM: '+15005550006',
+      TWILIO_API_BASE: this.sim.base,
+    };
+  }
+
+  ringbackEnv(queue, extra = {}) {
+    return {
+      ...this.common(queue),
+      RINGBACK_CONCURRENCY: '8',
+      RINGBACK_DRAIN_DELAY_MS: '300',
+      RINGBACK_PENDING_TTL_MS: '3000',
+      RINGBACK_RECONCILE_WINDOW_MS: '1500',
+      RINGBACK_RECONCILE_POLL_MS: '200',
+      TWILIO_TIMEOUT_MS: '500',
+      RINGBACK_METRICS_LISTEN: '127.0.0.1:0',
+      ...extra,
+    };
+  }
+
+  track(p) {
+    this.processes.push(p);
+    return p;
+  }
+
+  ringbackWorker(label, queue, extra) {
+    return this.track(new WorkerProcess(label, this.bin, ['worker'], this.ringbackEnv(queue, extra)));
+  }
+
+  legacyWorker(label, queue, extra = {}) {
+    const env = { ...this.common(queue), RINGBACK_CONCURRENCY: '4', ...extra };
+    return this.track(new WorkerProcess(label, process.execPath, [path.join(BIN_DIR, 'legacy-worker.js')], env));
+  }
+
+  /** A process that prints "... listening on http://..."; resolves with it and its base URL. */
+  async listening(p, timeoutMs = 15_000) {
+    const exited = p.exit.then((info) => {
+      throw new Error(`${p.label} exited before listening: ${JSON.stringify(info)}`);
+    });
+    const up = waitFor(() => /listening on (http:\/\/\S+)/.exec(p.output())?.[1], timeoutMs, `${p.label} to listen`);
+    const base = await withTimeout(Promise.race([up, exited]), timeoutMs + 1000, `${p.label} to listen`).catch((err) => {
+      throw new Error(`${err.message}\n${p.output()}`);
+    });
+    return { process: p, base };
+  }
+
+  legacyApi(queue) {
+    const env = { ...this.common(queue), LEGACY_API_TOKEN: API_TOKEN };
+    return this.listening(this.track(new WorkerProcess('legacy-api', process.execPath, [path.join(BIN_DIR, 'legacy-api.js')], env)));
+  }
+
+  ringbackServe(queue) {
+    const env = { ...this.ringbackEnv(queue), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: 'http://127.0.0.1:3000' };
+    return this.listening(this.track(new WorkerProcess('ringback-serve', this.bin, ['serve', '--listen', '127.0.0.1:0'], env)));
+  }
+
+  /** Restarts `start(i)` whenever it dies until the lab stops; counts deaths by signal. */
+  supervise(name, start) {
+    this.crashes[name] = this.crashes[name] || 0;
+    const loop = async () => {
+      for (let i = 0; !this.stopping; i += 1) {
+        const p = start(i);
+        const info = await p.exit;
+        if (!this.stopping && info.signal) this.crashes[name] += 1;
+      }
+    };
+    this.loops.push(loop());
+  }
+
+  queue(name) {
+    const { Queue } = load(this.version);
+    const q = new Queue(name, { connection: connectionFromUrl(this.redis.url) });
+    this.closers = [...(this.closers || []), () => q.close()];
+    return q;
+  }
+
+  async simStats() {
+    const res = await fetch(`${this.sim.base}/sim/stats`);
+    return res.json();
+  }
+
+  /** Texts per body, as the simulator counted them. */
+  async textsByBody() {
+    const stats = await this.simStats();
+    const by = new Map();
+    for (const e of stats.by_to_body) by.set(e.body, (by.get(e.body) || 0) + e.count);
+    return { total: stats.total, by };
+  }
+
+  /**
+   * Waits (up to `timeoutMs`) until every run in `runs` was texted, `queues` are idle and no
+   * attempt is open; then the verdict: duplicates (texted more than once), lost (never texted),
+   * and what was still open. Never throws for a wrong count: the caller reports it.
+   */
+  async settle(runs, queues, timeoutMs = 60_000) {
+    const t0 = Date.now();
+    let state = {};
+    const look = async () => {
+      const { total, by } = await this.textsByBody();
+      const counts = await Promise.all(queues.map((q) => q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'completed', 'failed')));
+      const busy = counts.reduce((n, c) => n + c.wait + c.active + c.delayed + c.prioritized, 0);
+      const open = await this.admin.zrange(OPEN_ATTEMPTS, 0, -1);
+      const missing = runs.filter((d) => !by.get(d.body)).map((d) => d.runId);
+      const failed = counts.reduce((n, c) => n + c.failed, 0);
+      state = { total, by, busy, open, missing, failed };
+      return busy === 0 && open.length === 0 && missing.length === 0;
+    };
+    const settled = await waitFor(look, timeoutMs, 'the drill to settle', 100).then(
+      () => true,
+      () => false,
+    );
+    const texts = runs.map((d) => [d.runId, state.by.get(d.body) || 0]);
+    return {
+      settled,
+      settleMs: Date.now() - t0,
+      runs: runs.length,
+      texts: texts.reduce((n, [, c]) => n + c, 0),
+      duplicates: texts.filter(([, c]) => c > 1).map(([id, c]) => `${id}×${c}`),
+      lost: texts.filter(([, c]) => c === 0).map(([id]) => id),
+      stillBusy: state.busy,
+      stillOpen: state.open,
+      failedJobs: state.failed,
+    };
+  }
+
+  async stop() {
+    this.stopping = true;
+    await Promise.all(this.processes.map((p) => p.destroy()));
+    await Promise.all(this.loops);
+    for (const close of this.closers || []) await close().catch(() => {});
+    await this.admin?.quit().catch(() => {});
+    await this.sim?.stop();
+    await this.redis?.stop();
+  }
+}
+
+/** How many `stalled` events the queue's stream holds: the recoveries Node's tools saw. */
+async function stalledEvents(lab, queueName) {
+  const entries = await lab.admin.xrange(`bull:${queueName}:events`, '-', '+');
+  return entries.filter(([, fields]) => fields[0] === 'event' && fields[1] === 'stalled').length;
+}
+
+/** Whether a settle() verdict is a pass: settled, every run texted exactly once. */
+function passed(v) {
+  return v.settled && v.duplicates.length === 0 && v.lost.length === 0 && v.texts === v.runs;
+}
+
+module.exports = { Lab, runData, passed, stalledEvents, API_TOKEN };
