@@ -21,7 +21,7 @@
 //! - Wiring: [`service`] (a running SMS worker's processor, sweep and reconciliation).
 //! - Adapters at the edge: [`twilio`] (client, signatures), [`twilio_sim`] (the simulator),
 //!   [`api`] (`ringback serve`), [`metrics`] (the worker's `/metrics`), [`cli`] (flags and
-//!   environment), [`config`], [`error`].
+//!   environment), [`config`], [`error`], [`drill`] (runs the Node harness's drills).
 
 pub mod api;
 pub mod callback;
@@ -29,6 +29,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod drill;
 pub mod error;
 pub mod escalation;
 pub mod fetcher;

@@ -51,6 +51,25 @@ enum Command {
     },
     /// Print the effective configuration and every invariant's verdict; exit 2 when one is broken.
     CheckConfig(RunArgs),
+    /// Run a drill end to end (its own redis-server, simulator, Node BullMQ producer and legacy
+    /// service, this binary as the worker): exit 0 when it proves one text per run, 1 when not.
+    Drill {
+        /// stall | cutover | chaos | all
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(ringback::drill::DRILLS))]
+        name: String,
+        /// Callbacks per drill (defaults: stall 20, cutover 200, chaos 300).
+        #[arg(long, env = "RINGBACK_DRILL_RUNS")]
+        runs: Option<u32>,
+        /// The bullmq major the Node side runs: 5 (5.81.5) or 6 (6.7.0).
+        #[arg(long, env = "BULLMQ_VERSION", value_parser = ["5", "6"])]
+        bullmq: Option<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The node-harness directory (default: ./node-harness, else the checkout's).
+        #[arg(long, env = "RINGBACK_HARNESS_DIR")]
+        harness: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Args)]
@@ -123,6 +142,21 @@ async fn main() -> ExitCode {
             Err(e) => bad_config(e),
         },
         Command::TwilioSim { args } => twilio_sim(args).await,
+        Command::Drill {
+            name,
+            runs,
+            bullmq,
+            json,
+            harness,
+        } => drill(
+            harness.as_deref(),
+            ringback::drill::DrillArgs {
+                name,
+                runs,
+                bullmq,
+                json,
+            },
+        ),
         Command::Serve { queue, sms, serve } => serve_api(queue, sms, serve).await,
         Command::Status {
             run_id,
@@ -382,6 +416,33 @@ async fn serve_metrics<P: ringback::Processor>(
         metrics,
         shutdown.clone(),
     ));
+}
+
+/// Runs the drill in the Node harness and exits as it does (0 passed, 1 failed, 2 unusable).
+fn drill(harness: Option<&std::path::Path>, args: ringback::drill::DrillArgs) -> ExitCode {
+    use ringback::drill;
+    let cmd = drill::current_exe().and_then(|exe| {
+        let dir = drill::harness_dir(harness, &exe)?;
+        drill::command(&dir, &exe, &args)
+    });
+    let mut cmd = match cmd {
+        Ok(cmd) => cmd,
+        Err(e) => {
+            eprintln!("ringback: drill: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match cmd.status() {
+        Ok(status) => match status.code() {
+            Some(0) => ExitCode::SUCCESS,
+            Some(2) => ExitCode::from(2),
+            _ => ExitCode::FAILURE,
+        },
+        Err(e) => {
+            eprintln!("ringback: drill: cannot run node: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn bad_config(e: ConfigError) -> ExitCode {

@@ -1,2 +1,108 @@
+// The chaos drill: three supervised ringback workers on one queue while everything goes wrong
+// at once, and every run must still be texted exactly once:
+//   - each worker aborts at a random one of the worst instants (RINGBACK_CRASH_AT with a
+//     probability), and a killer SIGKILLs a random live worker now and then;
+//   - Twilio misbehaves at random: 429 with Retry-After, 503 with nothing created, 502 after
+//     creating the message, answers slower than the client's timeout (message created),
+//     creates then drops the connection;
+//   - Redis drops every client connection (CLIENT KILL TYPE normal) and forgets its scripts
+//     (SCRIPT FLUSH) on timers;
+//   - every run's callback is enqueued twice, as two jobs (an agent retrying its "done" call).
 'use strict';
-module.exports = { chaos: async () => ({ drill: 'chaos', ok: false }) };
+
+const { Lab, runData, passed, stalledEvents } = require('./lab');
+const { JOB_NAME, JOB_OPTIONS } = require('../legacy');
+const { waitFor, sleep } = require('../harness/wait');
+
+const QUEUE = 'drill-chaos';
+const POINTS = ['after-claim', 'after-provider-accept', 'after-sent-marker', 'before-complete'];
+const FAULTS = [
+  { rate: 0.05, fault: 'rate_limited', retry_after_s: 1 },
+  { rate: 0.05, fault: 'server_error', status: 503, created: false },
+  { rate: 0.04, fault: 'server_error', status: 502, created: true },
+  { rate: 0.03, fault: 'slow', delay_ms: 800, created: true },
+  { rate: 0.03, fault: 'create_then_drop' },
+];
+
+async function chaos({ runs = 300, version = '6', log = () => {} } = {}) {
+  const lab = await new Lab({ name: 'chaos', version, log }).start();
+  const timers = [];
+  const every = (ms, fn) => timers.push(setInterval(() => fn().catch(() => {}), ms));
+  const tally = { connectionKills: 0, scriptFlushes: 0, sigkills: 0 };
+  try {
+    const q = lab.queue(QUEUE);
+    // Rates are rolled per rule in turn, so the odds compound a little; about 1 create in 5 fails.
+    await lab.sim.putFaults({ create: FAULTS });
+    const live = new Set();
+    lab.supervise('ringback', (i) => {
+      const w = lab.ringbackWorker(`ringback#${i}`, QUEUE, { RINGBACK_CRASH_AT: `${POINTS[i % POINTS.length]}:0.1`, RINGBACK_CONCURRENCY: '4' });
+      live.add(w);
+      w.exit.then(() => live.delete(w));
+      return w;
+    });
+    lab.supervise('ringback', (i) => {
+      const w = lab.ringbackWorker(`ringback-b#${i}`, QUEUE, { RINGBACK_CRASH_AT: `${POINTS[(i + 2) % POINTS.length]}:0.1`, RINGBACK_CONCURRENCY: '4' });
+      live.add(w);
+      w.exit.then(() => live.delete(w));
+      return w;
+    });
+    lab.supervise('ringback', (i) => {
+      const w = lab.ringbackWorker(`ringback-c#${i}`, QUEUE, { RINGBACK_CONCURRENCY: '4' });
+      live.add(w);
+      w.exit.then(() => live.delete(w));
+      return w;
+    });
+    every(900, async () => {
+      const ws = [...live];
+      const w = ws[Math.floor(Math.random() * ws.length)];
+      if (w && w.running) {
+        w.kill('SIGKILL');
+        tally.sigkills += 1;
+      }
+    });
+    every(1500, async () => {
+      await lab.admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      tally.connectionKills += 1;
+    });
+    every(2100, async () => {
+      await lab.admin.script('FLUSH');
+      tally.scriptFlushes += 1;
+    });
+
+    // Callbacks arrive in waves over a few seconds, so every kind of trouble meets work in flight.
+    const data = Array.from({ length: runs }, (_, i) => runData('chaos', i));
+    const waves = 4;
+    for (let w = 0; w < waves; w += 1) {
+      const wave = data.filter((_, i) => i % waves === w);
+      await q.addBulk([...wave, ...wave].map((d) => ({ name: JOB_NAME, data: d, opts: { ...JOB_OPTIONS } })));
+      if (w < waves - 1) await sleep(800);
+    }
+    log(`[chaos] ${runs} runs enqueued twice; workers crashing, Twilio and Redis misbehaving`);
+    // A drill that did not meet each kind of trouble proves nothing: wait until it did.
+    const chaosMet = () => tally.sigkills >= 1 && tally.connectionKills >= 1 && tally.scriptFlushes >= 1;
+    await waitFor(chaosMet, 30_000, 'every kind of trouble to happen at least once').catch(() => {});
+    const verdict = await lab.settle(data, [q], 120_000);
+    for (const t of timers) clearInterval(t);
+    const sim = await lab.simStats();
+    const failed = await q.getFailed();
+    return {
+      drill: 'chaos',
+      ok: passed(verdict) && failed.length === 0 && chaosMet(),
+      verdict,
+      figures: {
+        'worker deaths (aborts at crash points and SIGKILLs)': lab.crashes.ringback,
+        'of which SIGKILLs': tally.sigkills,
+        'Redis connection kills': tally.connectionKills,
+        'script flushes': tally.scriptFlushes,
+        'stalled jobs recovered': await stalledEvents(lab, QUEUE),
+        'messages Twilio holds': sim.total,
+        'failed jobs': failed.length ? failed.slice(0, 5).map((j) => `${j.id}: ${j.failedReason}`) : 0,
+      },
+    };
+  } finally {
+    for (const t of timers) clearInterval(t);
+    await lab.stop();
+  }
+}
+
+module.exports = { chaos };

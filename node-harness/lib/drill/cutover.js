@@ -15,7 +15,7 @@ const { sleep } = require('../harness/wait');
 
 const QUEUE = 'drill-cutover';
 
-async function cutover({ runs = 80, version = '6', log = () => {} } = {}) {
+async function cutover({ runs = 200, version = '6', log = () => {} } = {}) {
   const lab = await new Lab({ name: 'cutover', version, log }).start();
   const phases = [];
   const mark = (what) => {
