@@ -4,7 +4,7 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { waitFor } = require('../harness/wait');
+const { waitFor } = require('../../lib/harness/wait');
 
 module.exports = [
   {

@@ -4,7 +4,7 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { waitFor } = require('../harness/wait');
+const { waitFor } = require('../../lib/harness/wait');
 
 /** The Node reference did what bullmq-protocol.md section 3 says (guards the harness itself). */
 async function assertHash(side, id, want) {
