@@ -9,6 +9,7 @@
 // Prints one JSON line per subject, then a table with ratios to the first subject.
 'use strict';
 
+const fs = require('node:fs');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { parseArgs } = require('node:util');
@@ -21,7 +22,17 @@ async function redisWork(r) {
   const cs = await r.info('commandstats');
   let scripts = 0;
   for (const m of cs.matchAll(/cmdstat_(evalsha|eval|fcall):calls=(\d+)/g)) scripts += Number(m[2]);
-  return { commands, scripts };
+  // the server's main thread CPU (user + sys), in seconds
+  const cpu = await r.info('cpu');
+  const cpuSeconds = Number(/used_cpu_user_main_thread:([\d.]+)/.exec(cpu)[1]) + Number(/used_cpu_sys_main_thread:([\d.]+)/.exec(cpu)[1]);
+  return { commands, scripts, cpuSeconds };
+}
+
+/** CPU seconds (user + sys) a process has used so far, from /proc (Linux). */
+function processCpuSeconds(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return ticks / 100; // USER_HZ is 100 on Linux
 }
 
 async function main() {
@@ -61,6 +72,7 @@ async function main() {
     // let the worker connect and block on the paused queue before the clock starts
     await new Promise((res) => setTimeout(res, 1500));
     const before = await redisWork(r);
+    const workerBefore = processCpuSeconds(child.pid);
     const t0 = process.hrtime.bigint();
     await queue.resume();
     for (;;) {
@@ -71,6 +83,7 @@ async function main() {
     }
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     const after = await redisWork(r);
+    const workerCpu = processCpuSeconds(child.pid) - workerBefore;
     child.kill('SIGTERM');
     await new Promise((res) => child.once('exit', res));
     await queue.close();
@@ -83,6 +96,9 @@ async function main() {
       // includes this script's own polling (a few commands per 5 ms), the same for every subject
       redisCommandsPerJob: Number(((after.commands - before.commands) / jobs).toFixed(2)),
       scriptCallsPerJob: Number(((after.scripts - before.scripts) / jobs).toFixed(2)),
+      // CPU per job: Redis's main thread, and the worker process (all its threads)
+      redisCpuMicrosPerJob: Number((((after.cpuSeconds - before.cpuSeconds) * 1e6) / jobs).toFixed(1)),
+      workerCpuMicrosPerJob: Number(((workerCpu * 1e6) / jobs).toFixed(1)),
     };
     console.log(JSON.stringify(row));
     results.push(row);
@@ -90,9 +106,13 @@ async function main() {
   await r.quit();
   if (results.length > 1) {
     const base = results[0];
-    console.log(`\nsubject      jobs/s   x${base.subject}   redis cmds/job   scripts/job`);
+    console.log(`\nsubject      jobs/s   x${base.subject}   redis cmds/job   scripts/job   redis µs/job   worker µs/job`);
     for (const x of results) {
-      console.log(`${x.subject.padEnd(12)} ${String(x.jobsPerSecond).padStart(7)}   ${(x.jobsPerSecond / base.jobsPerSecond).toFixed(2).padStart(6)}   ${String(x.redisCommandsPerJob).padStart(14)}   ${String(x.scriptCallsPerJob).padStart(11)}`);
+      console.log(
+        `${x.subject.padEnd(12)} ${String(x.jobsPerSecond).padStart(7)}   ${(x.jobsPerSecond / base.jobsPerSecond).toFixed(2).padStart(6)}   ` +
+          `${String(x.redisCommandsPerJob).padStart(14)}   ${String(x.scriptCallsPerJob).padStart(11)}   ` +
+          `${String(x.redisCpuMicrosPerJob).padStart(12)}   ${String(x.workerCpuMicrosPerJob).padStart(13)}`,
+      );
     }
   }
 }
