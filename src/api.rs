@@ -6,6 +6,8 @@
 //! - `GET /api/notify/callbacks/{runId}`: the callback record.
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
+//! - `GET /metrics`: responses by route and status (413s from the body limit included), status
+//!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format.
 
 use std::sync::Arc;
 
@@ -42,6 +44,96 @@ pub struct ApiState {
     pub public_url: String,
     /// Bearer token of `/api/notify/send` and `/api/notify/callbacks`.
     pub api_token: Secret,
+    /// What `/metrics` reports.
+    pub metrics: ApiMetrics,
+}
+
+/// Counters of `ringback serve`, read by `/metrics`. Label sets are small and bounded (routes
+/// are the router's patterns, outcomes the receipt script's words).
+#[derive(Default)]
+pub struct ApiMetrics {
+    responses: std::sync::Mutex<std::collections::BTreeMap<(String, u16), u64>>,
+    callbacks: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
+    sends_created: std::sync::atomic::AtomicU64,
+    sends_repeated: std::sync::atomic::AtomicU64,
+    escalations: std::sync::atomic::AtomicU64,
+}
+
+impl ApiMetrics {
+    fn count<K: Ord>(map: &std::sync::Mutex<std::collections::BTreeMap<K, u64>>, key: K) {
+        // a poisoned lock only means a panic elsewhere mid-increment: keep counting
+        let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
+        *m.entry(key).or_insert(0) += 1;
+    }
+
+    /// The Prometheus text exposition of every counter.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP ringback_http_responses_total Responses of ringback serve by route and status.\n\
+             # TYPE ringback_http_responses_total counter"
+        );
+        for ((route, code), n) in self
+            .responses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "ringback_http_responses_total{{route=\"{route}\",status=\"{code}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP ringback_status_callbacks_total Signed status callbacks by what they did to the record.\n\
+             # TYPE ringback_status_callbacks_total counter"
+        );
+        for (outcome, n) in self
+            .callbacks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "ringback_status_callbacks_total{{outcome=\"{outcome}\"}} {n}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP ringback_sends_enqueued_total Legacy send calls by whether they enqueued a job.\n\
+             # TYPE ringback_sends_enqueued_total counter\n\
+             ringback_sends_enqueued_total{{created=\"true\"}} {}\n\
+             ringback_sends_enqueued_total{{created=\"false\"}} {}",
+            self.sends_created.load(Relaxed),
+            self.sends_repeated.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP ringback_escalations_total Failed deliveries escalated by status callbacks.\n\
+             # TYPE ringback_escalations_total counter\n\
+             ringback_escalations_total {}",
+            self.escalations.load(Relaxed)
+        );
+        out
+    }
+}
+
+/// Counts every response by the route pattern it matched (or `other`) and its status.
+async fn count_responses(
+    State(s): State<Arc<ApiState>>,
+    matched: Option<axum::extract::MatchedPath>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = matched.map_or_else(|| "other".to_string(), |m| m.as_str().to_string());
+    let res = next.run(req).await;
+    ApiMetrics::count(&s.metrics.responses, (route, res.status().as_u16()));
+    res
 }
 
 /// The API's one error type: a status and a JSON body; internal errors are logged once here.
@@ -90,7 +182,23 @@ pub fn app(state: Arc<ApiState>) -> Router {
         )
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            count_responses,
+        ))
         .with_state(state)
+}
+
+async fn metrics(State(s): State<Arc<ApiState>>) -> impl IntoResponse {
+    let mut body = s.metrics.render();
+    body.push_str(&format!(
+        "# HELP ringback_window_overruns_total Sent markers written after the claim had expired or changed hands.\n\
+         # TYPE ringback_window_overruns_total counter\n\
+         ringback_window_overruns_total {}\n",
+        crate::window::window_overruns()
+    ));
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }
 
 async fn webhook_status(
@@ -182,7 +290,11 @@ async fn webhook_status(
     };
     let applied = s.receipts.apply(&update).await?;
     tracing::info!(%run_id, %status, outcome = %applied.outcome, "status callback");
+    ApiMetrics::count(&s.metrics.callbacks, applied.outcome.clone());
     if applied.newly_failed() {
+        s.metrics
+            .escalations
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         s.escalator
             .escalate(&Escalation {
                 run_id,
@@ -268,6 +380,12 @@ async fn send(
             CALLBACK_JOB_OPTS,
         )
         .await?;
+    let counter = if created {
+        &s.metrics.sends_created
+    } else {
+        &s.metrics.sends_repeated
+    };
+    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"jobId": job_id, "created": created})),

@@ -39,6 +39,7 @@ async fn state(server: &RedisServer, queue: &str) -> Arc<ApiState> {
         twilio_auth_token: Secret::new(TOKEN),
         public_url: PUBLIC.into(),
         api_token: Secret::new(API_TOKEN),
+        metrics: Default::default(),
     })
 }
 
@@ -589,4 +590,73 @@ async fn replicas_never_take_the_same_due_poll() {
         (200, 200),
         "every message taken exactly once"
     );
+}
+
+#[tokio::test]
+async fn metrics_count_responses_callbacks_sends_and_escalations() {
+    let server = RedisServer::start();
+    let s = state(&server, &queue_name("metrics")).await;
+    let router = app(s.clone());
+    let path = "/api/notify/webhook/status?runId=m1";
+    let status = |req: Request<Body>| {
+        let router = router.clone();
+        async move { router.oneshot(req).await.unwrap().status() }
+    };
+    let (_, body) = form(&status_params("sent", &[]));
+    let unsigned = Request::post(path)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from(body))
+        .unwrap();
+    assert_eq!(status(unsigned).await, StatusCode::FORBIDDEN);
+    let huge = "x".repeat(70 * 1024);
+    let big = callback(path, &status_params("sent", &[("Padding", &huge)]), None);
+    assert_eq!(status(big).await, StatusCode::PAYLOAD_TOO_LARGE);
+    for token in ["t1", "t1"] {
+        let sent = callback(path, &status_params("sent", &[]), Some(token));
+        assert_eq!(status(sent).await, StatusCode::OK);
+    }
+    let failed = callback(
+        path,
+        &status_params("undelivered", &[("ErrorCode", "30003")]),
+        Some("t2"),
+    );
+    assert_eq!(status(failed).await, StatusCode::OK);
+    let good = r#"{"runId":"run-m","to":"+15558675310","body":"Run m finished"}"#;
+    for _ in 0..2 {
+        assert_eq!(
+            status(send_req(good, Some(API_TOKEN))).await,
+            StatusCode::ACCEPTED
+        );
+    }
+
+    let resp = router
+        .clone()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let text = String::from_utf8(
+        axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap()
+            .to_vec(),
+    )
+    .unwrap();
+    for line in [
+        r#"ringback_http_responses_total{route="/api/notify/webhook/status",status="403"} 1"#,
+        r#"ringback_http_responses_total{route="/api/notify/webhook/status",status="413"} 1"#,
+        r#"ringback_http_responses_total{route="/api/notify/webhook/status",status="200"} 3"#,
+        r#"ringback_http_responses_total{route="/api/notify/send",status="202"} 2"#,
+        r#"ringback_status_callbacks_total{outcome="applied"} 2"#,
+        r#"ringback_status_callbacks_total{outcome="repeat"} 1"#,
+        r#"ringback_sends_enqueued_total{created="true"} 1"#,
+        r#"ringback_sends_enqueued_total{created="false"} 1"#,
+        "ringback_escalations_total 1",
+        "# TYPE ringback_window_overruns_total counter",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "missing `{line}` in:\n{text}"
+        );
+    }
 }

@@ -652,6 +652,7 @@ async fn receipts_end_in_the_simulators_final_status() {
         twilio_auth_token: Secret::new(TOKEN),
         public_url: api_base.clone(),
         api_token: Secret::new("api-token-0123456789"),
+        metrics: Default::default(),
     });
     let cancel = e.cancel.clone();
     tokio::spawn(async move {

@@ -247,6 +247,7 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
         twilio_auth_token: serve.twilio_auth_token,
         public_url: serve.public_url,
         api_token: serve.api_token,
+        metrics: Default::default(),
     });
     let listener = match tokio::net::TcpListener::bind(serve.listen).await {
         Ok(l) => l,
