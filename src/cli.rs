@@ -18,6 +18,34 @@ pub struct QueueArgs {
     pub prefix: String,
     #[arg(long, env = "RINGBACK_QUEUE", default_value = "notify")]
     pub queue: String,
+    /// PEM CA to trust for rediss:// (besides the system's roots).
+    #[arg(long, env = "RINGBACK_REDIS_CA_FILE")]
+    pub redis_ca_file: Option<std::path::PathBuf>,
+    /// PEM client certificate for rediss:// servers that require one (with --redis-client-key).
+    #[arg(long, env = "RINGBACK_REDIS_CLIENT_CERT")]
+    pub redis_client_cert: Option<std::path::PathBuf>,
+    /// PEM key of the client certificate.
+    #[arg(long, env = "RINGBACK_REDIS_CLIENT_KEY")]
+    pub redis_client_key: Option<std::path::PathBuf>,
+}
+
+impl QueueArgs {
+    /// The TLS files, as the connection takes them.
+    pub fn tls(&self) -> crate::connection::RedisTls {
+        crate::connection::RedisTls {
+            ca_file: self.redis_ca_file.clone(),
+            client_cert: self.redis_client_cert.clone(),
+            client_key: self.redis_client_key.clone(),
+        }
+    }
+
+    /// A Redis client for these settings, the TLS invariants checked first.
+    pub fn client(&self) -> Result<redis::Client, ConfigError> {
+        let tls = self.tls();
+        tls.validate(&self.redis_url)?;
+        crate::connection::client(&self.redis_url, &tls)
+            .map_err(|e| ConfigError::new("REDIS_URL", e.to_string()))
+    }
 }
 
 /// Worker settings (BullMQ Worker options).
@@ -93,6 +121,7 @@ impl WorkerArgs {
         let lock_duration = Duration::from_millis(self.lock_duration_ms);
         let config = WorkerConfig {
             redis_url: self.queue.redis_url.clone(),
+            redis_tls: self.queue.tls(),
             prefix: self.queue.prefix.clone(),
             queue: self.queue.queue.clone(),
             concurrency: self.concurrency,

@@ -10,6 +10,8 @@ use crate::job::KeepJobs;
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
     pub redis_url: String,
+    /// CA and client certificate for `rediss://`.
+    pub redis_tls: crate::connection::RedisTls,
     pub prefix: String,
     pub queue: String,
     /// Jobs processed at once by this process.
@@ -41,6 +43,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         Self {
             redis_url: "redis://127.0.0.1:6379".into(),
+            redis_tls: Default::default(),
             prefix: "bull".into(),
             queue: "notify".into(),
             concurrency: 1,
@@ -71,6 +74,7 @@ impl WorkerConfig {
                 "must start with redis://, rediss:// or unix://",
             ));
         }
+        self.redis_tls.validate(&self.redis_url)?;
         if self.prefix.is_empty() {
             return Err(ConfigError::new("RINGBACK_PREFIX", "must not be empty"));
         }

@@ -2,10 +2,101 @@
 //! and a dedicated connection for `BZPOPMIN` with no client response timeout (redis-rs's default
 //! 500 ms timeout silently loses blocking replies: bullmq #4512, redis-rs #1924).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use redis::AsyncConnectionConfig;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+
+/// TLS material for a `rediss://` URL: a CA to trust instead of the system's roots (a private CA,
+/// as self-hosted TLS and some managed services use), and a client certificate and key for
+/// servers that require one (`tls-auth-clients yes`). Files are PEM. Without any, `rediss://`
+/// trusts the system's roots.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RedisTls {
+    pub ca_file: Option<PathBuf>,
+    pub client_cert: Option<PathBuf>,
+    pub client_key: Option<PathBuf>,
+}
+
+impl RedisTls {
+    fn is_set(&self) -> bool {
+        self.ca_file.is_some() || self.client_cert.is_some() || self.client_key.is_some()
+    }
+
+    /// The invariants: files only with `rediss://`, a certificate with its key, every file
+    /// readable. The error names the setting at fault.
+    pub fn validate(&self, url: &str) -> Result<(), crate::error::ConfigError> {
+        use crate::error::ConfigError;
+        if !self.is_set() {
+            return Ok(());
+        }
+        if !url.starts_with("rediss://") {
+            let setting = if self.ca_file.is_some() {
+                "RINGBACK_REDIS_CA_FILE"
+            } else {
+                "RINGBACK_REDIS_CLIENT_CERT"
+            };
+            return Err(ConfigError::new(
+                setting,
+                "TLS files are given but REDIS_URL is not rediss:// (the connection would not use them)",
+            ));
+        }
+        if self.client_cert.is_some() != self.client_key.is_some() {
+            return Err(ConfigError::new(
+                "RINGBACK_REDIS_CLIENT_KEY",
+                "a client certificate and its key go together: set both RINGBACK_REDIS_CLIENT_CERT and RINGBACK_REDIS_CLIENT_KEY, or neither",
+            ));
+        }
+        for (setting, file) in [
+            ("RINGBACK_REDIS_CA_FILE", &self.ca_file),
+            ("RINGBACK_REDIS_CLIENT_CERT", &self.client_cert),
+            ("RINGBACK_REDIS_CLIENT_KEY", &self.client_key),
+        ] {
+            if let Some(path) = file {
+                std::fs::metadata(path).map_err(|e| {
+                    ConfigError::new(setting, format!("cannot read {}: {e}", path.display()))
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The one place a Redis client is made: plain for `redis://` and `unix://`; for `rediss://`,
+/// with the system's roots, or `tls` when given.
+pub fn client(url: &str, tls: &RedisTls) -> Result<redis::Client, crate::error::Error> {
+    if !tls.is_set() {
+        return Ok(redis::Client::open(url)?);
+    }
+    let read = |setting: &'static str, p: &PathBuf| {
+        std::fs::read(p).map_err(|e| {
+            crate::error::Error::Config(crate::error::ConfigError::new(
+                setting,
+                format!("cannot read {}: {e}", p.display()),
+            ))
+        })
+    };
+    let client_tls = match (&tls.client_cert, &tls.client_key) {
+        (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+            client_cert: read("RINGBACK_REDIS_CLIENT_CERT", cert)?,
+            client_key: read("RINGBACK_REDIS_CLIENT_KEY", key)?,
+        }),
+        _ => None,
+    };
+    let root_cert = tls
+        .ca_file
+        .as_ref()
+        .map(|p| read("RINGBACK_REDIS_CA_FILE", p))
+        .transpose()?;
+    Ok(redis::Client::build_with_tls(
+        url,
+        redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        },
+    )?)
+}
 
 /// Commands must answer within this; our slowest script (a 1000-job age cleanup) is far below.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -71,5 +162,33 @@ mod tests {
         assert_eq!(super::base64(b"notify"), "bm90aWZ5");
         assert_eq!(super::base64(b"ab"), "YWI=");
         assert_eq!(super::base64(b"a"), "YQ==");
+    }
+
+    #[test]
+    fn tls_files_need_rediss_a_pair_and_readable_files() {
+        use super::RedisTls;
+        use std::path::PathBuf;
+        let ca = RedisTls {
+            ca_file: Some(PathBuf::from("Cargo.toml")),
+            ..Default::default()
+        };
+        assert!(ca.validate("rediss://h:6380").is_ok());
+        let e = ca.validate("redis://h:6379").unwrap_err();
+        assert_eq!(e.setting, "RINGBACK_REDIS_CA_FILE");
+        let half = RedisTls {
+            client_cert: Some(PathBuf::from("Cargo.toml")),
+            ..Default::default()
+        };
+        assert_eq!(
+            half.validate("rediss://h").unwrap_err().setting,
+            "RINGBACK_REDIS_CLIENT_KEY"
+        );
+        let missing = RedisTls {
+            ca_file: Some(PathBuf::from("/nonexistent/ca.pem")),
+            ..Default::default()
+        };
+        let e = missing.validate("rediss://h").unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/ca.pem"), "{e}");
+        assert!(RedisTls::default().validate("redis://h").is_ok());
     }
 }

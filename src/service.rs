@@ -12,13 +12,14 @@ use crate::twilio::TwilioClient;
 /// reconciliation beside it, until `shutdown`.
 pub async fn connect(
     redis_url: &str,
+    redis_tls: &crate::connection::RedisTls,
     prefix: &str,
     queue: &str,
     config: SmsConfig,
     twilio: crate::twilio::TwilioConfig,
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<SmsProcessor, crate::error::Error> {
-    let client = redis::Client::open(redis_url)?;
+    let client = crate::connection::client(redis_url, redis_tls)?;
     let conn = crate::worker::connect_until(&client, shutdown).await?;
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;

@@ -90,7 +90,7 @@ impl<P: Processor> Worker<P> {
     /// Run until `shutdown` is cancelled, then let running jobs finish within the grace period.
     pub async fn run(self, shutdown: CancellationToken) -> Result<Stopped, Error> {
         let cfg = self.config;
-        let client = redis::Client::open(cfg.redis_url.as_str())?;
+        let client = crate::connection::client(&cfg.redis_url, &cfg.redis_tls)?;
         let conn = connect_until(&client, &shutdown).await?;
         let keys = crate::keys::QueueKeys::new(&cfg.prefix, &cfg.queue);
         let commands = Commands::new(conn, keys, self.trips.clone());

@@ -961,3 +961,68 @@ async fn every_schedulers_get_their_next_iteration_and_cron_ones_are_refused() {
         "{reason}"
     );
 }
+
+#[tokio::test]
+async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
+    let server = RedisServer::start_tls(true);
+    let q = queue_name("tls");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    add_job(
+        &mut c,
+        &k,
+        Add {
+            id: Some("1"),
+            data: r#"{"script":["complete"]}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let tls = ringback::connection::RedisTls {
+        ca_file: Some(common::tls_fixture("ca.crt")),
+        client_cert: Some(common::tls_fixture("client.crt")),
+        client_key: Some(common::tls_fixture("client.key")),
+    };
+    let cfg = WorkerConfig {
+        redis_url: server.tls_url(),
+        redis_tls: tls.clone(),
+        ..config(&server, &q)
+    };
+    cfg.validate().expect("a valid TLS configuration");
+    let w = Running::start(cfg);
+    assert_eq!(finished(&mut c, &k, "1").await, "completed");
+    w.stop().await;
+
+    // The server's certificate must chain to the CA we trust, and a server that requires a
+    // client certificate refuses a connection without one.
+    let connect = |tls: ringback::connection::RedisTls| {
+        let url = server.tls_url();
+        async move {
+            let client = ringback::connection::client(&url, &tls)?;
+            client.get_multiplexed_async_connection().await?;
+            Ok::<_, ringback::Error>(())
+        }
+    };
+    assert!(connect(tls.clone()).await.is_ok());
+    let other_ca = ringback::connection::RedisTls {
+        ca_file: Some(common::tls_fixture("other-ca.crt")),
+        ..tls.clone()
+    };
+    let err = connect(other_ca).await.expect_err("an untrusted server");
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+    let anonymous = ringback::connection::RedisTls {
+        client_cert: None,
+        client_key: None,
+        ..tls
+    };
+    let refused = async {
+        let client = ringback::connection::client(&server.tls_url(), &anonymous)?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await?;
+        Ok::<_, ringback::Error>(())
+    };
+    assert!(refused.await.is_err(), "no client certificate, no service");
+}

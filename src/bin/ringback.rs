@@ -197,6 +197,7 @@ async fn main() -> ExitCode {
                     let shutdown = shutdown_on_signals();
                     let processor = match ringback::service::connect(
                         &v.worker.redis_url,
+                        &v.worker.redis_tls,
                         &v.worker.prefix,
                         &v.worker.queue,
                         sms,
@@ -224,9 +225,9 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
         (Err(e), _) | (_, Err(e)) => return bad_config(e),
     };
     let shutdown = shutdown_on_signals();
-    let client = match redis::Client::open(queue.redis_url.as_str()) {
+    let client = match queue.client() {
         Ok(c) => c,
-        Err(e) => return bad_config(ConfigError::new("REDIS_URL", e.to_string())),
+        Err(e) => return bad_config(e),
     };
     let conn = match ringback::worker::connect_until(&client, &shutdown).await {
         Ok(c) => c,
@@ -276,7 +277,7 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
 
 async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) -> ExitCode {
     let record = async {
-        let client = redis::Client::open(queue.redis_url.as_str())?;
+        let client = queue.client().map_err(ringback::Error::Config)?;
         let conn = ringback::connection::commands(&client).await?;
         let sms = ringback::sms::SmsConfig {
             claim_prefix: claim_prefix.to_string(),
@@ -395,7 +396,7 @@ async fn serve_metrics<P: ringback::Processor>(
             return;
         }
     };
-    let Ok(client) = redis::Client::open(config.redis_url.as_str()) else {
+    let Ok(client) = ringback::connection::client(&config.redis_url, &config.redis_tls) else {
         return;
     };
     let Ok(conn) = ringback::worker::connect_until(&client, shutdown).await else {
@@ -454,6 +455,15 @@ fn bad_config(e: ConfigError) -> ExitCode {
 fn print_config(v: &Validated) {
     let c = &v.worker;
     println!("REDIS_URL={}", mask_url(&c.redis_url));
+    for (name, file) in [
+        ("RINGBACK_REDIS_CA_FILE", &c.redis_tls.ca_file),
+        ("RINGBACK_REDIS_CLIENT_CERT", &c.redis_tls.client_cert),
+        ("RINGBACK_REDIS_CLIENT_KEY", &c.redis_tls.client_key),
+    ] {
+        if let Some(f) = file {
+            println!("{name}={}", f.display());
+        }
+    }
     println!("RINGBACK_PREFIX={}", c.prefix);
     println!("RINGBACK_QUEUE={}", c.queue);
     println!("RINGBACK_CONCURRENCY={}", c.concurrency);

@@ -12,8 +12,17 @@ use ringback::keys::QueueKeys;
 
 pub struct RedisServer {
     pub port: u16,
+    /// A TLS port beside the plain one, and whether it requires a client certificate.
+    tls: Option<(u16, bool)>,
     child: Option<Child>,
     dir: tempfile::TempDir,
+}
+
+/// The test-only TLS material in `tests/fixtures/tls/`.
+pub fn tls_fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/tls")
+        .join(name)
 }
 
 impl RedisServer {
@@ -23,6 +32,7 @@ impl RedisServer {
         let port = free_port();
         let mut server = RedisServer {
             port,
+            tls: None,
             child: None,
             dir,
         };
@@ -30,9 +40,42 @@ impl RedisServer {
         server
     }
 
+    /// A server that also listens with TLS (certificates from `tests/fixtures/tls/`), requiring
+    /// a client certificate when `client_auth`. The plain port stays for the test's own use.
+    pub fn start_tls(client_auth: bool) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut server = RedisServer {
+            port: free_port(),
+            tls: Some((free_port(), client_auth)),
+            child: None,
+            dir,
+        };
+        server.spawn();
+        server
+    }
+
+    /// `rediss://` to the TLS port.
+    pub fn tls_url(&self) -> String {
+        let (port, _) = self.tls.expect("a server started with start_tls");
+        format!("rediss://127.0.0.1:{port}")
+    }
+
     fn spawn(&mut self) {
         let log = self.dir.path().join("redis.log");
-        let child = Command::new("redis-server")
+        let mut cmd = Command::new("redis-server");
+        if let Some((port, client_auth)) = self.tls {
+            cmd.arg("--tls-port")
+                .arg(port.to_string())
+                .arg("--tls-cert-file")
+                .arg(tls_fixture("server.crt"))
+                .arg("--tls-key-file")
+                .arg(tls_fixture("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(tls_fixture("ca.crt"))
+                .arg("--tls-auth-clients")
+                .arg(if client_auth { "yes" } else { "no" });
+        }
+        let child = cmd
             .args([
                 "--port",
                 &self.port.to_string(),
