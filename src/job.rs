@@ -79,7 +79,8 @@ impl Job {
 
     /// The attempt number this run counts as (1-based), as Node's `attemptsMade + 1`.
     pub fn attempt(&self) -> u32 {
-        self.attempts_made + 1
+        // `atm` comes from Redis, written by anyone: never overflow on it
+        self.attempts_made.saturating_add(1)
     }
 }
 

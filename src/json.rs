@@ -98,6 +98,21 @@ mod tests {
     }
 
     #[test]
+    fn numbers_are_read_exactly_as_javascript_reads_them() {
+        // found by tests/fuzz.rs: without serde_json's `float_roundtrip`, long numbers were read
+        // one ulp off and written back differently from JSON.stringify (outputs from node)
+        let v: Value = serde_json::from_str(
+            "[15558675315315315315315315315315315315315315315315315315315315315315315315315315315315315315315315315315310, \
+             0.30000000000000004, 9007199254740993, 1.7976931348623157e308, 5e-324]",
+        )
+        .unwrap();
+        assert_eq!(
+            stringify(&v),
+            "[1.5558675315315315e+106,0.30000000000000004,9007199254740992,1.7976931348623157e+308,5e-324]"
+        );
+    }
+
+    #[test]
     fn structure_and_strings_as_serde_writes_them() {
         let v: Value = serde_json::from_str(r#"{"b":"x\"y\n","a":[true,null,{"é":"✓"}]}"#).unwrap();
         assert_eq!(stringify(&v), r#"{"b":"x\"y\n","a":[true,null,{"é":"✓"}]}"#);
