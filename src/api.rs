@@ -7,7 +7,8 @@
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
 //! - `GET /metrics`: responses by route and status (413s from the body limit included), status
-//!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format.
+//!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format. (The window
+//!   overrun counter lives where sends happen: the worker's `/metrics`.)
 
 use std::sync::Arc;
 
@@ -123,14 +124,15 @@ impl ApiMetrics {
     }
 }
 
-/// Counts every response by the route pattern it matched (or `other`) and its status.
+/// Counts every response of a matched route by its pattern and status (a route layer: requests
+/// that match no route, 404 and 405, are not counted).
 async fn count_responses(
     State(s): State<Arc<ApiState>>,
     matched: Option<axum::extract::MatchedPath>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let route = matched.map_or_else(|| "other".to_string(), |m| m.as_str().to_string());
+    let route = matched.map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     let res = next.run(req).await;
     ApiMetrics::count(&s.metrics.responses, (route, res.status().as_u16()));
     res
@@ -191,14 +193,10 @@ pub fn app(state: Arc<ApiState>) -> Router {
 }
 
 async fn metrics(State(s): State<Arc<ApiState>>) -> impl IntoResponse {
-    let mut body = s.metrics.render();
-    body.push_str(&format!(
-        "# HELP ringback_window_overruns_total Sent markers written after the claim had expired or changed hands.\n\
-         # TYPE ringback_window_overruns_total counter\n\
-         ringback_window_overruns_total {}\n",
-        crate::window::window_overruns()
-    ));
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        s.metrics.render(),
+    )
 }
 
 async fn webhook_status(

@@ -18,7 +18,7 @@ pub struct QueueArgs {
     pub prefix: String,
     #[arg(long, env = "RINGBACK_QUEUE", default_value = "notify")]
     pub queue: String,
-    /// PEM CA to trust for rediss:// (besides the system's roots).
+    /// PEM CA to trust for rediss:// (instead of the system's roots).
     #[arg(long, env = "RINGBACK_REDIS_CA_FILE")]
     pub redis_ca_file: Option<std::path::PathBuf>,
     /// PEM client certificate for rediss:// servers that require one (with --redis-client-key).

@@ -48,15 +48,36 @@ impl RedisTls {
                 "a client certificate and its key go together: set both RINGBACK_REDIS_CLIENT_CERT and RINGBACK_REDIS_CLIENT_KEY, or neither",
             ));
         }
-        for (setting, file) in [
-            ("RINGBACK_REDIS_CA_FILE", &self.ca_file),
-            ("RINGBACK_REDIS_CLIENT_CERT", &self.client_cert),
-            ("RINGBACK_REDIS_CLIENT_KEY", &self.client_key),
+        // Each file must be readable PEM holding what it is for: found now, with the setting
+        // named, rather than as a connection that never comes up.
+        for (setting, file, label) in [
+            ("RINGBACK_REDIS_CA_FILE", &self.ca_file, "CERTIFICATE-----"),
+            (
+                "RINGBACK_REDIS_CLIENT_CERT",
+                &self.client_cert,
+                "CERTIFICATE-----",
+            ),
+            (
+                "RINGBACK_REDIS_CLIENT_KEY",
+                &self.client_key,
+                "PRIVATE KEY-----",
+            ),
         ] {
             if let Some(path) = file {
-                std::fs::metadata(path).map_err(|e| {
+                let text = std::fs::read(path).map_err(|e| {
                     ConfigError::new(setting, format!("cannot read {}: {e}", path.display()))
                 })?;
+                let text = String::from_utf8_lossy(&text);
+                // a certificate: "-----BEGIN CERTIFICATE-----"; a key: "-----BEGIN [RSA |EC ]PRIVATE KEY-----"
+                let holds = text
+                    .lines()
+                    .any(|l| l.starts_with("-----BEGIN ") && l.ends_with(label));
+                if !holds {
+                    return Err(ConfigError::new(
+                        setting,
+                        format!("{} holds no PEM `-----BEGIN {label}` block", path.display()),
+                    ));
+                }
             }
         }
         Ok(())
@@ -168,15 +189,37 @@ mod tests {
     fn tls_files_need_rediss_a_pair_and_readable_files() {
         use super::RedisTls;
         use std::path::PathBuf;
+        let fixture = |name: &str| {
+            Some(
+                PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/fixtures/tls")
+                    .join(name),
+            )
+        };
         let ca = RedisTls {
-            ca_file: Some(PathBuf::from("Cargo.toml")),
+            ca_file: fixture("ca.crt"),
             ..Default::default()
         };
         assert!(ca.validate("rediss://h:6380").is_ok());
+        let not_pem = RedisTls {
+            ca_file: Some(PathBuf::from("Cargo.toml")),
+            ..Default::default()
+        };
+        let e = not_pem.validate("rediss://h").unwrap_err();
+        assert!(e.to_string().contains("no PEM"), "{e}");
+        let swapped = RedisTls {
+            client_cert: fixture("client.key"),
+            client_key: fixture("client.crt"),
+            ..Default::default()
+        };
+        assert_eq!(
+            swapped.validate("rediss://h").unwrap_err().setting,
+            "RINGBACK_REDIS_CLIENT_CERT"
+        );
         let e = ca.validate("redis://h:6379").unwrap_err();
         assert_eq!(e.setting, "RINGBACK_REDIS_CA_FILE");
         let half = RedisTls {
-            client_cert: Some(PathBuf::from("Cargo.toml")),
+            client_cert: fixture("client.crt"),
             ..Default::default()
         };
         assert_eq!(

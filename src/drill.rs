@@ -13,6 +13,7 @@ pub const DRILLS: [&str; 4] = ["stall", "cutover", "chaos", "all"];
 
 /// Why a drill cannot start; each says what to do about it.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DrillError {
     #[error(
         "RINGBACK_HARNESS_DIR: no node-harness found (looked in {looked}); run from the ringback \

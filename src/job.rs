@@ -53,6 +53,8 @@ impl Job {
             raw_opts: "{}".into(),
         };
         let int = |v: &str| v.parse::<f64>().map(|f| f as i64).unwrap_or(0);
+        // counters stored by anyone: negative reads as 0, too large as the largest count
+        let count = |v: &str| u32::try_from(int(v).max(0)).unwrap_or(u32::MAX);
         for (k, v) in fields {
             match k.as_str() {
                 "name" => job.name = v,
@@ -61,11 +63,11 @@ impl Job {
                     job.opts = JobOptions::parse(&v);
                     job.raw_opts = v;
                 }
-                "atm" => job.attempts_made = int(&v) as u32,
+                "atm" => job.attempts_made = count(&v),
                 // legacy name read by Node too, when `atm` is absent
-                "attemptsMade" if job.attempts_made == 0 => job.attempts_made = int(&v) as u32,
-                "ats" => job.attempts_started = int(&v) as u32,
-                "stc" => job.stalled_counter = int(&v) as u32,
+                "attemptsMade" if job.attempts_made == 0 => job.attempts_made = count(&v),
+                "ats" => job.attempts_started = count(&v),
+                "stc" => job.stalled_counter = count(&v),
                 "timestamp" => job.timestamp = int(&v),
                 "processedOn" => job.processed_on = int(&v),
                 "defa" => job.deferred_failure = Some(v),

@@ -395,7 +395,7 @@ fn decide_failure(job: &Job, failure: &Failure, rand: f64) -> Finish {
     }
     let stacktrace = serde_json::Value::from(traces).to_string();
     let mut reason = failure.message.clone();
-    if !failure.unrecoverable && job.attempts_made + 1 < job.opts.attempts {
+    if !failure.unrecoverable && job.attempt() < job.opts.attempts {
         match job
             .opts
             .backoff

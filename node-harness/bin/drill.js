@@ -2,7 +2,8 @@
 // One drill, or all of them, end to end: `node bin/drill.js <stall|cutover|chaos|all>
 // [--runs N] [--bullmq 5|6] [--json]`. Each drill starts its own redis-server and Twilio
 // simulator and the ringback binary (env RINGBACK_BIN, as `ringback drill` sets it). Prints a
-// report per drill; exits 0 when every drill passed, 1 when one failed, 2 on bad usage.
+// report per drill; exits 0 when every drill passed, 1 when one failed, 2 on bad usage or when
+// the lab cannot be set up (no redis-server, no ringback binary).
 'use strict';
 
 const path = require('node:path');
@@ -20,8 +21,13 @@ async function main() {
   const names = [];
   for (let i = 0; i < args.length; i += 1) {
     const a = args[i];
-    if (a === '--runs') opts.runs = Number(args[++i]);
-    else if (a === '--bullmq') opts.version = args[++i];
+    const value = () => {
+      const v = args[++i];
+      if (v === undefined || v.startsWith('-')) usage(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--runs') opts.runs = Number(value());
+    else if (a === '--bullmq') opts.version = value();
     else if (a === '--json') json = true;
     else if (a.startsWith('-')) usage(`unknown flag ${a}`);
     else names.push(a);
@@ -37,6 +43,7 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`drill: ${err.stack || err}\n`);
-  process.exit(1);
+  // a lab that could not be set up is not a failed drill: exit 2, as for bad usage
+  process.stderr.write(`drill: ${err.name === 'SetupError' ? err.message : err.stack || err}\n`);
+  process.exit(err.name === 'SetupError' ? 2 : 1);
 });

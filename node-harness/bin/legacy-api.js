@@ -54,6 +54,7 @@ async function main() {
       } catch (err) {
         return answer(res, err.status || 400, { error: err.status ? err.message : 'body is not JSON' });
       }
+      if (data === null || typeof data !== 'object' || Array.isArray(data)) return answer(res, 400, { error: 'body must be a JSON object' });
       for (const field of ['runId', 'to', 'body']) {
         if (typeof data[field] !== 'string' || data[field] === '') return answer(res, 400, { error: `${field} is required` });
       }

@@ -25,7 +25,8 @@ function drill(args, { env = {}, harness = HARNESS } = {}) {
     child.stdout.setEncoding('utf8').on('data', (c) => (out += c));
     child.stderr.setEncoding('utf8').on('data', (c) => (err += c));
     child.on('error', reject);
-    child.on('exit', (code) => {
+    // 'close', not 'exit': stdout may still hold the report when the process exits
+    child.on('close', (code) => {
       let reports = null;
       try {
         reports = JSON.parse(out);

@@ -420,31 +420,22 @@ async fn serve_metrics<P: ringback::Processor>(
     ));
 }
 
-/// Runs the drill in the Node harness and exits as it does (0 passed, 1 failed, 2 unusable).
+/// Runs the drill in the Node harness, which takes this process's place (so a signal to
+/// `ringback drill` reaches the drill and its children): its exit code is the drill's (0 passed,
+/// 1 failed, 2 unusable).
 fn drill(harness: Option<&std::path::Path>, args: ringback::drill::DrillArgs) -> ExitCode {
     use ringback::drill;
+    use std::os::unix::process::CommandExt;
     let cmd = drill::current_exe().and_then(|exe| {
         let dir = drill::harness_dir(harness, &exe)?;
         drill::command(&dir, &exe, &args)
     });
-    let mut cmd = match cmd {
-        Ok(cmd) => cmd,
-        Err(e) => {
-            eprintln!("ringback: drill: {e}");
-            return ExitCode::from(2);
-        }
+    let err = match cmd {
+        Ok(mut cmd) => format!("cannot run node: {}", cmd.exec()),
+        Err(e) => e.to_string(),
     };
-    match cmd.status() {
-        Ok(status) => match status.code() {
-            Some(0) => ExitCode::SUCCESS,
-            Some(2) => ExitCode::from(2),
-            _ => ExitCode::FAILURE,
-        },
-        Err(e) => {
-            eprintln!("ringback: drill: cannot run node: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    eprintln!("ringback: drill: {err}");
+    ExitCode::from(2)
 }
 
 fn bad_config(e: ConfigError) -> ExitCode {

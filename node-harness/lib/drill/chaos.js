@@ -87,7 +87,7 @@ async function chaos({ runs = 300, version = '6', log = () => {} } = {}) {
     const failed = await q.getFailed();
     return {
       drill: 'chaos',
-      ok: passed(verdict) && failed.length === 0 && chaosMet(),
+      ok: passed(verdict) && failed.length === 0 && chaosMet() && lab.failures.length === 0,
       verdict,
       figures: {
         'worker deaths (aborts at crash points and SIGKILLs)': lab.crashes.ringback,
@@ -97,6 +97,7 @@ async function chaos({ runs = 300, version = '6', log = () => {} } = {}) {
         'stalled jobs recovered': await stalledEvents(lab, QUEUE),
         'messages Twilio holds': sim.total,
         'failed jobs': failed.length ? failed.slice(0, 5).map((j) => `${j.id}: ${j.failedReason}`) : 0,
+        'workers that failed by themselves': lab.failures.length ? lab.failures.slice(0, 5) : 0,
       },
     };
   } finally {

@@ -10,12 +10,15 @@
 // was refused during the switch (the loss window is zero).
 'use strict';
 
-const { Lab, runData, passed, stalledEvents, API_TOKEN } = require('./lab');
+const { Lab, SetupError, runData, passed, stalledEvents, API_TOKEN } = require('./lab');
 const { sleep } = require('../harness/wait');
 
 const QUEUE = 'drill-cutover';
 
+const MIN_RUNS = 20;
+
 async function cutover({ runs = 200, version = '6', log = () => {} } = {}) {
+  if (runs < MIN_RUNS) throw new SetupError(`cutover: --runs must be at least ${MIN_RUNS}, so that traffic flows through every phase`);
   const lab = await new Lab({ name: 'cutover', version, log }).start();
   const phases = [];
   const mark = (what) => {
@@ -81,11 +84,13 @@ async function cutover({ runs = 200, version = '6', log = () => {} } = {}) {
         mark(`legacy API stopped gracefully (exit ${info.code}) after answering what was in flight`);
       }],
     ]);
+    // Steps run beside the traffic (the fleet does not wait for an operator), one after another;
+    // a step that fails is reported and fails the drill.
+    const stepErrors = [];
     let pending = Promise.resolve();
     for (const [i, d] of data.entries()) {
       const step = steps.get(i);
-      // Steps run beside the traffic (the fleet does not wait for an operator), one after another.
-      if (step) pending = pending.then(step);
+      if (step) pending = pending.then(step).catch((err) => stepErrors.push(err.message));
       inflight.push(call(d));
       if (i % 10 === 3) inflight.push(call(d));
       await sleep(20);
@@ -99,8 +104,24 @@ async function cutover({ runs = 200, version = '6', log = () => {} } = {}) {
     const stalled = await stalledEvents(lab, QUEUE);
     const done = await q.getJobs(['completed'], 0, -1);
     const byWorker = { legacy: 0, ringback: 0 };
-    for (const j of done) byWorker[j.returnvalue && 'sid' in j.returnvalue ? 'legacy' : 'ringback'] += 1;
-    const ok = passed(verdict) && refused.length === 0 && acceptedRuns.length === runs;
+    // the legacy worker returns {sid}; ringback {runId, messageSid, …}; a legacy drop returns nothing
+    for (const j of done) {
+      const rv = j.returnvalue || {};
+      if ('sid' in rv) byWorker.legacy += 1;
+      else if ('messageSid' in rv) byWorker.ringback += 1;
+    }
+    const servedBy = (base) => callsBy.get(base) || 0;
+    const ok =
+      passed(verdict) &&
+      refused.length === 0 &&
+      acceptedRuns.length === runs &&
+      stepErrors.length === 0 &&
+      lab.failures.length === 0 &&
+      phases.length === 8 &&
+      servedBy(legacyApi.base) > 0 &&
+      [...callsBy.keys()].some((b) => b !== legacyApi.base) &&
+      byWorker.legacy > 0 &&
+      byWorker.ringback > 0;
     return {
       drill: 'cutover',
       ok,
@@ -112,6 +133,8 @@ async function cutover({ runs = 200, version = '6', log = () => {} } = {}) {
         'runs accepted': `${acceptedRuns.length} of ${runs}`,
         'jobs completed by': byWorker,
         'stalled jobs recovered': stalled,
+        'step errors': stepErrors.length ? stepErrors : 0,
+        'workers that failed by themselves': lab.failures.length ? lab.failures : 0,
       },
     };
   } finally {

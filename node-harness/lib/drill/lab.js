@@ -8,13 +8,22 @@ const IORedis = require('ioredis');
 const { startRedis } = require('../harness/redis');
 const { startTwilioSim, ringbackBin } = require('../harness/twilio-sim');
 const { WorkerProcess } = require('../harness/subject');
-const { waitFor, withTimeout } = require('../harness/wait');
+const { waitFor, withTimeout, sleep } = require('../harness/wait');
 const { load, connectionFromUrl } = require('../bullmq');
 const { CLAIM_PREFIX } = require('../legacy');
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
 const AUTH_TOKEN = 'drill-auth-token';
 const API_TOKEN = 'drill-api-token-0123456789';
+const MAX_RESTARTS = 500;
+
+/** The lab could not be set up (no redis-server, no binary, …): exit 2, not a failed drill. */
+class SetupError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'SetupError';
+  }
+}
 const BIN_DIR = path.join(__dirname, '..', '..', 'bin');
 const OPEN_ATTEMPTS = `ringback:open-attempts:${CLAIM_PREFIX}`;
 
@@ -37,14 +46,22 @@ class Lab {
     this.loops = [];
     this.stopping = false;
     this.crashes = {};
+    // workers that exited by themselves (not by the drill's signals): each fails the drill
+    this.failures = [];
   }
 
+  /** Starts redis-server and the simulator; on failure stops what started and throws a SetupError. */
   async start() {
-    this.redis = await startRedis();
-    this.sim = await startTwilioSim({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
-    this.admin = new IORedis(this.redis.url, { maxRetriesPerRequest: null });
-    this.bin = ringbackBin();
-    return this;
+    try {
+      this.bin = ringbackBin();
+      this.redis = await startRedis();
+      this.sim = await startTwilioSim({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
+      this.admin = new IORedis(this.redis.url, { maxRetriesPerRequest: null });
+      return this;
+    } catch (err) {
+      await this.stop();
+      throw new SetupError(err.message);
+    }
   }
 
   /** Settings both workers read (RINGBACK_* names), short so that a drill takes seconds. */
@@ -118,14 +135,27 @@ class Lab {
     return this.listening(this.track(new WorkerProcess('ringback-serve', this.bin, ['serve', '--listen', '127.0.0.1:0'], env)));
   }
 
-  /** Restarts `start(i)` whenever it dies until the lab stops; counts deaths by signal. */
+  /**
+   * Restarts `start(i)` whenever it dies until the lab stops. Deaths by signal are the drill's
+   * doing and are counted; any other exit is a worker failing by itself, kept in `failures`
+   * (the drill fails on it). A process that dies young is restarted after a pause, and a
+   * supervisor gives up after MAX_RESTARTS, so a worker that cannot start does not spin.
+   */
   supervise(name, start) {
     this.crashes[name] = this.crashes[name] || 0;
     const loop = async () => {
       for (let i = 0; !this.stopping; i += 1) {
+        if (i >= MAX_RESTARTS) {
+          this.failures.push(`${name}: restarted ${MAX_RESTARTS} times; giving up`);
+          return;
+        }
+        const born = Date.now();
         const p = start(i);
         const info = await p.exit;
-        if (!this.stopping && info.signal) this.crashes[name] += 1;
+        if (this.stopping) return;
+        if (info.signal) this.crashes[name] += 1;
+        else this.failures.push(`${p.label} exited by itself (${JSON.stringify(info)}): ${p.output().slice(-400)}`);
+        if (Date.now() - born < 500) await sleep(200);
       }
     };
     this.loops.push(loop());
@@ -173,7 +203,8 @@ class Lab {
       () => true,
       () => false,
     );
-    const texts = runs.map((d) => [d.runId, state.by.get(d.body) || 0]);
+    const by = state.by || new Map();
+    const texts = runs.map((d) => [d.runId, by.get(d.body) || 0]);
     return {
       settled,
       settleMs: Date.now() - t0,
@@ -182,7 +213,7 @@ class Lab {
       duplicates: texts.filter(([, c]) => c > 1).map(([id, c]) => `${id}×${c}`),
       lost: texts.filter(([, c]) => c === 0).map(([id]) => id),
       stillBusy: state.busy,
-      stillOpen: state.open,
+      stillOpen: state.open || [],
       failedJobs: state.failed,
     };
   }
@@ -209,4 +240,4 @@ function passed(v) {
   return v.settled && v.duplicates.length === 0 && v.lost.length === 0 && v.texts === v.runs;
 }
 
-module.exports = { Lab, runData, passed, stalledEvents, API_TOKEN };
+module.exports = { Lab, SetupError, runData, passed, stalledEvents, API_TOKEN };
