@@ -26,17 +26,17 @@ pub enum DrillError {
     NotInstalled { dir: String },
     #[error("node: not found on PATH ({0}); the drills run the real Node BullMQ and need Node 20+")]
     NoNode(std::io::Error),
-    #[error("cannot tell where this binary is: {0}")]
+    #[error("cannot tell where this binary or the current directory is: {0}")]
     NoExe(std::io::Error),
 }
 
-/// The harness to use: `explicit` when given, else `./node-harness`, else the one beside the
+/// The harness to use: `explicit` when given, else `<cwd>/node-harness`, else the one beside the
 /// checkout this binary was built in (`target/<profile>/ringback` → `node-harness`).
-pub fn harness_dir(explicit: Option<&Path>, exe: &Path) -> Result<PathBuf, DrillError> {
+pub fn harness_dir(explicit: Option<&Path>, exe: &Path, cwd: &Path) -> Result<PathBuf, DrillError> {
     let candidates: Vec<PathBuf> = match explicit {
         Some(dir) => vec![dir.to_path_buf()],
         None => {
-            let mut c = vec![PathBuf::from("node-harness")];
+            let mut c = vec![cwd.join("node-harness")];
             if let Some(root) = exe.parent().and_then(Path::parent).and_then(Path::parent) {
                 c.push(root.join("node-harness"));
             }
@@ -118,7 +118,12 @@ mod tests {
     #[test]
     fn a_missing_harness_names_where_it_looked() {
         let dir = std::env::temp_dir().join(format!("ringback-no-harness-{}", std::process::id()));
-        let err = harness_dir(Some(&dir), Path::new("/x/target/debug/ringback")).unwrap_err();
+        let err = harness_dir(
+            Some(&dir),
+            Path::new("/x/target/debug/ringback"),
+            Path::new("/"),
+        )
+        .unwrap_err();
         let msg = err.to_string();
         assert!(msg.starts_with("RINGBACK_HARNESS_DIR"), "{msg}");
         assert!(msg.contains(&dir.display().to_string()), "{msg}");
@@ -130,26 +135,37 @@ mod tests {
             std::env::temp_dir().join(format!("ringback-bare-harness-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("bin")).unwrap();
         std::fs::write(dir.join("bin").join("drill.js"), "").unwrap();
-        let err = harness_dir(Some(&dir), Path::new("/x")).unwrap_err();
+        let err = harness_dir(Some(&dir), Path::new("/x"), Path::new("/")).unwrap_err();
         assert!(err.to_string().contains("npm ci --prefix"), "{err}");
         std::fs::create_dir_all(dir.join("node_modules")).unwrap();
-        assert_eq!(harness_dir(Some(&dir), Path::new("/x")).unwrap(), dir);
+        assert_eq!(
+            harness_dir(Some(&dir), Path::new("/x"), Path::new("/")).unwrap(),
+            dir
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn the_checkout_beside_the_binary_is_found() {
-        let exe = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join("debug")
-            .join("ringback");
-        let cwd_harness = Path::new("node-harness").join("bin").join("drill.js");
-        let found = harness_dir(None, &exe);
-        // Tests run in the crate root, where ./node-harness is the first candidate; either way
-        // the checkout's harness is the one found when it is installed.
-        match found {
-            Ok(dir) => assert!(dir.join("bin").join("drill.js").is_file()),
-            Err(DrillError::NotInstalled { .. }) => assert!(cwd_harness.is_file()),
+    fn the_checkout_beside_the_binary_is_found_from_anywhere() {
+        let checkout = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let exe = checkout.join("target").join("debug").join("ringback");
+        // run from a directory without a harness: the one beside the binary's checkout is used
+        let elsewhere = std::env::temp_dir();
+        let expected = checkout.join("node-harness");
+        match harness_dir(None, &exe, &elsewhere) {
+            Ok(dir) => assert_eq!(dir, expected),
+            Err(DrillError::NotInstalled { dir }) => {
+                assert_eq!(dir, expected.display().to_string())
+            }
+            Err(e) => panic!("{e}"),
+        }
+        // and from the checkout itself, its ./node-harness comes first
+        let exe_elsewhere = Path::new("/opt/ringback/bin/ringback");
+        match harness_dir(None, exe_elsewhere, checkout) {
+            Ok(dir) => assert_eq!(dir, expected),
+            Err(DrillError::NotInstalled { dir }) => {
+                assert_eq!(dir, expected.display().to_string())
+            }
             Err(e) => panic!("{e}"),
         }
     }

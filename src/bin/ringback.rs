@@ -427,7 +427,8 @@ fn drill(harness: Option<&std::path::Path>, args: ringback::drill::DrillArgs) ->
     use ringback::drill;
     use std::os::unix::process::CommandExt;
     let cmd = drill::current_exe().and_then(|exe| {
-        let dir = drill::harness_dir(harness, &exe)?;
+        let cwd = std::env::current_dir().map_err(drill::DrillError::NoExe)?;
+        let dir = drill::harness_dir(harness, &exe, &cwd)?;
         drill::command(&dir, &exe, &args)
     });
     let err = match cmd {
