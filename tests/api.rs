@@ -15,32 +15,16 @@ use ringback::api::{ApiState, app};
 use ringback::keys::QueueKeys;
 use ringback::receipts::{Receipts, Source, StatusUpdate};
 use ringback::sms::SmsConfig;
-use ringback::twilio::{Secret, signature};
+use ringback::twilio::signature;
 use tower::ServiceExt;
 
-const TOKEN: &str = "twilio-auth-token";
-const API_TOKEN: &str = "api-token-0123456789";
-const PUBLIC: &str = "https://ringback.example.com";
+const TOKEN: &str = common::TWILIO_TOKEN;
+const API_TOKEN: &str = common::API_TOKEN;
+const PUBLIC: &str = common::PUBLIC_URL;
 const SID: &str = "SM0123456789abcdef0123456789abcdef";
 
 async fn state(server: &RedisServer, queue: &str) -> Arc<ApiState> {
-    let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let sms = SmsConfig::default();
-    let (receipts, escalator) = sms.after_send(conn.clone(), "bull", queue);
-    Arc::new(ApiState {
-        receipts,
-        queue: ringback::commands::Commands::new(
-            conn,
-            QueueKeys::new("bull", queue),
-            Default::default(),
-        ),
-        escalator,
-        twilio_auth_token: Secret::new(TOKEN),
-        public_url: PUBLIC.into(),
-        api_token: Secret::new(API_TOKEN),
-        metrics: Default::default(),
-    })
+    common::api_state(server, queue).await
 }
 
 fn form(params: &[(&str, &str)]) -> (Vec<(String, String)>, String) {

@@ -9,18 +9,14 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::{RedisServer, queue_name};
-use ringback::api::{ApiState, app};
+use ringback::api::app;
 use ringback::callback::CallbackRequest;
 use ringback::job::{Job, JobOptions};
-use ringback::keys::QueueKeys;
-use ringback::sms::SmsConfig;
 use ringback::twilio::message::is_e164;
-use ringback::twilio::{Secret, signature};
+use ringback::twilio::signature;
 use serde_json::Value;
 use tower::ServiceExt;
 
@@ -334,34 +330,15 @@ fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
-const TOKEN: &str = "twilio-auth-token";
-const API_TOKEN: &str = "api-token-0123456789";
-const PUBLIC: &str = "https://ringback.example.com";
-
-async fn api_state(server: &RedisServer, queue: &str) -> Arc<ApiState> {
-    let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let (receipts, escalator) = SmsConfig::default().after_send(conn.clone(), "bull", queue);
-    Arc::new(ApiState {
-        receipts,
-        queue: ringback::commands::Commands::new(
-            conn,
-            QueueKeys::new("bull", queue),
-            Default::default(),
-        ),
-        escalator,
-        twilio_auth_token: Secret::new(TOKEN),
-        public_url: PUBLIC.into(),
-        api_token: Secret::new(API_TOKEN),
-        metrics: Default::default(),
-    })
-}
+const TOKEN: &str = common::TWILIO_TOKEN;
+const API_TOKEN: &str = common::API_TOKEN;
+const PUBLIC: &str = common::PUBLIC_URL;
 
 #[tokio::test]
 async fn the_http_api_never_answers_5xx_to_any_input() {
     let server = RedisServer::start();
     let q = queue_name("fuzz");
-    let router = app(api_state(&server, &q).await);
+    let router = app(common::api_state(&server, &q).await);
     let statuses = [
         "queued",
         "sending",

@@ -288,3 +288,32 @@ pub fn config(server: &RedisServer, queue: &str) -> ringback::WorkerConfig {
         ..Default::default()
     }
 }
+
+/// The signing token, bearer token and public URL of [`api_state`].
+pub const TWILIO_TOKEN: &str = "twilio-auth-token";
+pub const API_TOKEN: &str = "api-token-0123456789";
+pub const PUBLIC_URL: &str = "https://ringback.example.com";
+
+/// The state `ringback serve` builds, on `server` and `queue`, for router tests.
+pub async fn api_state(
+    server: &RedisServer,
+    queue: &str,
+) -> std::sync::Arc<ringback::api::ApiState> {
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let (receipts, escalator) =
+        ringback::sms::SmsConfig::default().after_send(conn.clone(), "bull", queue);
+    std::sync::Arc::new(ringback::api::ApiState {
+        receipts,
+        queue: ringback::commands::Commands::new(
+            conn,
+            QueueKeys::new("bull", queue),
+            Default::default(),
+        ),
+        escalator,
+        twilio_auth_token: ringback::twilio::Secret::new(TWILIO_TOKEN),
+        public_url: PUBLIC_URL.into(),
+        api_token: ringback::twilio::Secret::new(API_TOKEN),
+        metrics: Default::default(),
+    })
+}
