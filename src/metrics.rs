@@ -22,6 +22,8 @@ pub struct Metrics {
     pub trips: Arc<RoundTrips>,
     /// For `/readyz`.
     pub commands: Commands,
+    /// The SMS processor's attempt counters, when it is the processor.
+    pub sms: Option<Arc<crate::sms::SmsStats>>,
 }
 
 pub fn app(m: Arc<Metrics>) -> Router {
@@ -70,6 +72,10 @@ async fn metrics(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
         ),
     ]
     .concat();
+    let body = match &m.sms {
+        Some(sms) => body + &sms.render(q),
+        None => body,
+    };
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body)
 }
 

@@ -231,9 +231,97 @@ impl std::str::FromStr for CrashAt {
     }
 }
 
+/// What happened to callback attempts, for the worker's `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmsEvent {
+    /// Twilio accepted the message and the sent marker was written.
+    Sent,
+    /// Already sent (by either worker): completed without sending.
+    Deduplicated,
+    /// An earlier attempt's send was found (receipt or lookup) and recorded.
+    Reconciled,
+    /// Twilio refused the message for good: failed, claim released, escalated.
+    Permanent,
+    /// Twilio did not take it (429, 21611): claim released, retried later.
+    RetryLater,
+    /// Twilio may or may not have it: claim held, resolved later.
+    Ambiguous,
+    /// Another attempt holds the claim: waiting for it.
+    Busy,
+    /// No evidence of an earlier send within the reconcile window: claim released to send.
+    Lost,
+    /// The job's data is not a valid callback: failed at once.
+    Invalid,
+}
+
+impl SmsEvent {
+    const ALL: [SmsEvent; 9] = [
+        SmsEvent::Sent,
+        SmsEvent::Deduplicated,
+        SmsEvent::Reconciled,
+        SmsEvent::Permanent,
+        SmsEvent::RetryLater,
+        SmsEvent::Ambiguous,
+        SmsEvent::Busy,
+        SmsEvent::Lost,
+        SmsEvent::Invalid,
+    ];
+
+    /// The `outcome` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            SmsEvent::Sent => "sent",
+            SmsEvent::Deduplicated => "deduplicated",
+            SmsEvent::Reconciled => "reconciled",
+            SmsEvent::Permanent => "permanent",
+            SmsEvent::RetryLater => "retry_later",
+            SmsEvent::Ambiguous => "ambiguous",
+            SmsEvent::Busy => "busy",
+            SmsEvent::Lost => "lost",
+            SmsEvent::Invalid => "invalid",
+        }
+    }
+}
+
+/// Counters of [`SmsEvent`]s, shared by every clone of a processor.
+#[derive(Debug, Default)]
+pub struct SmsStats {
+    counts: [std::sync::atomic::AtomicU64; 9],
+}
+
+impl SmsStats {
+    fn record(&self, e: SmsEvent) {
+        let i = SmsEvent::ALL.iter().position(|x| *x == e).unwrap_or(0);
+        self.counts[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many of `e` so far.
+    pub fn get(&self, e: SmsEvent) -> u64 {
+        let i = SmsEvent::ALL.iter().position(|x| *x == e).unwrap_or(0);
+        self.counts[i].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// `ringback_sms_attempts_total{queue,outcome}` in Prometheus' text format.
+    pub fn render(&self, queue: &str) -> String {
+        let mut out = String::from(
+            "# HELP ringback_sms_attempts_total Callback attempts by what they did.\n\
+             # TYPE ringback_sms_attempts_total counter\n",
+        );
+        for e in SmsEvent::ALL {
+            out.push_str(&format!(
+                "ringback_sms_attempts_total{{queue=\"{queue}\",outcome=\"{}\"}} {}\n",
+                e.label(),
+                self.get(e)
+            ));
+        }
+        out
+    }
+}
+
 /// The processor. Cheap to clone per job: Redis and HTTP clients are shared handles.
 #[derive(Clone)]
 pub struct SmsProcessor {
+    stats: std::sync::Arc<SmsStats>,
     config: SmsConfig,
     window: Window,
     twilio: TwilioClient,
@@ -260,6 +348,7 @@ impl SmsProcessor {
         );
         let (receipts, escalator) = config.after_send(conn, prefix, queue);
         Self {
+            stats: Default::default(),
             config,
             window,
             twilio,
@@ -267,6 +356,11 @@ impl SmsProcessor {
             escalator,
             worker_id: uuid::Uuid::new_v4().to_string(),
         }
+    }
+
+    /// The attempt counters (shared by every clone).
+    pub fn stats(&self) -> std::sync::Arc<SmsStats> {
+        self.stats.clone()
     }
 
     pub fn receipts(&self) -> &crate::receipts::Receipts {
@@ -342,12 +436,14 @@ impl SmsProcessor {
                     return self.later(self.config.retry_later_default);
                 }
                 Ok(Claim::Sent(sid)) => {
+                    self.stats.record(SmsEvent::Deduplicated);
                     tracing::info!(sid = ?sid, "already sent; not sending again");
                     return Outcome::Completed(
                         json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true}),
                     );
                 }
                 Ok(Claim::Busy(ttl)) => {
+                    self.stats.record(SmsEvent::Busy);
                     tracing::info!(
                         wait_ms = ttl.as_millis() as u64,
                         "another attempt holds the claim; waiting for it"
@@ -368,6 +464,7 @@ impl SmsProcessor {
                             tracing::warn!(error = %e, "could not record the reconciled send; will try again");
                             return self.later(self.config.reconcile_poll);
                         }
+                        self.stats.record(SmsEvent::Reconciled);
                         tracing::info!(%sid, "an earlier attempt's send was found; not sending again");
                         return Outcome::Completed(
                             json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true, "reconciled": true}),
@@ -375,6 +472,7 @@ impl SmsProcessor {
                     }
                     Resolution::Wait(d) => return self.later(d),
                     Resolution::Lost => {
+                        self.stats.record(SmsEvent::Lost);
                         tracing::warn!(
                             "no evidence of an earlier send within the reconcile window; sending"
                         );
@@ -441,6 +539,7 @@ impl SmsProcessor {
                     return self.later(self.config.reconcile_poll);
                 }
                 self.crash(CrashPoint::AfterSentMarker, &req.run_id);
+                self.stats.record(SmsEvent::Sent);
                 tracing::info!(sid = %m.sid, to = %mask(&req.to), "sent");
                 self.crash(CrashPoint::BeforeComplete, &req.run_id);
                 Outcome::Completed(json!({
@@ -448,6 +547,7 @@ impl SmsProcessor {
                 }))
             }
             SendOutcome::Permanent(e) => {
+                self.stats.record(SmsEvent::Permanent);
                 if let Err(re) = self
                     .window
                     .release(&req.run_id, token, &e.to_string(), "send-failed")
@@ -471,6 +571,7 @@ impl SmsProcessor {
                 reason,
                 ..
             } => {
+                self.stats.record(SmsEvent::RetryLater);
                 if let Err(e) = self
                     .window
                     .release(&req.run_id, token, &reason, "released")
@@ -483,6 +584,7 @@ impl SmsProcessor {
                 self.later(wait)
             }
             SendOutcome::Ambiguous { reason, .. } => {
+                self.stats.record(SmsEvent::Ambiguous);
                 tracing::warn!(reason = %redact(&reason), "Twilio may or may not have the message; holding the claim to reconcile");
                 if let Err(e) = self.window.hold(&req.run_id, token, &reason).await {
                     tracing::warn!(error = %e, "could not hold the claim; the attempt record resolves it");
@@ -572,6 +674,7 @@ impl Processor for SmsProcessor {
         let req = match CallbackRequest::parse(&job.data) {
             Ok(r) => r,
             Err(reason) => {
+                self.stats.record(SmsEvent::Invalid);
                 return Outcome::unrecoverable(format!("invalid callback job: {reason}"));
             }
         };

@@ -108,6 +108,8 @@ fn worker_config(e: &Env) -> WorkerConfig {
 struct Running {
     cancel: CancellationToken,
     handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
+    /// The processor's attempt counters, as the worker's /metrics reports them.
+    stats: Arc<ringback::sms::SmsStats>,
 }
 
 impl Running {
@@ -127,10 +129,15 @@ async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
         "bull",
         &e.queue,
     );
+    let stats = processor.stats();
     let worker = Worker::new(worker_config(e), processor).unwrap();
     let cancel = CancellationToken::new();
     let handle = tokio::spawn(worker.run(cancel.clone()));
-    Running { cancel, handle }
+    Running {
+        cancel,
+        handle,
+        stats,
+    }
 }
 
 fn data(run_id: &str) -> String {
@@ -226,6 +233,22 @@ async fn sends_once_and_a_repeat_is_deduplicated() {
         serde_json::json!({"runId": "r1", "messageSid": sid, "status": "sent", "deduplicated": true})
     );
     assert_eq!(texts(&e, "r1"), 1);
+    use ringback::sms::SmsEvent;
+    assert_eq!(
+        (
+            w.stats.get(SmsEvent::Sent),
+            w.stats.get(SmsEvent::Deduplicated)
+        ),
+        (1, 1)
+    );
+    let metrics = w.stats.render(&e.queue);
+    assert!(
+        metrics.contains(&format!(
+            "ringback_sms_attempts_total{{queue=\"{}\",outcome=\"deduplicated\"}} 1\n",
+            e.queue
+        )),
+        "{metrics}"
+    );
     w.stop().await;
 }
 
@@ -313,6 +336,14 @@ async fn a_permanent_failure_releases_the_claim_so_a_later_job_sends() {
     let later = add(&e, &data("p1")).await;
     assert_eq!(finished(&e, &later).await.0, "completed");
     assert_eq!(texts(&e, "p1"), 1);
+    use ringback::sms::SmsEvent;
+    assert_eq!(
+        (
+            w.stats.get(SmsEvent::Permanent),
+            w.stats.get(SmsEvent::Sent)
+        ),
+        (1, 1)
+    );
     w.stop().await;
 }
 
@@ -334,6 +365,7 @@ async fn rate_limited_sends_once_later_without_using_an_attempt() {
     );
     assert_eq!(h["atm"], "1", "the wait used no attempt");
     assert_eq!(texts(&e, "rl"), 1);
+    assert_eq!(w.stats.get(ringback::sms::SmsEvent::RetryLater), 1);
     w.stop().await;
 }
 

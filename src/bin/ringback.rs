@@ -190,6 +190,7 @@ async fn main() -> ExitCode {
                         ringback::scripted::ScriptedProcessor,
                         shutdown_on_signals(),
                         metrics,
+                        None,
                     )
                     .await
                 }
@@ -212,7 +213,8 @@ async fn main() -> ExitCode {
                             return ExitCode::FAILURE;
                         }
                     };
-                    run_until(v.worker, processor, shutdown, metrics).await
+                    let stats = processor.stats();
+                    run_until(v.worker, processor, shutdown, metrics, Some(stats)).await
                 }
             }
         }
@@ -364,13 +366,14 @@ async fn run_until<P: ringback::Processor>(
     processor: P,
     shutdown: tokio_util::sync::CancellationToken,
     metrics: Option<std::net::SocketAddr>,
+    sms: Option<std::sync::Arc<ringback::sms::SmsStats>>,
 ) -> ExitCode {
     let worker = match Worker::new(config.clone(), processor) {
         Ok(w) => w,
         Err(e) => return bad_config(e),
     };
     if let Some(addr) = metrics {
-        serve_metrics(addr, &config, &worker, &shutdown).await;
+        serve_metrics(addr, &config, &worker, sms, &shutdown).await;
     }
     match worker.run(shutdown).await {
         Ok(_) => ExitCode::SUCCESS,
@@ -387,6 +390,7 @@ async fn serve_metrics<P: ringback::Processor>(
     addr: std::net::SocketAddr,
     config: &WorkerConfig,
     worker: &Worker<P>,
+    sms: Option<std::sync::Arc<ringback::sms::SmsStats>>,
     shutdown: &tokio_util::sync::CancellationToken,
 ) {
     let listener = match tokio::net::TcpListener::bind(addr).await {
@@ -411,6 +415,7 @@ async fn serve_metrics<P: ringback::Processor>(
             ringback::keys::QueueKeys::new(&config.prefix, &config.queue),
             Default::default(),
         ),
+        sms,
     });
     tracing::info!(%addr, "metrics on /metrics, /healthz, /readyz");
     tokio::spawn(ringback::metrics::serve(
