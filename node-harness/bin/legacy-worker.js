@@ -51,12 +51,20 @@ async function main() {
       const claimed = await redis.set(key, 'pending', 'NX', 'EX', pendingTtl);
       if (!claimed) return; // the legacy flaw: the callback is dropped
       crash('after-claim');
-      const msg = await client.messages.create({
-        to,
-        from: from || env.TWILIO_FROM,
-        body,
-        ...(env.RINGBACK_STATUS_CALLBACK_URL ? { statusCallback: `${env.RINGBACK_STATUS_CALLBACK_URL}?runId=${encodeURIComponent(runId)}` } : {}),
-      });
+      let msg;
+      try {
+        msg = await client.messages.create({
+          to,
+          from: from || env.TWILIO_FROM,
+          body,
+          ...(env.RINGBACK_STATUS_CALLBACK_URL ? { statusCallback: `${env.RINGBACK_STATUS_CALLBACK_URL}?runId=${encodeURIComponent(runId)}` } : {}),
+        });
+      } catch (err) {
+        // The legacy flaw: the 600 s claim stays, so this job's own retry finds it and drops the
+        // callback. Said on stderr, so drills can tell this loss from one of ringback's.
+        process.stderr.write(`legacy worker: provider call failed for run ${runId}: ${err.message}\n`);
+        throw err;
+      }
       crash('after-provider-accept');
       await redis.set(key, 'sent', 'XX', 'EX', 86400);
       crash('before-complete');

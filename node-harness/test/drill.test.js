@@ -42,7 +42,8 @@ function clean(v) {
   assert.ok(v.settled, JSON.stringify(v));
   assert.deepEqual(v.duplicates, []);
   assert.deepEqual(v.lost, []);
-  assert.equal(v.texts, v.runs);
+  // runs the legacy worker failed to send itself are its own retry's drops (reported apart)
+  assert.equal(v.texts + v.legacyDropped.length, v.runs);
 }
 
 describe('ringback drill', () => {

@@ -3,8 +3,11 @@
 // Built on the drills' lab (lib/drill/lab.js): the same processes and settings as the drills.
 //
 // Legacy crashes are drawn only after its provider call (after-provider-accept,
-// before-complete): a legacy crash right after its own claim loses the callback by the legacy
-// design (`if (!claimed) return;` on its own retry), which no peer can see or repair.
+// before-complete), and each legacy worker runs one job at a time: a legacy worker that dies
+// right after its own claim (itself, or a sibling job's crash taking the process down) loses
+// the callback by the legacy design (`if (!claimed) return;` on its own retry), which no peer
+// can see or repair: the legacy claim holds no message. The same holds when the legacy
+// worker's provider call fails; those runs are told apart by its log (Lab.legacyDrops).
 'use strict';
 
 const assert = require('node:assert/strict');
@@ -30,16 +33,23 @@ for (const version of process.env.CUTOVER_VERSIONS ? process.env.CUTOVER_VERSION
           }),
         );
         lab.supervise('legacy', (i) =>
-          lab.legacyWorker(`legacy#${i}`, QUEUE, { LEGACY_CRASH_AT: `${LEGACY_POINTS[i % LEGACY_POINTS.length]}:0.3` }),
+          lab.legacyWorker(`legacy#${i}`, QUEUE, {
+            RINGBACK_CONCURRENCY: '1',
+            LEGACY_CRASH_AT: `${LEGACY_POINTS[i % LEGACY_POINTS.length]}:0.3`,
+          }),
         );
         const q = lab.queue(QUEUE);
         const runs = Array.from({ length: RUNS }, (_, i) => runData(`cut${version}`, i));
         await q.addBulk(runs.map((data) => ({ name: JOB_NAME, data, opts: { ...JOB_OPTIONS } })));
         const verdict = await lab.settle(runs, [q], 90_000);
-        assert.ok(verdict.settled, `did not settle: ${JSON.stringify(verdict)}`);
+        const wrong = [...verdict.lost, ...verdict.duplicates.map((d) => d.split('×')[0])];
+        assert.ok(verdict.settled, `did not settle: ${JSON.stringify(verdict)}\n${JSON.stringify(await lab.explain(wrong, q), null, 1)}`);
         assert.deepEqual(verdict.duplicates, [], `runs texted more than once (crashes: ${JSON.stringify(lab.crashes)})`);
         assert.deepEqual(verdict.lost, []);
-        assert.equal(verdict.texts, RUNS);
+        // a run the legacy worker itself failed to send is dropped by its own retry (the legacy
+        // flaw); every other run is texted once
+        assert.equal(verdict.texts + verdict.legacyDropped.length, RUNS);
+        if (verdict.legacyDropped.length) t.diagnostic(`dropped by the legacy design: ${verdict.legacyDropped}`);
         assert.deepEqual(lab.failures, [], 'no worker exited by itself');
         t.diagnostic(`crashes survived: ${JSON.stringify(lab.crashes)}`);
       } finally {

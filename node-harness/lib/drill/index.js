@@ -21,7 +21,8 @@ const list = (xs) => (xs.length ? xs.slice(0, 10).join(', ') + (xs.length > 10 ?
 
 function formatVerdict(v) {
   return [
-    `texts ${v.texts} for ${v.runs} runs; duplicates: ${list(v.duplicates)}; lost: ${list(v.lost)}`,
+    `texts ${v.texts} for ${v.runs} runs; duplicates: ${list(v.duplicates)}; lost: ${list(v.lost)}` +
+      (v.legacyDropped.length ? `; dropped by the legacy worker's own retry after its provider call failed: ${list(v.legacyDropped)}` : ''),
     v.settled ? `settled in ${v.settleMs} ms` : `NOT settled (still busy ${v.stillBusy}, open attempts: ${list(v.stillOpen)})`,
   ].join('; ');
 }
