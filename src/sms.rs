@@ -286,19 +286,18 @@ impl SmsEvent {
 /// Counters of [`SmsEvent`]s, shared by every clone of a processor.
 #[derive(Debug, Default)]
 pub struct SmsStats {
-    counts: [std::sync::atomic::AtomicU64; 9],
+    counts: [std::sync::atomic::AtomicU64; SmsEvent::ALL.len()],
 }
 
 impl SmsStats {
+    // `e as usize` is the variant's place in declaration order, which `ALL` follows.
     fn record(&self, e: SmsEvent) {
-        let i = SmsEvent::ALL.iter().position(|x| *x == e).unwrap_or(0);
-        self.counts[i].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.counts[e as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// How many of `e` so far.
     pub fn get(&self, e: SmsEvent) -> u64 {
-        let i = SmsEvent::ALL.iter().position(|x| *x == e).unwrap_or(0);
-        self.counts[i].load(std::sync::atomic::Ordering::Relaxed)
+        self.counts[e as usize].load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// `ringback_sms_attempts_total{queue,outcome}` in Prometheus' text format.

@@ -187,14 +187,20 @@ async fn finished(e: &Env, id: &str) -> (&'static str, HashMap<String, String>) 
     (state, job_hash(&mut c, &e.keys, id).await)
 }
 
-fn texts(e: &Env, run_id: &str) -> usize {
+/// The SIDs of the texts the simulator took for `run_id`.
+fn sent_sids(e: &Env, run_id: &str) -> Vec<String> {
     let body = format!("Run {run_id} finished: 2 approvals needed");
     e.sim
         .store
         .all()
-        .iter()
+        .into_iter()
         .filter(|m| m.body.as_deref() == Some(body.as_str()))
-        .count()
+        .map(|m| m.sid)
+        .collect()
+}
+
+fn texts(e: &Env, run_id: &str) -> usize {
+    sent_sids(e, run_id).len()
 }
 
 fn returnvalue(h: &HashMap<String, String>) -> serde_json::Value {
@@ -498,16 +504,7 @@ async fn crash_then_recover(point: &str, run_id: &str) -> (Vec<String>, serde_js
     let _ = recovering.kill();
     let _ = recovering.wait();
     assert_eq!(state, "completed", "{point}");
-    let body = format!("Run {run_id} finished: 2 approvals needed");
-    let sids = e
-        .sim
-        .store
-        .all()
-        .into_iter()
-        .filter(|m| m.body.as_deref() == Some(body.as_str()))
-        .map(|m| m.sid)
-        .collect();
-    (sids, returnvalue(&h))
+    (sent_sids(&e, run_id), returnvalue(&h))
 }
 
 #[tokio::test]

@@ -12,9 +12,8 @@
 'use strict';
 
 const crypto = require('node:crypto');
-const IORedis = require('ioredis');
 const { load, connectionFromUrl } = require('../lib/bullmq');
-const { EventLog } = require('../lib/harness/scenario');
+const { EventLog, openQueue } = require('../lib/harness/scenario');
 const { spawnSubject, spawnNodeWorker, describeSubject, subjectIsNode } = require('../lib/harness/subject');
 const { waitFor } = require('../lib/harness/wait');
 const { dumpQueue } = require('./dump');
@@ -61,19 +60,7 @@ class Side {
   }
 
   async start() {
-    this.redis = new IORedis({ ...this.connection });
-    this.closers.push(() => this.redis.quit());
-    this.queue = new this.bullmq.Queue(this.queueName, { connection: this.connection, prefix: this.prefix });
-    this.closers.push(() => this.queue.close());
-    this.queueEvents = new this.bullmq.QueueEvents(this.queueName, {
-      connection: this.connection,
-      prefix: this.prefix,
-      lastEventId: '0-0',
-      blockingTimeout: 500,
-    });
-    this.events.attach(this.queueEvents);
-    this.closers.push(() => this.queueEvents.close());
-    await Promise.all([this.queue.waitUntilReady(), this.queueEvents.waitUntilReady()]);
+    await openQueue(this, 500);
   }
 
   /** Starts this side's worker process (Node reference worker or the subject). */

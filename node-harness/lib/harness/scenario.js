@@ -67,6 +67,28 @@ function isPerJobEcho(event, data) {
   return data.jobId !== undefined && event.endsWith(`:${data.jobId}`) && event.includes(':');
 }
 
+/**
+ * Opens what a test needs on one fresh queue, on `side` ({connection, bullmq, prefix, queueName,
+ * events, closers}): a raw Redis connection (`side.redis`), the Node `Queue` (`side.queue`), and
+ * a `QueueEvents` recorded into `side.events`; each is closed by `side.closers`.
+ */
+async function openQueue(side, blockingTimeout) {
+  side.redis = new IORedis({ ...side.connection });
+  side.closers.push(() => side.redis.quit());
+  side.queue = new side.bullmq.Queue(side.queueName, { connection: side.connection, prefix: side.prefix });
+  side.closers.push(() => side.queue.close());
+  // Read the stream from its start: the queue is new, so nothing can be missed or mixed in.
+  side.queueEvents = new side.bullmq.QueueEvents(side.queueName, {
+    connection: side.connection,
+    prefix: side.prefix,
+    lastEventId: '0-0',
+    blockingTimeout,
+  });
+  side.events.attach(side.queueEvents);
+  side.closers.push(() => side.queueEvents.close());
+  await Promise.all([side.queue.waitUntilReady(), side.queueEvents.waitUntilReady()]);
+}
+
 class Scenario {
   constructor({ redisUrl, version, label }) {
     this.redisUrl = redisUrl;
@@ -88,20 +110,7 @@ class Scenario {
   }
 
   async start() {
-    this.redis = new IORedis({ ...this.connection, lazyConnect: false });
-    this.closers.push(() => this.redis.quit());
-    this.queue = new this.bullmq.Queue(this.queueName, { connection: this.connection, prefix: this.prefix });
-    this.closers.push(() => this.queue.close());
-    // Read the stream from its start: the queue is new, so nothing can be missed or mixed in.
-    this.queueEvents = new this.bullmq.QueueEvents(this.queueName, {
-      connection: this.connection,
-      prefix: this.prefix,
-      lastEventId: '0-0',
-      blockingTimeout: 1000,
-    });
-    this.events.attach(this.queueEvents);
-    this.closers.push(() => this.queueEvents.close());
-    await Promise.all([this.queue.waitUntilReady(), this.queueEvents.waitUntilReady()]);
+    await openQueue(this, 1000);
     return this;
   }
 
@@ -241,4 +250,4 @@ function scenarioTest(getRedis, version, label, fn) {
   };
 }
 
-module.exports = { Scenario, scenarioTest, EventLog, VERSIONS, PREFIX };
+module.exports = { Scenario, scenarioTest, EventLog, openQueue, VERSIONS, PREFIX };
