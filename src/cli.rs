@@ -386,6 +386,12 @@ pub struct SmsArgs {
     pub claim_prefix: String,
     #[arg(long, env = "RINGBACK_PENDING_TTL_MS", default_value_t = 15_000)]
     pub pending_ttl_ms: u64,
+    /// The claim key's lease while an attempt may be unresolved (refreshed by every step).
+    #[arg(long, env = "RINGBACK_CLAIM_LEASE_MS", default_value_t = 600_000)]
+    pub claim_lease_ms: u64,
+    /// Escalate an attempt whose outcome stays unknown this long (once; still resolved).
+    #[arg(long, env = "RINGBACK_UNKNOWN_ESCALATE_MS", default_value_t = 300_000)]
+    pub unknown_escalate_ms: u64,
     #[arg(long, env = "RINGBACK_SENT_TTL_MS", default_value_t = 86_400_000)]
     pub sent_ttl_ms: u64,
     #[arg(long, env = "RINGBACK_RECONCILE_WINDOW_MS", default_value_t = 60_000)]
@@ -418,6 +424,8 @@ impl SmsArgs {
         Ok(crate::sms::SmsConfig {
             claim_prefix: self.claim_prefix.clone(),
             pending_ttl: Duration::from_millis(self.pending_ttl_ms),
+            claim_lease: Duration::from_millis(self.claim_lease_ms),
+            unknown_escalate: Duration::from_millis(self.unknown_escalate_ms),
             sent_ttl: Duration::from_millis(self.sent_ttl_ms),
             reconcile_window: Duration::from_millis(self.reconcile_window_ms),
             reconcile_poll: Duration::from_millis(self.reconcile_poll_ms),

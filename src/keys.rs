@@ -147,6 +147,17 @@ pub fn open_attempts(claim_prefix: &str) -> String {
     format!("ringback:open-attempts:{claim_prefix}")
 }
 
+/// ZSET of live ringback workers (name → last heartbeat, ms): `ringback drain` refuses while
+/// one is alive.
+pub fn ringback_workers(claim_prefix: &str) -> String {
+    format!("ringback:workers:{claim_prefix}")
+}
+
+/// Where the scan of a queue's failed set for stall-limit failures got to (a finishedOn score).
+pub fn stall_scan_cursor(queue_base: &str) -> String {
+    format!("ringback:stall-scan:{{{queue_base}}}")
+}
+
 /// `ringback:message:<MessageSid>` → the runId it was sent for.
 pub fn message_link(sid: &str) -> String {
     format!("ringback:message:{sid}")

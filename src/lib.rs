@@ -17,7 +17,7 @@
 //! - The callback window: [`callback`] (the job's data), [`window`] (claim, mark sent, release,
 //!   hold), [`sms`] (the SMS processor), [`orphans`] (the sweep of open attempts without a job),
 //!   [`receipts`] (ranked delivery records), [`reconcile`] (polling missing receipts),
-//!   [`escalation`].
+//!   [`escalation`], [`drain`] (resolve every open attempt before a rollback).
 //! - Wiring: [`service`] (a running SMS worker's processor, sweep and reconciliation).
 //! - Adapters at the edge: [`twilio`] (client, signatures), [`twilio_sim`] (the simulator),
 //!   [`api`] (`ringback serve`), [`metrics`] (the worker's `/metrics`), [`cli`] (flags and
@@ -29,6 +29,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod connection;
+pub mod drain;
 pub mod drill;
 pub mod error;
 pub mod escalation;

@@ -48,6 +48,8 @@ scripts! {
     window_release => "window_release.lua",
     window_hold => "window_hold.lua",
     window_sweep => "window_sweep.lua",
+    window_adopt => "window_adopt.lua",
+    window_settle_unknown => "window_settle_unknown.lua",
     receipt_apply => "receipt_apply.lua",
     claim_due => "claim_due.lua",
 }

@@ -8,8 +8,7 @@ use crate::sms::{SmsConfig, SmsProcessor};
 use crate::twilio::TwilioClient;
 
 /// Build the SMS processor (its own Redis connection for the window, retrying until Redis
-/// answers or `shutdown`; the Twilio client) and start the orphan sweep and the receipt
-/// reconciliation beside it, until `shutdown`.
+/// answers or `shutdown`; the Twilio client). [`start`] runs its background work.
 pub async fn connect(
     redis_url: &str,
     redis_tls: &crate::connection::RedisTls,
@@ -23,17 +22,27 @@ pub async fn connect(
     let conn = crate::worker::connect_until(&client, shutdown).await?;
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
-    let sweep_every = config.reconcile_poll;
-    let processor = SmsProcessor::new(config, conn, twilio, prefix, queue);
-    tokio::spawn(crate::orphans::run(
+    Ok(SmsProcessor::new(config, conn, twilio, prefix, queue))
+}
+
+/// Start the orphan sweep (inside the worker's concurrency limit, `permits`) and the receipt
+/// reconciliation on `tracker`, until `shutdown`: the caller waits on the tracker, so an attempt
+/// the sweep started finishes (sent marker written) before the process exits.
+pub fn start(
+    processor: &SmsProcessor,
+    permits: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    shutdown: &tokio_util::sync::CancellationToken,
+    tracker: &tokio_util::task::TaskTracker,
+) {
+    tracker.spawn(crate::orphans::run(
         processor.clone(),
-        sweep_every,
+        processor.sweep_interval(),
+        permits,
         shutdown.clone(),
     ));
-    tokio::spawn(
+    tracker.spawn(
         processor
             .reconciler()
             .run(Duration::from_secs(1), shutdown.clone()),
     );
-    Ok(processor)
 }

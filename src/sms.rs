@@ -17,8 +17,9 @@ use crate::error::ConfigError;
 use crate::job::Job;
 use crate::processor::{JobContext, Outcome, Processor};
 use crate::redact::{mask, redact};
-use crate::twilio::{CreateMessage, ListFilter, SendOutcome, Sender, TwilioClient};
-use crate::window::{Claim, Unresolved, Window, WindowTimes};
+use crate::twilio::{CreateMessage, SendOutcome, Sender, TwilioClient};
+use crate::window::{Claim, MarkSent, Marked, Unresolved, Window, WindowTimes};
+use std::sync::atomic::Ordering;
 
 /// What must fit between a provider call's timeout and the pending TTL: Redis round trips and
 /// scheduling after Twilio answered, so a live attempt always marks sent before its claim expires.
@@ -32,7 +33,13 @@ pub const LOOKBACK: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone)]
 pub struct SmsConfig {
     pub claim_prefix: String,
+    /// A claimed attempt is alive this long (past it, with no sent marker, it is dead).
     pub pending_ttl: Duration,
+    /// The claim key's lease: it exists while an attempt may be unresolved, up to this long
+    /// after the last ringback step on it (see README, "Why the defaults").
+    pub claim_lease: Duration,
+    /// An attempt whose outcome stays unknown this long is escalated once (still resolved).
+    pub unknown_escalate: Duration,
     pub sent_ttl: Duration,
     /// With no evidence of a send after this long, an unknown send is presumed lost.
     pub reconcile_window: Duration,
@@ -59,6 +66,8 @@ impl Default for SmsConfig {
         Self {
             claim_prefix: "agent-callback:".into(),
             pending_ttl: Duration::from_secs(15),
+            claim_lease: Duration::from_secs(600),
+            unknown_escalate: Duration::from_secs(300),
             sent_ttl: Duration::from_secs(86_400),
             reconcile_window: Duration::from_secs(60),
             reconcile_poll: Duration::from_secs(5),
@@ -75,12 +84,13 @@ impl Default for SmsConfig {
 
 impl SmsConfig {
     /// Check the window's invariants against the provider timeout and the worker's lock
-    /// timings; returns warnings worth logging.
+    /// timings; returns warnings worth logging. These invariants are the assumptions of the
+    /// protocol's model (`docs/window-protocol.md`, `model/`).
     pub fn validate(
         &self,
         provider_timeout: Duration,
         lock_duration: Duration,
-        lock_renew: Duration,
+        stalled_interval: Duration,
     ) -> Result<Vec<String>, ConfigError> {
         if self.claim_prefix.is_empty() {
             return Err(ConfigError::new(
@@ -119,15 +129,31 @@ impl SmsConfig {
                 "must be an http(s) URL",
             ));
         }
-        let mut warnings = vec![];
-        if self.pending_ttl > lock_duration.saturating_sub(lock_renew) {
-            warnings.push(format!(
-                "RINGBACK_PENDING_TTL_MS ({} ms) is longer than lockDuration - lockRenewTime ({} ms): a crashed \
-                 attempt's claim outlives stall recovery, so its retry waits for the claim to expire",
-                self.pending_ttl.as_millis(),
-                lock_duration.saturating_sub(lock_renew).as_millis()
+        let handback = lock_duration + stalled_interval * 2 + self.pending_ttl;
+        if self.claim_lease <= handback {
+            return Err(ConfigError::new(
+                "RINGBACK_CLAIM_LEASE_MS",
+                format!(
+                    "must exceed the lock duration + 2 × the stalled interval + RINGBACK_PENDING_TTL_MS \
+                     ({} ms): stall recovery must hand a dead attempt's job back while its claim still \
+                     fences the legacy worker off",
+                    handback.as_millis()
+                ),
             ));
         }
+        if self.claim_lease > self.sent_ttl {
+            return Err(ConfigError::new(
+                "RINGBACK_CLAIM_LEASE_MS",
+                "must not exceed RINGBACK_SENT_TTL_MS (the attempt record must outlive the claim)",
+            ));
+        }
+        if self.unknown_escalate.is_zero() {
+            return Err(ConfigError::new(
+                "RINGBACK_UNKNOWN_ESCALATE_MS",
+                "must be positive",
+            ));
+        }
+        let mut warnings = vec![];
         if self.crash_at.is_some() {
             warnings.push(
                 "RINGBACK_CRASH_AT is set: this process will abort on purpose (drills only)".into(),
@@ -179,6 +205,7 @@ impl SmsConfig {
     fn times(&self) -> WindowTimes {
         WindowTimes {
             pending_ttl: self.pending_ttl,
+            lease: self.claim_lease,
             sent_ttl: self.sent_ttl,
             hold: self.reconcile_window + self.pending_ttl,
             poll_after: self.receipt_poll_after,
@@ -248,6 +275,10 @@ pub enum SmsEvent {
     Ambiguous,
     /// Another attempt holds the claim: waiting for it.
     Busy,
+    /// Twilio refused this worker's credentials: nothing sent, nothing failed, retried.
+    AuthRefused,
+    /// The send could not be proven either way: escalated, never resent.
+    Unknown,
     /// No evidence of an earlier send within the reconcile window: claim released to send.
     Lost,
     /// The job's data is not a valid callback: failed at once.
@@ -255,7 +286,7 @@ pub enum SmsEvent {
 }
 
 impl SmsEvent {
-    const ALL: [SmsEvent; 9] = [
+    const ALL: [SmsEvent; 11] = [
         SmsEvent::Sent,
         SmsEvent::Deduplicated,
         SmsEvent::Reconciled,
@@ -263,6 +294,8 @@ impl SmsEvent {
         SmsEvent::RetryLater,
         SmsEvent::Ambiguous,
         SmsEvent::Busy,
+        SmsEvent::AuthRefused,
+        SmsEvent::Unknown,
         SmsEvent::Lost,
         SmsEvent::Invalid,
     ];
@@ -277,6 +310,8 @@ impl SmsEvent {
             SmsEvent::RetryLater => "retry_later",
             SmsEvent::Ambiguous => "ambiguous",
             SmsEvent::Busy => "busy",
+            SmsEvent::AuthRefused => "auth_refused",
+            SmsEvent::Unknown => "unknown",
             SmsEvent::Lost => "lost",
             SmsEvent::Invalid => "invalid",
         }
@@ -287,6 +322,12 @@ impl SmsEvent {
 #[derive(Debug, Default)]
 pub struct SmsStats {
     counts: [std::sync::atomic::AtomicU64; SmsEvent::ALL.len()],
+    /// Since when Twilio refuses the credentials (ms), 0 while it accepts them.
+    pub auth_refused_since: std::sync::atomic::AtomicI64,
+    auth_logged_at: std::sync::atomic::AtomicI64,
+    /// Open attempts of the queue's runs, and the oldest one's age (ms), as the sweep last saw.
+    pub open_attempts: std::sync::atomic::AtomicU64,
+    pub oldest_open_ms: std::sync::atomic::AtomicU64,
 }
 
 impl SmsStats {
@@ -313,7 +354,39 @@ impl SmsStats {
                 self.get(e)
             ));
         }
+        let gauge = |name: &str, help: &str, v: String| {
+            format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{queue=\"{queue}\"}} {v}\n")
+        };
+        out.push_str(&gauge(
+            "ringback_open_attempts",
+            "Callback attempts whose outcome is not resolved yet.",
+            self.open_attempts.load(Ordering::Relaxed).to_string(),
+        ));
+        out.push_str(&gauge(
+            "ringback_open_attempt_oldest_age_seconds",
+            "Age of the oldest unresolved attempt.",
+            format!(
+                "{:.3}",
+                self.oldest_open_ms.load(Ordering::Relaxed) as f64 / 1000.0
+            ),
+        ));
+        out.push_str(&gauge(
+            "ringback_twilio_auth_refused",
+            "1 while Twilio refuses this worker's credentials.",
+            u8::from(self.auth_refused_since.load(Ordering::Relaxed) != 0).to_string(),
+        ));
         out
+    }
+
+    /// Why the worker is not ready, if it is not (Twilio refuses the credentials).
+    pub fn not_ready(&self) -> Option<String> {
+        let since = self.auth_refused_since.load(Ordering::Relaxed);
+        (since != 0).then(|| {
+            format!(
+                "Twilio refuses this worker's credentials (for {} s)",
+                (now_ms() - since).max(0) / 1000
+            )
+        })
     }
 }
 
@@ -384,6 +457,21 @@ impl SmsProcessor {
         &self.window
     }
 
+    /// This process's worker id (on attempt records).
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    /// How often the orphan sweep runs.
+    pub fn sweep_interval(&self) -> Duration {
+        self.config.reconcile_poll
+    }
+
+    /// Commands on the callback queue (for the scan of its failed set).
+    pub fn queue_commands(&self) -> &crate::commands::Commands {
+        &self.escalator.callbacks
+    }
+
     fn crash(&self, point: CrashPoint, run_id: &str) {
         if let Some(c) = self.config.crash_at
             && c.point == point
@@ -398,23 +486,55 @@ impl SmsProcessor {
         }
     }
 
-    fn status_callback(&self, run_id: &str) -> Option<String> {
+    /// The StatusCallback URL: the run and the attempt token, so a receipt names the attempt
+    /// that sent.
+    fn status_callback(&self, run_id: &str, token: &str) -> Option<String> {
         self.config.status_callback_url.as_ref().map(|url| {
             let sep = if url.contains('?') { '&' } else { '?' };
             let encoded: String =
-                serde_urlencoded::to_string([("runId", run_id)]).unwrap_or_default();
+                serde_urlencoded::to_string([("runId", run_id), ("attempt", token)])
+                    .unwrap_or_default();
             format!("{url}{sep}{encoded}")
         })
     }
 
+    /// A job delay of `d`, on Redis's clock (as the window last read it).
     fn later(&self, d: Duration) -> Outcome {
-        Outcome::DelayUntil(now_ms() + d.as_millis() as i64)
+        Outcome::DelayUntil(self.window.now() + d.as_millis() as i64)
     }
 
-    /// Run one attempt of a callback for `job_id` (a queue job, or the orphan sweep).
-    pub async fn attempt(&self, job_id: &str, req: &CallbackRequest) -> Outcome {
+    /// Twilio refused this worker's credentials: a configuration fault, not a verdict on the
+    /// callback. Counted, readiness turns false, one error line per interval.
+    fn auth_refused(&self, what: &str, e: &dyn std::fmt::Display) {
+        self.stats.record(SmsEvent::AuthRefused);
+        let now = now_ms();
+        let since = &self.stats.auth_refused_since;
+        let _ = since.compare_exchange(0, now, Ordering::Relaxed, Ordering::Relaxed);
+        let last = self.stats.auth_logged_at.load(Ordering::Relaxed);
+        if now - last >= AUTH_LOG_EVERY.as_millis() as i64
+            && self
+                .stats
+                .auth_logged_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            tracing::error!(error = %e, "Twilio refused this worker's credentials on {what}: no callback is failed or burned; retrying until they work (check TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN or TWILIO_API_KEY/SECRET)");
+        }
+    }
+
+    fn auth_ok(&self) {
+        if self.stats.auth_refused_since.swap(0, Ordering::Relaxed) != 0 {
+            self.stats.auth_logged_at.store(0, Ordering::Relaxed);
+            tracing::info!("Twilio accepts this worker's credentials again");
+        }
+    }
+
+    /// Run one attempt of a callback for `job_id` (a queue job, or the orphan sweep: `caller`
+    /// says whether a queue job will retry what this attempt gives up).
+    pub async fn attempt(&self, job_id: &str, req: &CallbackRequest, caller: Caller) -> Outcome {
         let from = req.from.clone().unwrap_or_default();
-        // At most: resolve an unknown send, find it unproven past the window, release, claim anew.
+        let mut supersede: Option<String> = None;
+        // At most: resolve an unknown send, find it unproven past the window, claim anew.
         for _ in 0..3 {
             let token = uuid::Uuid::new_v4().simple().to_string();
             let claim = self
@@ -422,6 +542,7 @@ impl SmsProcessor {
                 .claim(
                     &req.run_id,
                     &token,
+                    supersede.as_deref(),
                     job_id,
                     &self.worker_id,
                     &req.to,
@@ -451,17 +572,24 @@ impl SmsProcessor {
                 }
                 Ok(Claim::Claimed { token }) => {
                     self.crash(CrashPoint::AfterClaim, &req.run_id);
-                    return self.send(req, &token).await;
+                    return self.send(req, &token, caller).await;
                 }
                 Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {
                     Resolution::Sent(sid) => {
-                        if let Err(e) = self
+                        match self
                             .window
-                            .mark_sent(&req.run_id, &u.token, &sid, "queued")
+                            .mark_sent(&req.run_id, &u.token, &sid, "queued", Marked::Found)
                             .await
                         {
-                            tracing::warn!(error = %e, "could not record the reconciled send; will try again");
-                            return self.later(self.config.reconcile_poll);
+                            Err(e) => {
+                                tracing::warn!(error = %e, "could not record the reconciled send; will try again");
+                                return self.later(self.config.reconcile_poll);
+                            }
+                            Ok(MarkSent::OtherRun) => {
+                                tracing::warn!(%sid, "the message found is another run's; still resolving");
+                                return self.later(self.config.reconcile_poll);
+                            }
+                            Ok(_) => {}
                         }
                         self.stats.record(SmsEvent::Reconciled);
                         tracing::info!(%sid, "an earlier attempt's send was found; not sending again");
@@ -469,25 +597,37 @@ impl SmsProcessor {
                             json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true, "reconciled": true}),
                         );
                     }
+                    // the claim call just touched the attempt: the sweep sees a resolver alive
                     Resolution::Wait(d) => return self.later(d),
+                    Resolution::Indistinct(n) => {
+                        let reason = format!(
+                            "{n} messages with this recipient, sender and body were found and cannot be told apart: the callback may or may not have been sent"
+                        );
+                        self.escalate_unknown(req, &u, &reason).await;
+                        match self
+                            .window
+                            .settle_unknown(&req.run_id, &u.token, &reason)
+                            .await
+                        {
+                            Ok(_) => {
+                                self.stats.record(SmsEvent::Unknown);
+                                return Outcome::Completed(
+                                    json!({"runId": req.run_id, "messageSid": null, "status": "unknown", "deduplicated": false}),
+                                );
+                            }
+                            Err(e) => {
+                                tracing::warn!(error = %e, "could not settle the unknown attempt; will try again");
+                                return self.later(self.config.reconcile_poll);
+                            }
+                        }
+                    }
                     Resolution::Lost => {
                         self.stats.record(SmsEvent::Lost);
                         tracing::warn!(
                             "no evidence of an earlier send within the reconcile window; sending"
                         );
-                        if let Err(e) = self
-                            .window
-                            .release(
-                                &req.run_id,
-                                &u.token,
-                                "reconcile window passed without evidence of a send",
-                                "released",
-                            )
-                            .await
-                        {
-                            tracing::warn!(error = %e, "could not release the claim; will try again");
-                            return self.later(self.config.reconcile_poll);
-                        }
+                        // the next claim replaces the attempt in the same step (no gap in the claim)
+                        supersede = Some(u.token.clone());
                     }
                 },
             }
@@ -495,15 +635,40 @@ impl SmsProcessor {
         self.later(self.config.reconcile_poll)
     }
 
-    async fn send(&self, req: &CallbackRequest, token: &str) -> Outcome {
+    /// Escalate an attempt whose outcome stays unknown, once per attempt.
+    async fn escalate_unknown(&self, req: &CallbackRequest, u: &Unresolved, reason: &str) {
+        if u.escalated {
+            return;
+        }
+        match self.window.flag_escalated(&req.run_id).await {
+            Ok(true) => {
+                let e = crate::escalation::Escalation {
+                    run_id: req.run_id.clone(),
+                    reason: reason.to_string(),
+                    last_status: None,
+                    error_code: None,
+                };
+                if let Err(err) = self.escalator.escalate(&e).await {
+                    tracing::error!(error = %err, "could not escalate an unknown send");
+                }
+            }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "could not flag the escalation; will try again"),
+        }
+    }
+
+    async fn send(&self, req: &CallbackRequest, token: &str, caller: Caller) -> Outcome {
         let msg = CreateMessage {
             to: req.to.clone(),
             body: req.body.clone(),
             from: req.from.clone(),
-            status_callback: self.status_callback(&req.run_id),
+            status_callback: self.status_callback(&req.run_id, token),
         };
+        // Only the sweep has no queue job behind it: what it gives up stays open for it.
+        let retry_in = |d: Duration| (caller == Caller::Sweep).then_some(d);
         match self.twilio.create_message(&msg).await {
             SendOutcome::Accepted(m) => {
+                self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
                 let mut delay = Duration::from_millis(50);
                 let mut marked = false;
@@ -515,12 +680,13 @@ impl SmsProcessor {
                             token,
                             &m.sid,
                             m.status.as_deref().unwrap_or("queued"),
+                            Marked::Sent,
                         )
                         .await
                     {
-                        Ok(overrun) => {
-                            if overrun {
-                                tracing::warn!(sid = %m.sid, "sent marker written after the claim expired (window overrun)");
+                        Ok(done) => {
+                            if done == MarkSent::Overrun {
+                                tracing::warn!(sid = %m.sid, "sent marker written after the claim changed hands (window overrun)");
                             }
                             marked = true;
                             break;
@@ -533,8 +699,9 @@ impl SmsProcessor {
                     }
                 }
                 if !marked {
-                    // The attempt record still says "claimed": the next attempt resolves it by
-                    // receipt or lookup and will find this message, so nothing is sent twice.
+                    // The attempt record still says "claimed" and the claim (a lease) stands: the
+                    // next attempt or the sweep resolves it by receipt or lookup and finds this
+                    // message, so nothing is sent twice.
                     return self.later(self.config.reconcile_poll);
                 }
                 self.crash(CrashPoint::AfterSentMarker, &req.run_id);
@@ -545,11 +712,31 @@ impl SmsProcessor {
                     "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
                 }))
             }
+            SendOutcome::AuthRefused(e) => {
+                // Twilio created nothing: give the claim up, keep the callback, use no attempt.
+                self.auth_refused("create", &e);
+                let wait = self.config.retry_later_default.max(AUTH_RETRY);
+                if let Err(re) = self
+                    .window
+                    .release(
+                        &req.run_id,
+                        token,
+                        &e.to_string(),
+                        "released",
+                        retry_in(wait),
+                    )
+                    .await
+                {
+                    tracing::warn!(error = %re, "could not release the claim");
+                }
+                self.later(wait)
+            }
             SendOutcome::Permanent(e) => {
+                self.auth_ok();
                 self.stats.record(SmsEvent::Permanent);
                 if let Err(re) = self
                     .window
-                    .release(&req.run_id, token, &e.to_string(), "send-failed")
+                    .release(&req.run_id, token, &e.to_string(), "send-failed", None)
                     .await
                 {
                     tracing::warn!(error = %re, "could not release the claim after a permanent failure");
@@ -571,14 +758,14 @@ impl SmsProcessor {
                 ..
             } => {
                 self.stats.record(SmsEvent::RetryLater);
+                let wait = retry_after.unwrap_or(self.config.retry_later_default);
                 if let Err(e) = self
                     .window
-                    .release(&req.run_id, token, &reason, "released")
+                    .release(&req.run_id, token, &reason, "released", retry_in(wait))
                     .await
                 {
                     tracing::warn!(error = %e, "could not release the claim");
                 }
-                let wait = retry_after.unwrap_or(self.config.retry_later_default);
                 tracing::info!(reason = %redact(&reason), wait_ms = wait.as_millis() as u64, "Twilio did not take the message; retrying later");
                 self.later(wait)
             }
@@ -593,7 +780,10 @@ impl SmsProcessor {
         }
     }
 
-    /// Look for proof that an unknown send reached Twilio: a receipt, then the list call.
+    /// Look for proof that an unknown send reached Twilio: a receipt, then every page of the
+    /// list call back to the lookback. A lookup that keeps failing past
+    /// `RINGBACK_UNKNOWN_ESCALATE_MS` is escalated once; nothing is resent without a complete
+    /// lookup that found nothing for the whole reconcile window.
     async fn resolve(&self, req: &CallbackRequest, u: &Unresolved) -> Resolution {
         if let Some(sid) = &u.receipt_sid {
             return Resolution::Sent(sid.clone());
@@ -603,55 +793,68 @@ impl SmsProcessor {
             (Sender::From(f), true) => Some(f.clone()),
             (Sender::MessagingService(_), true) => None,
         };
-        let day = chrono::DateTime::from_timestamp_millis(u.since - 86_400_000)
-            .map(|d| d.format("%Y-%m-%d").to_string());
-        let filters = [
-            ListFilter {
-                to: Some(u.to.clone()),
-                from: from.clone(),
-                date_sent_after: day,
-                page_size: Some(50),
-            },
-            // A message still queued has no date_sent yet: look at the newest ones too.
-            ListFilter {
-                to: Some(u.to.clone()),
-                from,
-                date_sent_after: None,
-                page_size: Some(50),
-            },
-        ];
-        for filter in &filters {
-            match self.twilio.list_messages(filter).await {
-                Ok(page) => {
-                    let candidates = page.messages.into_iter().filter(|m| {
-                        m.body.as_deref() == Some(u.body.as_str())
-                            && m.date_created
-                                .as_deref()
-                                .and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
-                                .is_none_or(|d| {
-                                    d.timestamp_millis() >= u.since - LOOKBACK.as_millis() as i64
-                                })
-                    });
-                    for m in candidates {
-                        // A message ringback recorded for another run is not this run's.
-                        match self.window.run_of_message(&m.sid).await {
-                            Ok(Some(other)) if other != req.run_id => continue,
-                            Ok(_) => return Resolution::Sent(m.sid),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "lookup failed; will try again");
-                                return Resolution::Wait(self.config.reconcile_poll);
-                            }
-                        }
-                    }
+        let now = self.window.now();
+        let unknown_for = now - u.since;
+        let failed = |what: String| {
+            let reason = format!(
+                "the send's outcome is unknown and Twilio lookups keep failing ({what}): the callback may or may not have been sent"
+            );
+            (
+                reason,
+                unknown_for >= self.config.unknown_escalate.as_millis() as i64,
+            )
+        };
+        let created_after = u.since - LOOKBACK.as_millis() as i64;
+        let search = self
+            .twilio
+            .list_messages_since(&u.to, from.as_deref(), created_after, MAX_LOOKUP_PAGES)
+            .await;
+        let messages = match search {
+            Ok(found) if found.complete => {
+                self.auth_ok();
+                found.messages
+            }
+            Ok(_) => {
+                let (reason, due) = failed("more pages than a lookup reads".into());
+                if due {
+                    self.escalate_unknown(req, u, &reason).await;
                 }
+                return Resolution::Wait(self.config.reconcile_poll);
+            }
+            Err(e) => {
+                if e.is_auth_refused() {
+                    self.auth_refused("list", &e);
+                }
+                tracing::warn!(error = %e, run_id = %req.run_id, "lookup failed; will try again");
+                let (reason, due) = failed(e.to_string());
+                if due {
+                    self.escalate_unknown(req, u, &reason).await;
+                }
+                return Resolution::Wait(self.config.reconcile_poll);
+            }
+        };
+        let mut candidates = vec![];
+        for m in messages {
+            if !same_body(m.body.as_deref(), &u.body) {
+                continue;
+            }
+            // A message ringback linked to another run (sent or receipted) is not this run's.
+            match self.window.run_of_message(&m.sid).await {
+                Ok(Some(other)) if other != req.run_id => continue,
+                Ok(Some(_)) => return Resolution::Sent(m.sid),
+                Ok(None) => candidates.push(m.sid),
                 Err(e) => {
-                    tracing::warn!(error = %e, run_id = %req.run_id, "lookup failed; will try again");
+                    tracing::warn!(error = %e, "lookup failed; will try again");
                     return Resolution::Wait(self.config.reconcile_poll);
                 }
             }
         }
+        match candidates.len() {
+            0 => {}
+            1 => return Resolution::Sent(candidates.remove(0)),
+            n => return Resolution::Indistinct(n),
+        }
         let open_until = u.since + self.config.reconcile_window.as_millis() as i64;
-        let now = now_ms();
         if now >= open_until {
             Resolution::Lost
         } else {
@@ -662,9 +865,36 @@ impl SmsProcessor {
     }
 }
 
+/// Whether Twilio's stored body is the one sent: equal, or equal after the prefix Twilio adds to
+/// a trial account's messages (a lookup must not miss a send because Twilio changed its body).
+fn same_body(stored: Option<&str>, sent: &str) -> bool {
+    let Some(stored) = stored else { return false };
+    stored == sent || stored.strip_prefix(TRIAL_PREFIX) == Some(sent)
+}
+
+/// What Twilio prefixes to a trial account's message bodies.
+const TRIAL_PREFIX: &str = "Sent from your Twilio trial account - ";
+
+/// A lookup reads at most this many pages (50 messages each) back to the lookback.
+const MAX_LOOKUP_PAGES: usize = 20;
+
+/// While Twilio refuses the credentials: how often a callback tries again, and the error line.
+const AUTH_RETRY: Duration = Duration::from_secs(5);
+const AUTH_LOG_EVERY: Duration = Duration::from_secs(30);
+
+/// Who runs an attempt: a queue job (which BullMQ retries) or the orphan sweep (nothing retries
+/// what it gives up, so the window keeps it open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Job,
+    Sweep,
+}
+
 enum Resolution {
     Sent(String),
     Wait(Duration),
+    /// Several unlinked messages match: cannot tell which (if any) is this run's.
+    Indistinct(usize),
     Lost,
 }
 
@@ -678,7 +908,7 @@ impl Processor for SmsProcessor {
             }
         };
         let span = tracing::info_span!("callback", run_id = %req.run_id);
-        tracing::Instrument::instrument(self.attempt(&job.id, &req), span).await
+        tracing::Instrument::instrument(self.attempt(&job.id, &req, Caller::Job), span).await
     }
 }
 
@@ -708,7 +938,7 @@ mod tests {
 
     #[test]
     fn invariants_refuse_a_pending_ttl_shorter_than_a_call() {
-        let lock = (Duration::from_secs(30), Duration::from_secs(15));
+        let lock = (Duration::from_secs(30), Duration::from_secs(30));
         let ok = SmsConfig::default();
         assert!(
             ok.validate(Duration::from_secs(8), lock.0, lock.1)
@@ -731,16 +961,17 @@ mod tests {
                 .setting,
             "RINGBACK_SENT_TTL_MS"
         );
-        let long = SmsConfig {
-            pending_ttl: Duration::from_secs(20),
+        let short_lease = SmsConfig {
+            claim_lease: Duration::from_secs(100),
             ..SmsConfig::default()
         };
         assert_eq!(
-            long.validate(Duration::from_secs(8), lock.0, lock.1)
-                .unwrap()
-                .len(),
-            1,
-            "warns: outlives stall recovery"
+            short_lease
+                .validate(Duration::from_secs(8), lock.0, lock.1)
+                .unwrap_err()
+                .setting,
+            "RINGBACK_CLAIM_LEASE_MS",
+            "30 s lock + 2 × 30 s sweep + 15 s claim = 105 s: a 100 s lease could lapse before stall recovery"
         );
     }
 }

@@ -2,9 +2,14 @@
 //! claim into a long-lived `sent` marker after Twilio accepted, release it when Twilio did not
 //! take the message, hold it while a send's outcome is unknown. Each step is one Lua script over
 //! the claim key (shared with the legacy Node worker) and ringback's durable attempt record.
+//!
+//! The claim key is a lease (`RINGBACK_CLAIM_LEASE_MS`) that exists while an attempt may be
+//! unresolved; liveness comes from the attempt record. Every decision reads Redis's clock
+//! (`TIME` inside the scripts), never the worker's; the claim's reply carries Redis's now, and
+//! the window keeps the offset so the processor's delays are on Redis's clock too.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use redis::aio::ConnectionManager;
@@ -40,12 +45,17 @@ pub struct Unresolved {
     pub body: String,
     /// A status callback already proved this MessageSid.
     pub receipt_sid: Option<String>,
+    /// The unknown outcome was already escalated.
+    pub escalated: bool,
 }
 
 /// Settings of the window.
 #[derive(Debug, Clone)]
 pub struct WindowTimes {
+    /// A `claimed` attempt is alive this long (it exceeds the provider timeout).
     pub pending_ttl: Duration,
+    /// The claim key's lease: refreshed by every step on an open attempt.
+    pub lease: Duration,
     pub sent_ttl: Duration,
     /// How long the claim is held while an unknown send is resolved.
     pub hold: Duration,
@@ -67,6 +77,8 @@ pub struct Window {
     trips: Arc<RoundTrips>,
     claim_prefix: String,
     times: WindowTimes,
+    /// Redis's clock minus this process's, as last read (ms).
+    offset: Arc<AtomicI64>,
 }
 
 impl Window {
@@ -81,6 +93,18 @@ impl Window {
             trips,
             claim_prefix,
             times,
+            offset: Arc::new(AtomicI64::new(0)),
+        }
+    }
+
+    /// Now on Redis's clock, as far as this process knows it (ms).
+    pub fn now(&self) -> i64 {
+        now_ms() + self.offset.load(Ordering::Relaxed)
+    }
+
+    fn saw_redis_now(&self, redis_now: Option<&String>) {
+        if let Some(n) = redis_now.and_then(|n| n.parse::<i64>().ok()) {
+            self.offset.store(n - now_ms(), Ordering::Relaxed);
         }
     }
 
@@ -92,24 +116,25 @@ impl Window {
         crate::keys::open_attempts(&self.claim_prefix)
     }
 
-    /// Claim `run_id` for a new attempt (`token`), or say why not.
+    /// Claim `run_id` for a new attempt (`token`), or say why not. `supersede` is the token of
+    /// an attempt the caller resolved as never sent: it is replaced in the same step.
     #[allow(clippy::too_many_arguments)]
     pub async fn claim(
         &self,
         run_id: &str,
         token: &str,
+        supersede: Option<&str>,
         job_id: &str,
         worker_id: &str,
         to: &str,
         from: &str,
         body: &str,
     ) -> Result<Claim, Error> {
-        let now = now_ms().to_string();
         let args = [
             token,
             job_id,
             worker_id,
-            &now,
+            supersede.unwrap_or(""),
             &ms(self.times.pending_ttl),
             &ms(self.times.hold),
             &ms(self.times.sent_ttl),
@@ -117,6 +142,7 @@ impl Window {
             from,
             body,
             run_id,
+            &ms(self.times.lease),
         ];
         let k = self.keys(run_id);
         let keys = [k.claim, k.attempt, k.record, self.index()];
@@ -129,6 +155,7 @@ impl Window {
             detail: format!("{reply:?}"),
         };
         let get = |i: usize| reply.get(i).cloned().ok_or_else(bad);
+        self.saw_redis_now(reply.last());
         Ok(match reply.first().map(String::as_str) {
             Some("sent") => Claim::Sent(Some(get(1)?).filter(|s| !s.is_empty())),
             Some("busy") => Claim::Busy(Duration::from_millis(
@@ -137,36 +164,40 @@ impl Window {
             Some("claimed") => Claim::Claimed { token: get(1)? },
             Some("resolve") => Claim::Resolve(Unresolved {
                 token: get(1)?,
-                since: get(2)?.parse().unwrap_or_else(|_| now_ms()),
+                since: get(2)?.parse().unwrap_or_else(|_| self.now()),
                 to: get(3)?,
                 from: get(4)?,
                 body: get(5)?,
                 receipt_sid: Some(get(6)?).filter(|s| !s.is_empty()),
+                escalated: !get(7)?.is_empty(),
             }),
             _ => return Err(bad()),
         })
     }
 
-    /// Record that Twilio accepted `sid` with `status`, and start the callback record with it (one
-    /// call). Returns true when this was a window overrun.
+    /// Record that `sid` was sent for the run (Twilio answered this attempt, or a lookup found it)
+    /// with `status`, and start the callback record with it (one call).
     pub async fn mark_sent(
         &self,
         run_id: &str,
         token: &str,
         sid: &str,
         status: &str,
-    ) -> Result<bool, Error> {
+        how: Marked,
+    ) -> Result<MarkSent, Error> {
         let k = self.keys(run_id);
-        let now = now_ms();
-        let next_poll = (now + self.times.poll_after.as_millis() as i64).to_string();
+        let kind = match how {
+            Marked::Sent => "sent",
+            Marked::Found => "found",
+        };
         let args = [
             token,
             sid,
-            &now.to_string(),
             &ms(self.times.sent_ttl),
             run_id,
             status,
-            &next_poll,
+            &ms(self.times.poll_after),
+            kind,
         ];
         let keys = [
             k.claim,
@@ -177,26 +208,34 @@ impl Window {
             crate::keys::callback_history(&self.claim_prefix, run_id),
             crate::keys::reconcile_schedule(&self.claim_prefix),
         ];
-        let overrun: i64 = scripts()
+        let code: i64 = scripts()
             .window_mark_sent
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)
             .await?;
-        if overrun == 1 {
-            WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(overrun == 1)
+        Ok(match code {
+            0 => MarkSent::Marked,
+            1 => {
+                WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
+                MarkSent::Overrun
+            }
+            _ => MarkSent::OtherRun,
+        })
     }
 
-    /// Give up our claim (compare-and-delete); `state` is "released" or "send-failed".
+    /// Give up our claim (compare-and-delete); `state` is "released" or "send-failed". With
+    /// `retry_in` (a caller no queue job stands behind) a released attempt stays open as `retry`,
+    /// due then, for the orphan sweep.
     pub async fn release(
         &self,
         run_id: &str,
         token: &str,
         reason: &str,
         state: &str,
+        retry_in: Option<Duration>,
     ) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let args = [token, &now_ms().to_string(), reason, state, run_id];
+        let retry_in = retry_in.map_or(0, |d| d.as_millis().max(1)).to_string();
+        let args = [token, &retry_in, reason, state, run_id];
         let keys = [k.claim, k.attempt, self.index()];
         let released: i64 = scripts()
             .window_release
@@ -210,7 +249,7 @@ impl Window {
         let k = self.keys(run_id);
         let args = [
             token,
-            &now_ms().to_string(),
+            &ms(self.times.lease),
             &ms(self.times.hold),
             reason,
             run_id,
@@ -233,12 +272,13 @@ impl Window {
     }
 
     /// Runs whose attempt is still open past its deadline: maybe no live job is resolving them.
+    /// (Read on this process's estimate of Redis's clock; `sweep` decides on Redis's own.)
     pub async fn overdue(&self, limit: usize) -> Result<Vec<String>, Error> {
         self.trips.add(1);
         Ok(redis::cmd("ZRANGEBYSCORE")
             .arg(self.index())
             .arg("-inf")
-            .arg(now_ms())
+            .arg(self.now())
             .arg("LIMIT")
             .arg(0)
             .arg(limit)
@@ -249,8 +289,74 @@ impl Window {
     /// Take an overdue open attempt for re-enqueueing: its claim is re-fenced and its deadline
     /// pushed on. `None` when it was not overdue after all, or is settled.
     pub async fn sweep(&self, run_id: &str) -> Result<Option<Orphan>, Error> {
+        self.sweep_script(run_id, false).await
+    }
+
+    /// Take an open attempt whether or not it is due (`ringback drain`).
+    pub async fn take(&self, run_id: &str) -> Result<Option<Orphan>, Error> {
+        self.sweep_script(run_id, true).await
+    }
+
+    /// Every run with an open attempt (the whole index).
+    pub async fn open_runs(&self) -> Result<Vec<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("ZRANGE")
+            .arg(self.index())
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Say this ringback worker (`worker_id`, a readable `name`) is alive now.
+    pub async fn heartbeat(&self, worker_id: &str, name: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::pipe()
+            .cmd("ZADD")
+            .arg(self.workers())
+            .arg(self.now())
+            .arg(format!("{name} ({worker_id})"))
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(self.workers())
+            .arg(86_400_000)
+            .ignore()
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// Forget this worker's heartbeat (a clean stop).
+    pub async fn heartbeat_stop(&self, worker_id: &str, name: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("ZREM")
+            .arg(self.workers())
+            .arg(format!("{name} ({worker_id})"))
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// Ringback workers whose heartbeat is younger than `within`.
+    pub async fn live_workers(&self, within: Duration) -> Result<Vec<String>, Error> {
+        self.trips.add(1);
+        let since = self.now() - within.as_millis() as i64;
+        Ok(redis::cmd("ZRANGEBYSCORE")
+            .arg(self.workers())
+            .arg(since)
+            .arg("+inf")
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    fn workers(&self) -> String {
+        crate::keys::ringback_workers(&self.claim_prefix)
+    }
+
+    async fn sweep_script(&self, run_id: &str, force: bool) -> Result<Option<Orphan>, Error> {
         let k = self.keys(run_id);
-        let args = [run_id, &now_ms().to_string(), &ms(self.times.hold)];
+        let force = if force { "1" } else { "" };
+        let args = [run_id, &ms(self.times.lease), &ms(self.times.hold), force];
         let keys = [k.claim, k.attempt, self.index()];
         let reply: Vec<String> = scripts()
             .window_sweep
@@ -270,6 +376,90 @@ impl Window {
 }
 
 impl Window {
+    /// Make a callback whose job ended unresolved an open attempt of the orphan sweep's (see
+    /// `lua/window_adopt.lua`). Returns true when it was adopted now.
+    pub async fn adopt(
+        &self,
+        job_id: &str,
+        req: &crate::callback::CallbackRequest,
+    ) -> Result<bool, Error> {
+        let k = self.keys(&req.run_id);
+        let from = req.from.clone().unwrap_or_default();
+        let args = [
+            req.run_id.as_str(),
+            job_id,
+            &req.to,
+            &from,
+            &req.body,
+            &ms(self.times.sent_ttl),
+        ];
+        let keys = [k.claim, k.attempt, k.record, self.index()];
+        let adopted: i64 = scripts()
+            .window_adopt
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        Ok(adopted == 1)
+    }
+
+    /// Settle an attempt whose send cannot be proven either way (escalated before): never resent.
+    pub async fn settle_unknown(
+        &self,
+        run_id: &str,
+        token: &str,
+        reason: &str,
+    ) -> Result<bool, Error> {
+        let k = self.keys(run_id);
+        let args = [token, &ms(self.times.sent_ttl), run_id, reason];
+        let keys = [k.claim, k.attempt, self.index()];
+        let settled: i64 = scripts()
+            .window_settle_unknown
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        Ok(settled == 1)
+    }
+
+    /// Mark the attempt's unknown outcome as escalated; true for the first caller only.
+    pub async fn flag_escalated(&self, run_id: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let first: i64 = redis::cmd("HSETNX")
+            .arg(self.keys(run_id).attempt)
+            .arg("escalated")
+            .arg(self.now())
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(first == 1)
+    }
+
+    /// Open attempts: how many, and the oldest one's start (ms on Redis's clock).
+    pub async fn open_attempts(&self) -> Result<OpenAttempts, Error> {
+        self.trips.add(1);
+        let (count, oldest): (u64, Vec<String>) = redis::pipe()
+            .cmd("ZCARD")
+            .arg(self.index())
+            .cmd("ZRANGE")
+            .arg(self.index())
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        let mut since: Option<i64> = None;
+        // the index is ordered by when to look, not by age: read each open record's start
+        for run in oldest.iter().take(1000) {
+            let s: Option<i64> = redis::cmd("HGET")
+                .arg(self.keys(run).attempt)
+                .arg("since")
+                .query_async(&mut self.conn.clone())
+                .await?;
+            if let Some(s) = s {
+                since = Some(since.map_or(s, |x: i64| x.min(s)));
+            }
+        }
+        Ok(OpenAttempts {
+            count,
+            oldest_since: since,
+        })
+    }
+
     /// Come back to an open attempt at `at` (ms) rather than at its default deadline.
     pub async fn revisit_at(&self, run_id: &str, at: i64) -> Result<(), Error> {
         self.trips.add(1);
@@ -282,6 +472,33 @@ impl Window {
             .await?;
         Ok(())
     }
+}
+
+/// How a sent marker came about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marked {
+    /// Twilio answered this attempt with the message.
+    Sent,
+    /// A lookup found a message an earlier attempt sent.
+    Found,
+}
+
+/// What `mark_sent` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkSent {
+    Marked,
+    /// Marked after the claim had changed hands (counted).
+    Overrun,
+    /// A found message is linked to another run: not taken.
+    OtherRun,
+}
+
+/// The open-attempts gauge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenAttempts {
+    pub count: u64,
+    /// When the oldest open attempt started (ms, Redis's clock).
+    pub oldest_since: Option<i64>,
 }
 
 /// An open attempt the sweep took: what its re-enqueued job needs.

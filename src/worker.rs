@@ -42,6 +42,7 @@ pub struct Worker<P> {
     processor: Arc<P>,
     trips: Arc<RoundTrips>,
     stats: Arc<WorkerStats>,
+    permits: Arc<Semaphore>,
 }
 
 /// Counters of one worker process, for `/metrics`.
@@ -70,11 +71,18 @@ impl<P: Processor> Worker<P> {
     pub fn new(config: WorkerConfig, processor: P) -> Result<Self, ConfigError> {
         config.validate()?;
         Ok(Self {
+            permits: Arc::new(Semaphore::new(config.concurrency)),
             config,
             processor: Arc::new(processor),
             trips: Arc::default(),
             stats: Arc::default(),
         })
+    }
+
+    /// The concurrency limit: work beside the fetch loop (the orphan sweep) takes its permits
+    /// too, so the worker never runs more than `concurrency` attempts at once.
+    pub fn permits(&self) -> Arc<Semaphore> {
+        self.permits.clone()
     }
 
     /// Redis round trips made so far (scripts and blocking waits), for benchmarks.
@@ -123,7 +131,7 @@ impl<P: Processor> Worker<P> {
             stats: self.stats.clone(),
         });
         let tracker = TaskTracker::new();
-        let permits = Arc::new(Semaphore::new(cfg.concurrency));
+        let permits = self.permits;
         let mut fetcher = Fetcher::new(client, commands, &cfg);
         tracing::info!(queue = %cfg.queue, prefix = %cfg.prefix, concurrency = cfg.concurrency,
             worker = %fetcher.worker_id(), "worker started");

@@ -553,6 +553,7 @@ fn window(
         "agent-callback:".into(),
         ringback::window::WindowTimes {
             pending_ttl: Duration::from_millis(pending_ms),
+            lease: Duration::from_secs(30),
             sent_ttl: Duration::from_secs(3600),
             hold: Duration::from_millis(2 * pending_ms),
             poll_after: Duration::from_secs(60),
@@ -570,7 +571,7 @@ async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
     // completes a job whose claim it cannot take): no job will ever retry it.
     let body = "Run o1 finished: 2 approvals needed";
     let claim = w
-        .claim("o1", "tok-1", "gone", "w", TO, "", body)
+        .claim("o1", "tok-1", None, "gone", "w", TO, "", body)
         .await
         .unwrap();
     assert!(matches!(claim, ringback::window::Claim::Claimed { .. }));
@@ -584,7 +585,9 @@ async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
     let resolved = wait_for(T, "the sweep to resolve the orphan", || {
         let p = processor.clone();
         async move {
-            let resolved = ringback::orphans::sweep(&p).await.unwrap();
+            let resolved = ringback::orphans::sweep(&p, None, &Default::default())
+                .await
+                .unwrap();
             (!resolved.is_empty()).then_some(resolved)
         }
     })
@@ -602,7 +605,7 @@ async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
         .unwrap();
     assert!(claim.starts_with("sent:SM"), "{claim}");
     assert!(
-        ringback::orphans::sweep(&processor)
+        ringback::orphans::sweep(&processor, None, &Default::default())
             .await
             .unwrap()
             .is_empty(),
@@ -626,7 +629,7 @@ async fn a_lookup_never_takes_another_runs_message() {
         ringback::connection::commands(&client).await.unwrap(),
         200,
     );
-    w.claim("rb", "tok-b", "old", "w", TO, "", body)
+    w.claim("rb", "tok-b", None, "old", "w", TO, "", body)
         .await
         .unwrap();
     let b = add(&e, &same("rb")).await;

@@ -717,13 +717,14 @@ async fn every_script_runs_after_script_flush() {
         "agent-callback:".into(),
         ringback::window::WindowTimes {
             pending_ttl: Duration::from_secs(5),
+            lease: Duration::from_secs(30),
             sent_ttl: Duration::from_secs(60),
             hold: Duration::from_secs(10),
             poll_after: Duration::from_secs(60),
         },
     );
     let claim = window
-        .claim("f1", "tok", "1", "w", "+15558675310", "", "b")
+        .claim("f1", "tok", None, "1", "w", "+15558675310", "", "b")
         .await
         .unwrap();
     assert_eq!(
@@ -735,16 +736,29 @@ async fn every_script_runs_after_script_flush() {
     assert!(window.hold("f1", "tok", "unknown").await.unwrap());
     assert!(
         window
-            .release("f1", "tok", "test", "released")
+            .release("f1", "tok", "test", "released", None)
             .await
             .unwrap()
     );
-    assert!(
+    assert_eq!(
         window
-            .mark_sent("f2", "tok", "SM0", "queued")
+            .mark_sent("f2", "tok", "SM0", "queued", ringback::window::Marked::Sent)
             .await
             .unwrap(),
+        ringback::window::MarkSent::Overrun,
         "no claim held: a window overrun"
+    );
+    let adopt = ringback::callback::CallbackRequest {
+        run_id: "f3".into(),
+        to: "+15558675310".into(),
+        body: "b".into(),
+        from: None,
+    };
+    assert!(window.adopt("j3", &adopt).await.unwrap(), "adopted");
+    assert!(!window.adopt("j3", &adopt).await.unwrap(), "adopted once");
+    assert!(
+        window.settle_unknown("f4", "tok", "test").await.unwrap(),
+        "no claim: settled"
     );
     assert_eq!(
         window.sweep("f1").await.unwrap(),

@@ -8,6 +8,13 @@
 ]]
 local rcall = redis.call
 
+-- Redis's own clock, in ms: the one clock of every window decision (workers' clocks may be
+-- skewed; Redis 7 replicates a script's effects, so reading TIME before writing is allowed).
+local function redisNowMs()
+  local t = rcall("TIME")
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
 -- Split a full job key "<prefix>:<queue>:<id>" given the queue key prefix length.
 local function queuePrefixOf(jobKey, jobId)
   return string.sub(jobKey, 1, #jobKey - #jobId)

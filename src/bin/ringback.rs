@@ -3,6 +3,7 @@
 //! 1 runtime failure, 2 bad configuration.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use ringback::cli::{
@@ -51,6 +52,24 @@ enum Command {
     },
     /// Print the effective configuration and every invariant's verdict; exit 2 when one is broken.
     CheckConfig(RunArgs),
+    /// Before a rollback to the legacy worker: resolve every open attempt (receipt, lookup,
+    /// reconcile window, send). Run it after the ringback workers are stopped (it refuses while
+    /// one is alive: exit 3). Exit 0 when none is left open; 4 at `--timeout-ms` with attempts
+    /// still open (listed and escalated); progress on stderr.
+    Drain {
+        #[command(flatten)]
+        queue: QueueArgs,
+        #[command(flatten)]
+        sms: SmsArgs,
+        #[command(flatten)]
+        twilio: TwilioArgs,
+        /// Give up after this long (the unresolved attempts are escalated).
+        #[arg(long, default_value_t = 600_000)]
+        timeout_ms: u64,
+        /// Print the report as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run a drill end to end (its own redis-server, simulator, Node BullMQ producer and legacy
     /// service, this binary as the worker): exit 0 when it proves one text per run, 1 when not.
     Drill {
@@ -117,7 +136,11 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigError> {
     }
     let twilio = args.twilio.to_config()?;
     let sms = args.sms.to_config()?;
-    let warnings = sms.validate(twilio.timeout, worker.lock_duration, worker.lock_renew_time)?;
+    let warnings = sms.validate(
+        twilio.timeout,
+        worker.lock_duration,
+        worker.stalled_interval,
+    )?;
     Ok(Validated {
         worker,
         sms: Some((sms, twilio)),
@@ -158,6 +181,13 @@ async fn main() -> ExitCode {
             },
         ),
         Command::Serve { queue, sms, serve } => serve_api(queue, sms, serve).await,
+        Command::Drain {
+            queue,
+            sms,
+            twilio,
+            timeout_ms,
+            json,
+        } => drain(queue, sms, twilio, Duration::from_millis(timeout_ms), json).await,
         Command::Status {
             run_id,
             queue,
@@ -191,6 +221,7 @@ async fn main() -> ExitCode {
                         shutdown_on_signals(),
                         metrics,
                         None,
+                        None,
                     )
                     .await
                 }
@@ -214,7 +245,16 @@ async fn main() -> ExitCode {
                         }
                     };
                     let stats = processor.stats();
-                    run_until(v.worker, processor, shutdown, metrics, Some(stats)).await
+                    let background = processor.clone();
+                    run_until(
+                        v.worker,
+                        processor,
+                        shutdown,
+                        metrics,
+                        Some(stats),
+                        Some(background),
+                    )
+                    .await
                 }
             }
         }
@@ -367,6 +407,7 @@ async fn run_until<P: ringback::Processor>(
     shutdown: tokio_util::sync::CancellationToken,
     metrics: Option<std::net::SocketAddr>,
     sms: Option<std::sync::Arc<ringback::sms::SmsStats>>,
+    background: Option<ringback::sms::SmsProcessor>,
 ) -> ExitCode {
     let worker = match Worker::new(config.clone(), processor) {
         Ok(w) => w,
@@ -375,13 +416,26 @@ async fn run_until<P: ringback::Processor>(
     if let Some(addr) = metrics {
         serve_metrics(addr, &config, &worker, sms, &shutdown).await;
     }
-    match worker.run(shutdown).await {
+    // The orphan sweep and the reconciliation: inside the concurrency limit and the shutdown.
+    let tracker = tokio_util::task::TaskTracker::new();
+    if let Some(p) = &background {
+        ringback::service::start(p, Some(worker.permits()), &shutdown, &tracker);
+    }
+    tracker.close();
+    let code = match worker.run(shutdown).await {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringback: {e}");
             ExitCode::FAILURE
         }
+    };
+    if tokio::time::timeout(config.shutdown_grace, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("grace period over: the orphan sweep's attempt is left to its record");
     }
+    code
 }
 
 /// Start the metrics listener; failing to bind is logged, not fatal (a worker that cannot be
@@ -481,6 +535,11 @@ fn print_config(v: &Validated) {
     if let Some((s, t)) = &v.sms {
         println!("RINGBACK_CLAIM_PREFIX={}", s.claim_prefix);
         println!("RINGBACK_PENDING_TTL_MS={}", s.pending_ttl.as_millis());
+        println!("RINGBACK_CLAIM_LEASE_MS={}", s.claim_lease.as_millis());
+        println!(
+            "RINGBACK_UNKNOWN_ESCALATE_MS={}",
+            s.unknown_escalate.as_millis()
+        );
         println!("RINGBACK_SENT_TTL_MS={}", s.sent_ttl.as_millis());
         println!(
             "RINGBACK_RECONCILE_WINDOW_MS={}",
@@ -512,5 +571,79 @@ fn mask_url(url: &str) -> String {
             format!("{}{user}:***{}", &url[..s + 3], &url[at..])
         }
         _ => url.to_string(),
+    }
+}
+
+/// `ringback drain`: exit 0 drained, 3 refused (live ringback workers), 4 attempts still open at
+/// the deadline, 2 bad configuration, 1 Redis failed.
+async fn drain(
+    queue: QueueArgs,
+    sms: SmsArgs,
+    twilio: TwilioArgs,
+    timeout: Duration,
+    json: bool,
+) -> ExitCode {
+    let (sms, twilio) = match (sms.to_config(), twilio.to_config()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return bad_config(e),
+    };
+    let shutdown = shutdown_on_signals();
+    let processor = match ringback::service::connect(
+        &queue.redis_url,
+        &queue.tls(),
+        &queue.prefix,
+        &queue.queue,
+        sms,
+        twilio,
+        &shutdown,
+    )
+    .await
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("ringback drain: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let report = tokio::select! {
+        r = ringback::drain::drain(&processor, timeout, |line| eprintln!("{line}")) => r,
+        _ = shutdown.cancelled() => {
+            eprintln!("ringback drain: interrupted; open attempts stay open (run it again)");
+            return ExitCode::from(4);
+        }
+    };
+    match report {
+        Err(ringback::drain::DrainError::LiveWorkers(w)) => {
+            eprintln!(
+                "ringback drain: {}",
+                ringback::drain::DrainError::LiveWorkers(w)
+            );
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!("ringback drain: {e}");
+            ExitCode::FAILURE
+        }
+        Ok(r) => {
+            if json {
+                println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            }
+            if r.still_open.is_empty() {
+                eprintln!(
+                    "drain: done: no open attempt left ({} resolved, {} adopted from the failed set, {} ms)",
+                    r.resolved.len(),
+                    r.adopted,
+                    r.elapsed_ms
+                );
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "drain: gave up with {} attempt(s) still open (escalated; they may or may not have been sent): {}",
+                    r.still_open.len(),
+                    r.still_open.join(", ")
+                );
+                ExitCode::from(4)
+            }
+        }
     }
 }

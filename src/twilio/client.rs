@@ -83,6 +83,9 @@ pub enum SendOutcome {
         reason: String,
         error: Option<ApiError>,
     },
+    /// Twilio refused this worker's credentials (401/403): nothing was created, and the fault is
+    /// the configuration's, not the message's.
+    AuthRefused(ApiError),
     /// Twilio may or may not have created it: reconcile before any resend.
     Ambiguous {
         reason: String,
@@ -100,6 +103,21 @@ pub enum TwilioError {
     Transport(String),
     #[error("unreadable answer from Twilio: {0}")]
     Decode(String),
+}
+
+impl TwilioError {
+    /// Twilio refused the credentials (401/403).
+    pub fn is_auth_refused(&self) -> bool {
+        matches!(self, TwilioError::Api(e) if e.status == 401 || e.status == 403)
+    }
+}
+
+/// The messages a lookup read, and whether it read back to the time asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Found {
+    pub messages: Vec<Message>,
+    /// False when the page limit stopped the search before the time bound.
+    pub complete: bool,
 }
 
 /// Filters of the list call, for reconciliation.
@@ -237,6 +255,50 @@ impl TwilioClient {
             .await
     }
 
+    /// Every message to `to` (from `from`) created at or after `created_after` (ms), newest
+    /// first, following `next_page_uri` for up to `max_pages` pages. No `DateSent` filter: a
+    /// message still queued has no `date_sent` and such a filter would miss it.
+    pub async fn list_messages_since(
+        &self,
+        to: &str,
+        from: Option<&str>,
+        created_after: i64,
+        max_pages: usize,
+    ) -> Result<Found, TwilioError> {
+        let mut found = Found::default();
+        let mut page = self
+            .list_messages(&ListFilter {
+                to: Some(to.to_string()),
+                from: from.map(str::to_string),
+                date_sent_after: None,
+                page_size: Some(50),
+            })
+            .await?;
+        for _ in 0..max_pages {
+            let mut older = false;
+            for m in std::mem::take(&mut page.messages) {
+                let created = m
+                    .date_created
+                    .as_deref()
+                    .and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
+                    .map(|d| d.timestamp_millis());
+                if created.is_some_and(|c| c < created_after) {
+                    older = true;
+                    continue;
+                }
+                found.messages.push(m);
+            }
+            let next = page.next_page_uri.clone().filter(|u| !u.is_empty());
+            let Some(next) = next.filter(|_| !older) else {
+                found.complete = true;
+                return Ok(found);
+            };
+            let url = format!("{}{next}", self.config.api_base.trim_end_matches('/'));
+            page = self.get_json(self.authed(self.http.get(url))).await?;
+        }
+        Ok(found)
+    }
+
     async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
         req: reqwest::RequestBuilder,
@@ -291,6 +353,7 @@ pub fn classify_response(status: u16, retry_after: Option<Duration>, body: &[u8]
                 error: Some(e),
             }
         }
+        401 | 403 => SendOutcome::AuthRefused(api_error(status, body)),
         400..=499 => {
             let e = api_error(status, body);
             if e.code == Some(21611) {
@@ -381,7 +444,7 @@ mod tests {
         }
         assert!(matches!(
             classify_response(401, None, &body(20003, 401)),
-            SendOutcome::Permanent(_)
+            SendOutcome::AuthRefused(_)
         ));
         match classify_response(429, Some(Duration::from_secs(3)), &body(20429, 429)) {
             SendOutcome::RetryLater { retry_after, .. } => {

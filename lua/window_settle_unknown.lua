@@ -1,0 +1,23 @@
+--[[
+  window_settle_unknown: the attempt's send cannot be proven either way (lookup candidates that
+  cannot be told apart). It was escalated ("may or may not have been sent"); it is never resent
+  blind: the claim becomes a sent marker without a MessageSid, and the record says `unknown`.
+
+  KEYS[1] claim key
+  KEYS[2] attempt record
+  KEYS[3] open-attempts index
+
+  ARGV[1] attempt token
+  ARGV[2] sent TTL (ms)
+  ARGV[3] runId
+  ARGV[4] reason
+
+  Returns 1 settled, 0 the claim now belongs to someone else (left alone)
+]]
+local now = redisNowMs()
+local v = rcall("GET", KEYS[1])
+if v and v ~= "pending:" .. ARGV[1] then return 0 end
+rcall("SET", KEYS[1], "sent:", "PX", ARGV[2])
+rcall("HSET", KEYS[2], "state", "unknown", "settled_at", now, "error", ARGV[4])
+rcall("ZREM", KEYS[3], ARGV[3])
+return 1

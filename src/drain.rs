@@ -1,0 +1,108 @@
+//! `ringback drain`: before a rollback to the legacy worker alone, resolve every open attempt
+//! (receipt, lookup, reconcile window, send), so no callback ringback may have sent is left
+//! unresolved for the legacy worker to drop or to send again. It refuses while live ringback
+//! workers still consume the queue (they would go on claiming), naming them; it ends when no
+//! attempt is open, or at its deadline with the attempts still open listed and escalated.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::callback::CallbackRequest;
+use crate::error::Error;
+use crate::processor::Outcome;
+use crate::sms::{Caller, SmsProcessor};
+
+/// How long since its last heartbeat a ringback worker counts as alive.
+pub fn alive_within(sweep_interval: Duration) -> Duration {
+    (sweep_interval * 3).max(Duration::from_secs(3))
+}
+
+/// What a drain did.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DrainReport {
+    /// Runs resolved: sent, found sent, or failed for good (and escalated).
+    pub resolved: Vec<String>,
+    /// Callback jobs the stall limit had failed, adopted and resolved.
+    pub adopted: usize,
+    /// Runs still open at the deadline (escalated: they may or may not have been sent).
+    pub still_open: Vec<String>,
+    pub elapsed_ms: u64,
+}
+
+/// Why a drain did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DrainError {
+    #[error(
+        "refusing to drain: live ringback workers still consume the queue ({}); stop them first",
+        .0.join(", ")
+    )]
+    LiveWorkers(Vec<String>),
+    #[error(transparent)]
+    Redis(#[from] Error),
+}
+
+/// Drain until no attempt is open or `timeout`; `progress` gets one line per round.
+pub async fn drain(
+    processor: &SmsProcessor,
+    timeout: Duration,
+    mut progress: impl FnMut(&str),
+) -> Result<DrainReport, DrainError> {
+    let window = processor.window();
+    let live = window
+        .live_workers(alive_within(processor.sweep_interval()))
+        .await?;
+    if !live.is_empty() {
+        return Err(DrainError::LiveWorkers(live));
+    }
+    let started = Instant::now();
+    let mut report = DrainReport::default();
+    loop {
+        report.adopted += crate::orphans::adopt_stall_failures(processor).await?;
+        let open = window.open_runs().await?;
+        if open.is_empty() {
+            break;
+        }
+        if started.elapsed() >= timeout {
+            for run in &open {
+                let e = crate::escalation::Escalation {
+                    run_id: run.clone(),
+                    reason: "still unresolved when `ringback drain` gave up: the callback may or may not have been sent".into(),
+                    last_status: None,
+                    error_code: None,
+                };
+                if let Err(err) = processor.escalator().escalate(&e).await {
+                    tracing::error!(run_id = %run, error = %err, "could not escalate");
+                }
+            }
+            report.still_open = open;
+            break;
+        }
+        progress(&format!(
+            "drain: {} open attempt(s), {} resolved so far, {} s elapsed",
+            open.len(),
+            report.resolved.len(),
+            started.elapsed().as_secs()
+        ));
+        for run_id in open {
+            let Some(orphan) = window.take(&run_id).await? else {
+                continue;
+            };
+            let req = CallbackRequest {
+                run_id: run_id.clone(),
+                to: orphan.to,
+                body: orphan.body,
+                from: Some(orphan.from).filter(|f| !f.is_empty()),
+            };
+            let job_id = format!("ringback-drain:{}:{}", orphan.token, orphan.generation);
+            match processor.attempt(&job_id, &req, Caller::Sweep).await {
+                Outcome::Completed(_) | Outcome::Failed(_) => report.resolved.push(run_id),
+                Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,
+            }
+        }
+        tokio::time::sleep(processor.sweep_interval().min(Duration::from_secs(1))).await;
+    }
+    report.elapsed_ms = started.elapsed().as_millis() as u64;
+    Ok(report)
+}
