@@ -4,208 +4,17 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Add, RedisServer, add_job, job_hash, queue_name, wait_for};
+use common::callbacks::*;
+use common::wait_for;
 use redis::AsyncCommands;
+use ringback::Worker;
 use ringback::keys::{QueueKeys, WindowKeys};
-use ringback::sms::{SmsConfig, SmsProcessor};
-use ringback::twilio::{Auth, Secret, Sender, TwilioClient, TwilioConfig};
-use ringback::twilio_sim::{SimConfig, Simulator, server};
-use ringback::{Worker, WorkerConfig};
+use ringback::sms::SmsProcessor;
+use ringback::twilio::{Secret, TwilioClient};
 use tokio_util::sync::CancellationToken;
-
-const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
-const TOKEN: &str = "sim-token";
-const TO: &str = "+15558675310";
-const T: Duration = Duration::from_secs(20);
-
-struct Env {
-    redis: RedisServer,
-    sim: Arc<Simulator>,
-    sim_base: String,
-    queue: String,
-    keys: QueueKeys,
-    cancel: CancellationToken,
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-    }
-}
-
-async fn env(test: &str, faults: &str) -> Env {
-    let redis = RedisServer::start();
-    let sim = Simulator::new(
-        SimConfig {
-            account_sid: ACCOUNT.into(),
-            auth_token: Secret::new(TOKEN),
-            api_keys: vec![],
-        },
-        if faults.is_empty() {
-            Default::default()
-        } else {
-            serde_json::from_str(faults).unwrap()
-        },
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let sim_base = format!("http://{}", listener.local_addr().unwrap());
-    let cancel = CancellationToken::new();
-    tokio::spawn(server::serve(listener, sim.clone(), cancel.clone()));
-    let queue = queue_name(test);
-    let keys = QueueKeys::new("bull", &queue);
-    Env {
-        redis,
-        sim,
-        sim_base,
-        queue,
-        keys,
-        cancel,
-    }
-}
-
-fn twilio_config(base: &str) -> TwilioConfig {
-    TwilioConfig {
-        account_sid: ACCOUNT.into(),
-        auth: Auth::AuthToken(Secret::new(TOKEN)),
-        sender: Sender::From("+15005550006".into()),
-        api_base: base.into(),
-        connect_timeout: Duration::from_millis(300),
-        timeout: Duration::from_millis(500),
-        validity_period: None,
-    }
-}
-
-fn sms_config() -> SmsConfig {
-    SmsConfig {
-        pending_ttl: Duration::from_millis(3000),
-        sent_ttl: Duration::from_secs(3600),
-        reconcile_window: Duration::from_millis(1500),
-        reconcile_poll: Duration::from_millis(200),
-        retry_later_default: Duration::from_millis(200),
-        status_callback_url: None,
-        ..Default::default()
-    }
-}
-
-fn worker_config(e: &Env) -> WorkerConfig {
-    WorkerConfig {
-        redis_url: e.redis.url(),
-        queue: e.queue.clone(),
-        concurrency: 8,
-        lock_duration: Duration::from_millis(1000),
-        lock_renew_time: Duration::from_millis(500),
-        stalled_interval: Duration::from_millis(300),
-        drain_delay: Duration::from_millis(300),
-        shutdown_grace: Duration::from_secs(5),
-        ..Default::default()
-    }
-}
-
-struct Running {
-    cancel: CancellationToken,
-    handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
-    /// The processor's attempt counters, as the worker's /metrics reports them.
-    stats: Arc<ringback::sms::SmsStats>,
-}
-
-impl Running {
-    async fn stop(self) {
-        self.cancel.cancel();
-        let _ = self.handle.await;
-    }
-}
-
-async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
-    let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let processor = SmsProcessor::new(
-        sms,
-        conn,
-        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
-        "bull",
-        &e.queue,
-    );
-    let stats = processor.stats();
-    let worker = Worker::new(worker_config(e), processor).unwrap();
-    let cancel = CancellationToken::new();
-    let handle = tokio::spawn(worker.run(cancel.clone()));
-    Running {
-        cancel,
-        handle,
-        stats,
-    }
-}
-
-fn data(run_id: &str) -> String {
-    serde_json::json!({"runId": run_id, "to": TO, "body": format!("Run {run_id} finished: 2 approvals needed")}).to_string()
-}
-
-async fn add(e: &Env, data: &str) -> String {
-    let mut c = e.redis.conn().await;
-    add_job(
-        &mut c,
-        &e.keys,
-        Add {
-            data,
-            opts: r#"{"attempts":3,"backoff":{"type":"fixed","delay":100}}"#,
-            ..Default::default()
-        },
-    )
-    .await
-}
-
-/// Wait until the job is completed or failed; returns (state, job hash).
-async fn finished(e: &Env, id: &str) -> (&'static str, HashMap<String, String>) {
-    let c = e.redis.conn().await;
-    let k = e.keys.clone();
-    let state = wait_for(T, &format!("job {id} to finish"), || {
-        let (mut c, k, id) = (c.clone(), k.clone(), id.to_string());
-        async move {
-            if c.zscore::<_, _, Option<f64>>(k.completed(), &id)
-                .await
-                .unwrap()
-                .is_some()
-            {
-                return Some("completed");
-            }
-            if c.zscore::<_, _, Option<f64>>(k.failed(), &id)
-                .await
-                .unwrap()
-                .is_some()
-            {
-                return Some("failed");
-            }
-            None
-        }
-    })
-    .await;
-    let mut c = e.redis.conn().await;
-    (state, job_hash(&mut c, &e.keys, id).await)
-}
-
-/// The SIDs of the texts the simulator took for `run_id`.
-fn sent_sids(e: &Env, run_id: &str) -> Vec<String> {
-    let body = format!("Run {run_id} finished: 2 approvals needed");
-    e.sim
-        .store
-        .all()
-        .into_iter()
-        .filter(|m| m.body.as_deref() == Some(body.as_str()))
-        .map(|m| m.sid)
-        .collect()
-}
-
-fn texts(e: &Env, run_id: &str) -> usize {
-    sent_sids(e, run_id).len()
-}
-
-fn returnvalue(h: &HashMap<String, String>) -> serde_json::Value {
-    serde_json::from_str(&h["returnvalue"]).unwrap()
-}
 
 #[tokio::test]
 async fn sends_once_and_a_repeat_is_deduplicated() {
@@ -458,33 +267,6 @@ async fn legacy_claim_values_are_understood() {
     w.stop().await;
 }
 
-/// Crashes abort the process, so they run in the `ringback` binary.
-fn spawn_binary(e: &Env, crash_at: Option<&str>) -> std::process::Child {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"));
-    cmd.arg("worker")
-        .env("REDIS_URL", e.redis.url())
-        .env("RINGBACK_QUEUE", &e.queue)
-        .env("RINGBACK_CONCURRENCY", "4")
-        .env("RINGBACK_LOCK_DURATION_MS", "1000")
-        .env("RINGBACK_STALLED_INTERVAL_MS", "300")
-        .env("RINGBACK_DRAIN_DELAY_MS", "300")
-        .env("RINGBACK_PENDING_TTL_MS", "3000")
-        .env("RINGBACK_RECONCILE_WINDOW_MS", "1500")
-        .env("RINGBACK_RECONCILE_POLL_MS", "200")
-        .env("TWILIO_ACCOUNT_SID", ACCOUNT)
-        .env("TWILIO_AUTH_TOKEN", TOKEN)
-        .env("TWILIO_FROM", "+15005550006")
-        .env("TWILIO_API_BASE", &e.sim_base)
-        .env("TWILIO_TIMEOUT_MS", "500")
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    if let Some(point) = crash_at {
-        cmd.env("RINGBACK_CRASH_AT", point);
-    }
-    cmd.spawn().expect("ringback binary")
-}
-
 /// Crashes a worker at `point`, recovers with a fresh one; the SIDs of the texts sent and the job's
 /// return value.
 async fn crash_then_recover(point: &str, run_id: &str) -> (Vec<String>, serde_json::Value) {
@@ -539,26 +321,6 @@ async fn crash_before_complete_does_not_resend() {
     let (sids, rv) = crash_then_recover("before-complete", "c4").await;
     assert_eq!(sids.len(), 1);
     assert_eq!(rv["messageSid"], sids[0].as_str(), "{rv}");
-}
-
-fn window(
-    e: &Env,
-    conn: redis::aio::ConnectionManager,
-    pending_ms: u64,
-) -> ringback::window::Window {
-    let _ = e;
-    ringback::window::Window::new(
-        conn,
-        Default::default(),
-        "agent-callback:".into(),
-        ringback::window::WindowTimes {
-            pending_ttl: Duration::from_millis(pending_ms),
-            lease: Duration::from_secs(30),
-            sent_ttl: Duration::from_secs(3600),
-            hold: Duration::from_millis(2 * pending_ms),
-            poll_after: Duration::from_secs(60),
-        },
-    )
 }
 
 #[tokio::test]

@@ -317,3 +317,4 @@ pub async fn api_state(
         metrics: Default::default(),
     })
 }
+pub mod callbacks;

@@ -1,0 +1,253 @@
+//! Shared by the callback tests: an environment of a real redis-server and the Twilio
+//! simulator, the SMS processor in-process or the `ringback` binary, jobs added as Node's
+//! `Queue.add` stores them, and texts counted at the simulator.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Add, RedisServer, add_job, job_hash, queue_name, wait_for};
+use redis::AsyncCommands;
+use ringback::keys::QueueKeys;
+use ringback::sms::{SmsConfig, SmsProcessor};
+use ringback::twilio::{Auth, Secret, Sender, TwilioClient, TwilioConfig};
+use ringback::twilio_sim::{SimConfig, Simulator, server};
+use ringback::{Worker, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+pub const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+pub const TOKEN: &str = "sim-token";
+pub const TO: &str = "+15558675310";
+pub const T: Duration = Duration::from_secs(20);
+
+pub struct Env {
+    pub redis: RedisServer,
+    pub sim: Arc<Simulator>,
+    pub sim_base: String,
+    pub queue: String,
+    pub keys: QueueKeys,
+    pub cancel: CancellationToken,
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+pub async fn env(test: &str, faults: &str) -> Env {
+    let redis = RedisServer::start();
+    let sim = Simulator::new(
+        SimConfig {
+            account_sid: ACCOUNT.into(),
+            auth_token: Secret::new(TOKEN),
+            api_keys: vec![],
+        },
+        if faults.is_empty() {
+            Default::default()
+        } else {
+            serde_json::from_str(faults).unwrap()
+        },
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim_base = format!("http://{}", listener.local_addr().unwrap());
+    let cancel = CancellationToken::new();
+    tokio::spawn(server::serve(listener, sim.clone(), cancel.clone()));
+    let queue = queue_name(test);
+    let keys = QueueKeys::new("bull", &queue);
+    Env {
+        redis,
+        sim,
+        sim_base,
+        queue,
+        keys,
+        cancel,
+    }
+}
+
+pub fn twilio_config(base: &str) -> TwilioConfig {
+    TwilioConfig {
+        account_sid: ACCOUNT.into(),
+        auth: Auth::AuthToken(Secret::new(TOKEN)),
+        sender: Sender::From("+15005550006".into()),
+        api_base: base.into(),
+        connect_timeout: Duration::from_millis(300),
+        timeout: Duration::from_millis(500),
+        validity_period: None,
+    }
+}
+
+pub fn sms_config() -> SmsConfig {
+    SmsConfig {
+        pending_ttl: Duration::from_millis(3000),
+        sent_ttl: Duration::from_secs(3600),
+        reconcile_window: Duration::from_millis(1500),
+        reconcile_poll: Duration::from_millis(200),
+        retry_later_default: Duration::from_millis(200),
+        status_callback_url: None,
+        ..Default::default()
+    }
+}
+
+pub fn worker_config(e: &Env) -> WorkerConfig {
+    WorkerConfig {
+        redis_url: e.redis.url(),
+        queue: e.queue.clone(),
+        concurrency: 8,
+        lock_duration: Duration::from_millis(1000),
+        lock_renew_time: Duration::from_millis(500),
+        stalled_interval: Duration::from_millis(300),
+        drain_delay: Duration::from_millis(300),
+        shutdown_grace: Duration::from_secs(5),
+        ..Default::default()
+    }
+}
+
+pub struct Running {
+    pub cancel: CancellationToken,
+    pub handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
+    /// The processor's attempt counters, as the worker's /metrics reports them.
+    pub stats: Arc<ringback::sms::SmsStats>,
+}
+
+impl Running {
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.handle.await;
+    }
+}
+
+pub async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let processor = SmsProcessor::new(
+        sms,
+        conn,
+        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
+        "bull",
+        &e.queue,
+    );
+    let stats = processor.stats();
+    let worker = Worker::new(worker_config(e), processor).unwrap();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    Running {
+        cancel,
+        handle,
+        stats,
+    }
+}
+
+pub fn data(run_id: &str) -> String {
+    serde_json::json!({"runId": run_id, "to": TO, "body": format!("Run {run_id} finished: 2 approvals needed")}).to_string()
+}
+
+pub async fn add(e: &Env, data: &str) -> String {
+    let mut c = e.redis.conn().await;
+    add_job(
+        &mut c,
+        &e.keys,
+        Add {
+            data,
+            opts: r#"{"attempts":3,"backoff":{"type":"fixed","delay":100}}"#,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
+/// Wait until the job is completed or failed; returns (state, job hash).
+pub async fn finished(e: &Env, id: &str) -> (&'static str, HashMap<String, String>) {
+    let c = e.redis.conn().await;
+    let k = e.keys.clone();
+    let state = wait_for(T, &format!("job {id} to finish"), || {
+        let (mut c, k, id) = (c.clone(), k.clone(), id.to_string());
+        async move {
+            if c.zscore::<_, _, Option<f64>>(k.completed(), &id)
+                .await
+                .unwrap()
+                .is_some()
+            {
+                return Some("completed");
+            }
+            if c.zscore::<_, _, Option<f64>>(k.failed(), &id)
+                .await
+                .unwrap()
+                .is_some()
+            {
+                return Some("failed");
+            }
+            None
+        }
+    })
+    .await;
+    let mut c = e.redis.conn().await;
+    (state, job_hash(&mut c, &e.keys, id).await)
+}
+
+/// The SIDs of the texts the simulator took for `run_id`.
+pub fn sent_sids(e: &Env, run_id: &str) -> Vec<String> {
+    let body = format!("Run {run_id} finished: 2 approvals needed");
+    e.sim
+        .store
+        .all()
+        .into_iter()
+        .filter(|m| m.body.as_deref() == Some(body.as_str()))
+        .map(|m| m.sid)
+        .collect()
+}
+
+pub fn texts(e: &Env, run_id: &str) -> usize {
+    sent_sids(e, run_id).len()
+}
+
+pub fn returnvalue(h: &HashMap<String, String>) -> serde_json::Value {
+    serde_json::from_str(&h["returnvalue"]).unwrap()
+}
+
+/// Crashes abort the process, so they run in the `ringback` binary.
+pub fn spawn_binary(e: &Env, crash_at: Option<&str>) -> std::process::Child {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"));
+    cmd.arg("worker")
+        .env("REDIS_URL", e.redis.url())
+        .env("RINGBACK_QUEUE", &e.queue)
+        .env("RINGBACK_CONCURRENCY", "4")
+        .env("RINGBACK_LOCK_DURATION_MS", "1000")
+        .env("RINGBACK_STALLED_INTERVAL_MS", "300")
+        .env("RINGBACK_DRAIN_DELAY_MS", "300")
+        .env("RINGBACK_PENDING_TTL_MS", "3000")
+        .env("RINGBACK_RECONCILE_WINDOW_MS", "1500")
+        .env("RINGBACK_RECONCILE_POLL_MS", "200")
+        .env("TWILIO_ACCOUNT_SID", ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env("TWILIO_FROM", "+15005550006")
+        .env("TWILIO_API_BASE", &e.sim_base)
+        .env("TWILIO_TIMEOUT_MS", "500")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(point) = crash_at {
+        cmd.env("RINGBACK_CRASH_AT", point);
+    }
+    cmd.spawn().expect("ringback binary")
+}
+
+pub fn window(
+    e: &Env,
+    conn: redis::aio::ConnectionManager,
+    pending_ms: u64,
+) -> ringback::window::Window {
+    let _ = e;
+    ringback::window::Window::new(
+        conn,
+        Default::default(),
+        "agent-callback:".into(),
+        ringback::window::WindowTimes {
+            pending_ttl: Duration::from_millis(pending_ms),
+            lease: Duration::from_secs(30),
+            sent_ttl: Duration::from_secs(3600),
+            hold: Duration::from_millis(2 * pending_ms),
+            poll_after: Duration::from_secs(60),
+        },
+    )
+}
