@@ -21,6 +21,8 @@
   ARGV[4] error code ("") ARGV[9] link / record TTL (ms)
   ARGV[5] RawDlrDoneDate ("")
   ARGV[10] next poll at (ms) for a non-terminal status ("" = leave)
+  ARGV[11] the attempt token the StatusCallback URL carried ("" = none): kept in the history,
+           so a receipt names the attempt that sent
 
   Returns {outcome, status now, previous status}; outcome is one of
     "repeat" (seen before: nothing changed), "applied", "stale" (lower rank: history only),
@@ -29,4 +31,4 @@
 ]]
 return applyReceipt({rec = KEYS[1], hist = KEYS[2], seen = KEYS[3], link = KEYS[4], reconcile = KEYS[5],
   runId = ARGV[1], sid = ARGV[2], status = ARGV[3], code = ARGV[4], dlr = ARGV[5], now = ARGV[6],
-  source = ARGV[7], repeatTtl = ARGV[8], recordTtl = ARGV[9], nextPoll = ARGV[10]})
+  source = ARGV[7], repeatTtl = ARGV[8], recordTtl = ARGV[9], nextPoll = ARGV[10], attempt = ARGV[11]})

@@ -40,5 +40,6 @@ rcall("PEXPIRE", KEYS[2], ARGV[3])
 rcall("ZREM", KEYS[3], ARGV[4])
 applyReceipt({rec = KEYS[5], hist = KEYS[6], seen = "", link = KEYS[4], reconcile = KEYS[7],
   runId = ARGV[4], sid = ARGV[2], status = ARGV[5], code = "", dlr = "", now = now,
-  source = "send", repeatTtl = "0", recordTtl = ARGV[3], nextPoll = now + tonumber(ARGV[6])})
+  source = "send", repeatTtl = "0", recordTtl = ARGV[3], nextPoll = now + tonumber(ARGV[6]),
+  attempt = ARGV[1]})
 return overrun

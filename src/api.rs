@@ -255,11 +255,17 @@ async fn webhook_status(
             Some("MessageStatus"),
         ));
     }
-    let query_run = uri.query().and_then(|q| {
-        serde_urlencoded::from_str::<Vec<(String, String)>>(q)
-            .ok()
-            .and_then(|q| q.into_iter().find(|(k, _)| k == "runId").map(|(_, v)| v))
-    });
+    let query: Vec<(String, String)> = uri
+        .query()
+        .and_then(|q| serde_urlencoded::from_str(q).ok())
+        .unwrap_or_default();
+    let query_field = |name: &str| {
+        query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    let query_run = query_field("runId");
     let run_id = match query_run.filter(|r| !r.is_empty()) {
         Some(r) => r,
         None => match s.receipts.run_of(&sid).await? {
@@ -285,6 +291,7 @@ async fn webhook_status(
         raw_dlr_done_date: field("RawDlrDoneDate").filter(|d| !d.is_empty()),
         source: Source::Webhook,
         repeat_id: Some(repeat_id),
+        attempt: query_field("attempt").filter(|a| !a.is_empty()),
     };
     let applied = s.receipts.apply(&update).await?;
     tracing::info!(%run_id, %status, outcome = %applied.outcome, "status callback");

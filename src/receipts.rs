@@ -43,6 +43,8 @@ pub struct StatusUpdate {
     pub source: Source,
     /// Repeat detection key (idempotency token or a hash of the signed parameters).
     pub repeat_id: Option<String>,
+    /// The attempt token the StatusCallback URL carried.
+    pub attempt: Option<String>,
 }
 
 /// What applying a status did.
@@ -121,6 +123,7 @@ impl Receipts {
             &self.times.repeat_ttl.as_millis().to_string(),
             &self.times.record_ttl.as_millis().to_string(),
             &next_poll,
+            u.attempt.as_deref().unwrap_or(""),
         ];
         let r: Vec<String> = scripts()
             .receipt_apply

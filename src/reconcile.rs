@@ -51,6 +51,7 @@ impl Reconciler {
                     raw_dlr_done_date: None,
                     source: Source::Poll,
                     repeat_id: None,
+                    attempt: None,
                 })
                 .await?;
             let record = self.receipts.record(&run_id, None).await?;

@@ -421,6 +421,7 @@ async fn property_ranked_records_reach_the_truth_under_any_order() {
                     raw_dlr_done_date: None,
                     source: Source::Webhook,
                     repeat_id: Some(format!("{run}:{s}:{}", copy % 2)),
+                    attempt: None,
                 });
             }
         }
@@ -473,6 +474,7 @@ async fn callbacks_before_the_sent_marker_are_attributed_by_the_url() {
         raw_dlr_done_date: None,
         source: Source::Send,
         repeat_id: None,
+        attempt: None,
     };
     s.receipts.apply(&update).await.unwrap();
     assert_eq!(record(&s, "early-1").await.state, "delivered");
@@ -542,6 +544,7 @@ async fn replicas_never_take_the_same_due_poll() {
             raw_dlr_done_date: None,
             source: Source::Send,
             repeat_id: None,
+            attempt: None,
         };
         receipts.apply(&u).await.unwrap();
     }

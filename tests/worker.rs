@@ -779,6 +779,7 @@ async fn every_script_runs_after_script_flush() {
         raw_dlr_done_date: None,
         source: ringback::receipts::Source::Poll,
         repeat_id: None,
+        attempt: None,
     };
     assert_eq!(receipts.apply(&update).await.unwrap().outcome, "applied");
     assert!(

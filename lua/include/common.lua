@@ -324,7 +324,7 @@ end
 -- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
 -- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
 -- `r` = {rec, hist, seen ("" = no repeat check), link, reconcile, runId, sid, status, code,
---        dlr, now, source, repeatTtl, recordTtl, nextPoll ("" = leave)}.
+--        dlr, now, source, repeatTtl, recordTtl, nextPoll ("" = leave), attempt (token or nil)}.
 local function applyReceipt(r)
   local rec, hist = r.rec, r.hist
   local runId, sid, status, code, dlr, now, source = r.runId, r.sid, r.status, r.code, r.dlr, r.now, r.source
@@ -342,6 +342,7 @@ local function applyReceipt(r)
     local entry = {status = status, sid = sid, at = tonumber(now), source = source, outcome = outcome}
     if code ~= "" then entry["error_code"] = code end
     if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
+    if r.attempt and r.attempt ~= "" then entry["attempt"] = r.attempt end
     rcall("RPUSH", hist, cjson.encode(entry))
     rcall("LTRIM", hist, -200, -1)
     rcall("PEXPIRE", hist, r.recordTtl)
