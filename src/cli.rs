@@ -205,9 +205,17 @@ pub struct TwilioArgs {
         default_value = "https://api.twilio.com"
     )]
     pub api_base: String,
-    #[arg(long, env = "TWILIO_CONNECT_TIMEOUT_MS", default_value_t = 3_000)]
+    #[arg(
+        long = "twilio-connect-timeout-ms",
+        env = "TWILIO_CONNECT_TIMEOUT_MS",
+        default_value_t = 3_000
+    )]
     pub connect_timeout_ms: u64,
-    #[arg(long, env = "TWILIO_TIMEOUT_MS", default_value_t = 8_000)]
+    #[arg(
+        long = "twilio-timeout-ms",
+        env = "TWILIO_TIMEOUT_MS",
+        default_value_t = 8_000
+    )]
     pub timeout_ms: u64,
     /// Seconds Twilio may queue a message (1–36000).
     #[arg(long, env = "TWILIO_VALIDITY_PERIOD_S")]

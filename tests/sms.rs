@@ -273,7 +273,7 @@ async fn crash_then_recover(point: &str, run_id: &str) -> (Vec<String>, serde_js
     let e = env(&format!("crash-{point}"), "").await;
     let id = add(&e, &data(run_id)).await;
     let mut crashing = spawn_binary(&e, Some(point));
-    let status = tokio::task::spawn_blocking(move || crashing.wait())
+    let status = tokio::task::spawn_blocking(move || crashing.0.wait())
         .await
         .unwrap()
         .unwrap();
@@ -281,10 +281,9 @@ async fn crash_then_recover(point: &str, run_id: &str) -> (Vec<String>, serde_js
         !status.success(),
         "the drill hook aborted the process at {point}"
     );
-    let mut recovering = spawn_binary(&e, None);
+    let recovering = spawn_binary(&e, None);
     let (state, h) = finished(&e, &id).await;
-    let _ = recovering.kill();
-    let _ = recovering.wait();
+    drop(recovering);
     assert_eq!(state, "completed", "{point}");
     (sent_sids(&e, run_id), returnvalue(&h))
 }

@@ -64,8 +64,8 @@ enum Command {
         #[command(flatten)]
         twilio: TwilioArgs,
         /// Give up after this long (the unresolved attempts are escalated).
-        #[arg(long, default_value_t = 600_000)]
-        timeout_ms: u64,
+        #[arg(long = "timeout-ms", default_value_t = 600_000)]
+        drain_timeout_ms: u64,
         /// Print the report as JSON on stdout.
         #[arg(long)]
         json: bool,
@@ -185,9 +185,12 @@ async fn main() -> ExitCode {
             queue,
             sms,
             twilio,
-            timeout_ms,
+            drain_timeout_ms,
             json,
-        } => drain(queue, sms, twilio, Duration::from_millis(timeout_ms), json).await,
+        } => {
+            let timeout = Duration::from_millis(drain_timeout_ms);
+            drain(queue, sms, twilio, timeout, json).await
+        }
         Command::Status {
             run_id,
             queue,

@@ -138,6 +138,11 @@ pub async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
     }
 }
 
+/// The text of `run_id`'s callback.
+pub fn body(run_id: &str) -> String {
+    format!("Run {run_id} finished: 2 approvals needed")
+}
+
 pub fn data(run_id: &str) -> String {
     serde_json::json!({"runId": run_id, "to": TO, "body": format!("Run {run_id} finished: 2 approvals needed")}).to_string()
 }
@@ -205,19 +210,72 @@ pub fn returnvalue(h: &HashMap<String, String>) -> serde_json::Value {
     serde_json::from_str(&h["returnvalue"]).unwrap()
 }
 
+/// The order of the timings a test runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timings {
+    /// Lock shorter than the claim: recovery in about a second.
+    Compressed,
+    /// The defaults' order: the claim (pending TTL) shorter than the lock, the stall sweep
+    /// after the claim's liveness ended (pending 3 s, lock 6 s, stall sweep every 2 s).
+    Production,
+}
+
+impl Timings {
+    /// (lock duration, stalled interval, pending TTL), in ms.
+    pub fn settings(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Timings::Compressed => ("1000", "300", "3000"),
+            Timings::Production => ("6000", "2000", "3000"),
+        }
+    }
+}
+
 /// Crashes abort the process, so they run in the `ringback` binary.
-pub fn spawn_binary(e: &Env, crash_at: Option<&str>) -> std::process::Child {
+pub fn spawn_binary(e: &Env, crash_at: Option<&str>) -> Proc {
+    spawn_worker(e, crash_at, Timings::Compressed, &[])
+}
+
+/// A child process killed when dropped, so a failing test leaves nothing running (a child
+/// would also keep the test's inherited file descriptors open).
+pub struct Proc(pub std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `ringback worker` binary on the test's queue at `timings`, with `extra` settings.
+pub fn spawn_worker(
+    e: &Env,
+    crash_at: Option<&str>,
+    timings: Timings,
+    extra: &[(&str, &str)],
+) -> Proc {
+    let mut cmd = ringback_command(e, "worker", timings);
+    if let Some(point) = crash_at {
+        cmd.env("RINGBACK_CRASH_AT", point);
+    }
+    cmd.envs(extra.iter().copied());
+    Proc(cmd.spawn().expect("ringback binary"))
+}
+
+/// `ringback <subcommand>` with the test's Redis, queue, simulator and window settings.
+pub fn ringback_command(e: &Env, subcommand: &str, timings: Timings) -> std::process::Command {
+    let (lock, stalled, pending) = timings.settings();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"));
-    cmd.arg("worker")
+    cmd.arg(subcommand)
         .env("REDIS_URL", e.redis.url())
         .env("RINGBACK_QUEUE", &e.queue)
         .env("RINGBACK_CONCURRENCY", "4")
-        .env("RINGBACK_LOCK_DURATION_MS", "1000")
-        .env("RINGBACK_STALLED_INTERVAL_MS", "300")
+        .env("RINGBACK_LOCK_DURATION_MS", lock)
+        .env("RINGBACK_STALLED_INTERVAL_MS", stalled)
         .env("RINGBACK_DRAIN_DELAY_MS", "300")
-        .env("RINGBACK_PENDING_TTL_MS", "3000")
+        .env("RINGBACK_PENDING_TTL_MS", pending)
         .env("RINGBACK_RECONCILE_WINDOW_MS", "1500")
         .env("RINGBACK_RECONCILE_POLL_MS", "200")
+        .env("RINGBACK_METRICS_LISTEN", "off")
         .env("TWILIO_ACCOUNT_SID", ACCOUNT)
         .env("TWILIO_AUTH_TOKEN", TOKEN)
         .env("TWILIO_FROM", "+15005550006")
@@ -226,10 +284,7 @@ pub fn spawn_binary(e: &Env, crash_at: Option<&str>) -> std::process::Child {
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    if let Some(point) = crash_at {
-        cmd.env("RINGBACK_CRASH_AT", point);
-    }
-    cmd.spawn().expect("ringback binary")
+    cmd
 }
 
 pub fn window(

@@ -1,0 +1,439 @@
+//! Exactly once at production timings (issue 10): the claim outlives every unresolved attempt,
+//! crashes at the defaults' order of timings, one clock, nothing waits forever silently, and
+//! `ringback drain`. Real redis-server, the Twilio simulator, the `ringback` binary where a
+//! process must die; texts are counted at the simulator.
+
+mod common;
+
+use std::time::Duration;
+
+use common::callbacks::*;
+use common::wait_for;
+use redis::AsyncCommands;
+use ringback::keys::WindowKeys;
+use ringback::sms::SmsProcessor;
+use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
+use ringback::window::{Claim, MarkSent, Marked};
+
+fn claim_key(run: &str) -> String {
+    WindowKeys::new("agent-callback:", run).claim
+}
+
+async fn wait_exit(mut child: Proc, within: Duration) -> std::process::ExitStatus {
+    tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = child.0.try_wait().expect("wait") {
+                return status;
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("the process did not exit within {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// A crash at `point` with the claim's liveness (3 s) shorter than the lock (6 s) and the stall
+/// sweep (2 s) after it: a fresh worker recovers; one text.
+async fn crash_at_production_ratios(point: &str, run: &str) {
+    let e = env(&format!("prod-{point}"), "").await;
+    let id = add(&e, &data(run)).await;
+    let crashing = spawn_worker(&e, Some(point), Timings::Production, &[]);
+    let status = wait_exit(crashing, Duration::from_secs(20)).await;
+    assert!(!status.success(), "the drill hook aborted at {point}");
+    // The claim key is there however long recovery takes: a legacy SET NX cannot succeed.
+    let mut c = e.redis.conn().await;
+    let v: Option<String> = c.get(claim_key(run)).await.unwrap();
+    assert!(
+        v.is_some(),
+        "{point}: the claim fences the legacy worker off"
+    );
+    let recovering = spawn_worker(&e, None, Timings::Production, &[]);
+    let (state, h) = finished(&e, &id).await;
+    drop(recovering);
+    assert_eq!(state, "completed", "{point}");
+    let sids = sent_sids(&e, run);
+    assert_eq!(sids.len(), 1, "{point}: one text");
+    assert_eq!(returnvalue(&h)["messageSid"], sids[0].as_str(), "{point}");
+}
+
+#[tokio::test]
+async fn crashes_at_production_ratios_text_once() {
+    tokio::join!(
+        crash_at_production_ratios("after-claim", "p1"),
+        crash_at_production_ratios("after-provider-accept", "p2"),
+        crash_at_production_ratios("after-sent-marker", "p3"),
+        crash_at_production_ratios("before-complete", "p4"),
+    );
+}
+
+#[tokio::test]
+async fn the_claim_outlives_an_unresolved_attempt_and_a_supersede_leaves_no_gap() {
+    let e = env("lease", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    // liveness 200 ms, lease 30 s
+    let w = window(&e, conn, 200);
+    let claim = w
+        .claim("l1", "t1", None, "j", "w", TO, "", "body")
+        .await
+        .unwrap();
+    assert_eq!(claim, Claim::Claimed { token: "t1".into() });
+    let mut c = e.redis.conn().await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let legacy: Option<String> = redis::cmd("SET")
+        .arg(claim_key("l1"))
+        .arg("pending")
+        .arg("NX")
+        .arg("EX")
+        .arg(600)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert_eq!(
+        legacy, None,
+        "the attempt is dead but unresolved: the legacy SET NX must fail"
+    );
+    // Dead: the next caller resolves it (holding the claim), never sends at once.
+    let Claim::Resolve(u) = w
+        .claim("l1", "t2", None, "j", "w", TO, "", "body")
+        .await
+        .unwrap()
+    else {
+        panic!("a dead attempt is resolved");
+    };
+    assert_eq!(u.token, "t1");
+    // Found lost: the new attempt replaces it in one step.
+    let next = w
+        .claim("l1", "t3", Some("t1"), "j", "w", TO, "", "body")
+        .await
+        .unwrap();
+    assert_eq!(next, Claim::Claimed { token: "t3".into() });
+    let v: String = c.get(claim_key("l1")).await.unwrap();
+    assert_eq!(v, "pending:t3");
+    // A supersede naming a token that is not the claim's changes nothing.
+    let stale = w
+        .claim("l1", "t4", Some("t1"), "j", "w", TO, "", "body")
+        .await
+        .unwrap();
+    assert!(matches!(stale, Claim::Busy(_)), "{stale:?}");
+}
+
+#[tokio::test]
+async fn a_fresh_claim_consults_a_recorded_receipt() {
+    let e = env("receipt-first", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let w = window(&e, conn, 3000);
+    let mut c = e.redis.conn().await;
+    let _: () = c
+        .hset(
+            WindowKeys::new("agent-callback:", "rr").record,
+            "sid",
+            "SMfromreceipt",
+        )
+        .await
+        .unwrap();
+    let claim = w
+        .claim("rr", "t1", None, "j", "w", TO, "", "body")
+        .await
+        .unwrap();
+    assert_eq!(claim, Claim::Sent(Some("SMfromreceipt".into())));
+    let v: String = c.get(claim_key("rr")).await.unwrap();
+    assert_eq!(v, "sent:SMfromreceipt");
+}
+
+#[tokio::test]
+async fn a_worker_five_minutes_ahead_never_treats_a_live_attempt_as_dead() {
+    let e = env("skew", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let live = window(&e, conn, 3000);
+    let run = "skew1";
+    // A live attempt (another worker, in its provider call) holds the run...
+    let Claim::Claimed { token } = live
+        .claim(run, "live", None, "j0", "w0", TO, "", &body(run))
+        .await
+        .unwrap()
+    else {
+        panic!("claimed");
+    };
+    // ...while a worker whose clock is 5 minutes ahead takes a duplicate job for it.
+    let skewed = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[("RINGBACK_CLOCK_SKEW_MS", "300000")],
+    );
+    let id = add(&e, &data(run)).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        texts(&e, run),
+        0,
+        "the skewed worker waited for the live attempt"
+    );
+    // The live attempt's send lands, then its sent marker.
+    let twilio = TwilioClient::new(twilio_config(&e.sim_base)).unwrap();
+    let SendOutcome::Accepted(m) = twilio
+        .create_message(&CreateMessage {
+            to: TO.into(),
+            body: body(run),
+            from: None,
+            status_callback: None,
+        })
+        .await
+    else {
+        panic!("accepted");
+    };
+    let marked = live
+        .mark_sent(run, &token, &m.sid, "queued", Marked::Sent)
+        .await
+        .unwrap();
+    assert_eq!(
+        marked,
+        MarkSent::Marked,
+        "the live attempt's claim was never taken"
+    );
+    let (state, h) = finished(&e, &id).await;
+    drop(skewed);
+    assert_eq!(state, "completed");
+    assert_eq!(texts(&e, run), 1);
+    assert_eq!(returnvalue(&h)["deduplicated"], true);
+}
+
+/// Make a job active under a token no worker holds (a worker that died before any attempt).
+async fn activate_and_abandon(e: &Env, lock_ms: u64) -> String {
+    let id = add(e, &data("stalled-before")).await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let cfg = ringback::WorkerConfig {
+        redis_url: e.redis.url(),
+        queue: e.queue.clone(),
+        lock_duration: Duration::from_millis(lock_ms),
+        ..Default::default()
+    };
+    let commands = ringback::commands::Commands::new(conn, e.keys.clone(), Default::default());
+    let fetched = commands
+        .move_to_active(&ringback::commands::FetchArgs::new(&cfg, "dead-token"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&fetched, ringback::commands::Fetched::Job(j) if j.id == id),
+        "{fetched:?}"
+    );
+    id
+}
+
+#[tokio::test]
+async fn a_job_the_stall_limit_fails_before_any_attempt_is_still_texted() {
+    let e = env("stall-limit-before", "").await;
+    let id = activate_and_abandon(&e, 1000).await;
+    let w = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[("RINGBACK_MAX_STALLED_COUNT", "0")],
+    );
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "failed");
+    assert_eq!(h["failedReason"], ringback::orphans::STALLED_LIMIT_REASON);
+    wait_for(T, "the adopted callback to be texted", || async {
+        (texts(&e, "stalled-before") == 1).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    drop(w);
+    assert_eq!(texts(&e, "stalled-before"), 1, "texted once, not again");
+}
+
+#[tokio::test]
+async fn a_stall_limit_failure_with_an_open_attempt_and_a_429_is_still_texted() {
+    // The callback lost before this fix: crash after the claim, the stall limit fails the job,
+    // the sweep takes the open attempt and Twilio answers 429: the run must stay open.
+    let e = env(
+        "stall-limit-429",
+        r#"{"create":[{"fault":"rate_limited","retry_after_s":1,"times":1}]}"#,
+    )
+    .await;
+    let id = add(&e, &data("lost429")).await;
+    let crashing = spawn_worker(
+        &e,
+        Some("after-claim"),
+        Timings::Compressed,
+        &[("RINGBACK_MAX_STALLED_COUNT", "0")],
+    );
+    assert!(!wait_exit(crashing, Duration::from_secs(20)).await.success());
+    let w = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[("RINGBACK_MAX_STALLED_COUNT", "0")],
+    );
+    let (state, _) = finished(&e, &id).await;
+    assert_eq!(state, "failed", "the stall limit failed the job");
+    wait_for(T, "the open attempt to be texted after the 429", || async {
+        (texts(&e, "lost429") == 1).then_some(())
+    })
+    .await;
+    let mut c = e.redis.conn().await;
+    let v: String = c.get(claim_key("lost429")).await.unwrap();
+    assert!(v.starts_with("sent:SM"), "{v}");
+    drop(w);
+    assert_eq!(texts(&e, "lost429"), 1);
+    assert_eq!(e.sim.store.all().len(), 1, "the 429 created nothing");
+}
+
+#[tokio::test]
+async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
+    let e = env("indistinct", "").await;
+    let run = "twins";
+    // Two messages with this run's recipient, sender and body that no run is linked to (say the
+    // legacy worker texted the same words twice for other runs).
+    let twilio = TwilioClient::new(twilio_config(&e.sim_base)).unwrap();
+    for _ in 0..2 {
+        let sent = twilio
+            .create_message(&CreateMessage {
+                to: TO.into(),
+                body: body(run),
+                from: None,
+                status_callback: None,
+            })
+            .await;
+        assert!(matches!(sent, SendOutcome::Accepted(_)));
+    }
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let w = window(&e, conn.clone(), 3000);
+    // An ambiguous attempt of this run.
+    w.claim(run, "amb", None, "j", "w", TO, "", &body(run))
+        .await
+        .unwrap();
+    assert!(w.hold(run, "amb", "timeout").await.unwrap());
+    let processor = SmsProcessor::new(
+        sms_config(),
+        conn,
+        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
+        "bull",
+        &e.queue,
+    );
+    let req = ringback::callback::CallbackRequest {
+        run_id: run.into(),
+        to: TO.into(),
+        body: body(run),
+        from: None,
+    };
+    let out = processor
+        .attempt("j", &req, ringback::sms::Caller::Job)
+        .await;
+    let ringback::Outcome::Completed(v) = out else {
+        panic!("settled: {out:?}");
+    };
+    assert_eq!(v["status"], "unknown", "{v}");
+    assert_eq!(e.sim.store.all().len(), 2, "nothing resent blind");
+    let mut c = e.redis.conn().await;
+    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let exists: bool = c
+        .exists(esc.job(&format!("escalation:{run}")))
+        .await
+        .unwrap();
+    assert!(exists, "escalated");
+    // A later job for the run does not send either.
+    let again = processor
+        .attempt("j2", &req, ringback::sms::Caller::Job)
+        .await;
+    assert!(
+        matches!(&again, ringback::Outcome::Completed(v) if v["deduplicated"] == true),
+        "{again:?}"
+    );
+    assert_eq!(e.sim.store.all().len(), 2);
+}
+
+#[tokio::test]
+async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
+    let e = env("drain", "").await;
+    // ringback crashes right after Twilio took two callbacks
+    let ids = [add(&e, &data("d1")).await, add(&e, &data("d2")).await];
+    let crashing = spawn_worker(&e, Some("after-provider-accept"), Timings::Production, &[]);
+    assert!(!wait_exit(crashing, Duration::from_secs(20)).await.success());
+    // A live ringback worker is heartbeating: drain refuses, naming it.
+    // (On another queue, with a Twilio it cannot reach: it cannot resolve them first.)
+    let live = spawn_worker(
+        &e,
+        None,
+        Timings::Production,
+        &[
+            ("RINGBACK_QUEUE", "some-other-queue"),
+            ("TWILIO_API_BASE", "http://127.0.0.1:9"),
+        ],
+    );
+    let mut c = e.redis.conn().await;
+    let workers = ringback::keys::ringback_workers("agent-callback:");
+    wait_for(T, "the live worker's heartbeat", || {
+        let (mut c, workers) = (c.clone(), workers.clone());
+        async move { (c.zcard::<_, u64>(&workers).await.unwrap() > 0).then_some(()) }
+    })
+    .await;
+    let refused = ringback_command(&e, "drain", Timings::Production)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(
+        refused.status.code(),
+        Some(3),
+        "refuses beside a live worker"
+    );
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("ringback worker pid"), "names it: {why}");
+    drop(live);
+    // A killed worker's heartbeat ages out (3 sweep intervals, at least 3 s).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut cmd = ringback_command(&e, "drain", Timings::Production);
+    cmd.arg("--json")
+        .arg("--timeout-ms")
+        .arg("20000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // (blocking off the runtime: the simulator answers on it)
+    let drained = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        drained.status.code(),
+        Some(0),
+        "drained: {}",
+        String::from_utf8_lossy(&drained.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&drained.stdout).unwrap();
+    assert_eq!(
+        report["still_open"].as_array().unwrap().len(),
+        0,
+        "{report}"
+    );
+    for run in ["d1", "d2"] {
+        let v: String = c.get(claim_key(run)).await.unwrap();
+        assert!(v.starts_with("sent:SM"), "{run}: {v}");
+        assert_eq!(
+            texts(&e, run),
+            1,
+            "{run}: the crashed send was found, not repeated"
+        );
+    }
+    // The legacy worker alone now: its SET NX fails for both runs (sent), nothing is texted again.
+    for run in ["d1", "d2"] {
+        let legacy: Option<String> = redis::cmd("SET")
+            .arg(claim_key(run))
+            .arg("pending")
+            .arg("NX")
+            .arg("EX")
+            .arg(600)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert_eq!(legacy, None);
+    }
+    let _ = ids;
+}
