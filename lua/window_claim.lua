@@ -78,7 +78,8 @@ local function fresh(token)
 end
 
 local function since() return rec["since"] or rec["claimed_at"] or now end
-local open = rec["state"] == "claimed" or rec["state"] == "ambiguous"
+-- `retry` counts as open here: its lease ended, so someone else may have sent since (model: F1)
+local open = rec["state"] == "claimed" or rec["state"] == "ambiguous" or rec["state"] == "retry"
 
 if v then
   if v == "sent" or string.sub(v, 1, 5) == "sent:" then
@@ -116,7 +117,7 @@ if v then
     rcall("SET", claimKey, "sent:" .. (rec["sid"] or ""), "PX", ARGV[7])
     return sent(rec["sid"] or "")
   end
-  -- released, send-failed, retry under a claim still carrying its token: Twilio took nothing
+  -- retry (or an older record's released / send-failed) under our own claim: Twilio took nothing
   return fresh(ARGV[1])
 end
 

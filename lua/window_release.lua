@@ -1,38 +1,46 @@
 --[[
-  window_release: give the claim up because Twilio did not take the message (a permanent
-  error, a rate limit, refused credentials). Compare-and-delete: only our own pending claim is
-  removed.
+  window_release: Twilio did not take the message. Compare-and-set on our own claim only.
 
-  A caller with no queue job behind it (the orphan sweep) passes `retry in` > 0: the attempt
-  stays open as `retry` in the open-attempts index, due then, so the sweep sends it later. No
-  path gives a claim up while nothing would retry the callback.
+  "released" (retry later, refused credentials): Twilio created nothing, but the run is not
+  given back. The claim stays ours (lease refreshed) and the record becomes `retry`, in the
+  open-attempts index at the retry time: whoever comes next (the job's retry on a ringback
+  worker, or the orphan sweep if a legacy worker took the job and dropped it on our claim) sends
+  it. Handing the claim back would let a legacy worker take the run and lose it by its own
+  `if (!claimed) return;` (found by the model: docs/model-findings.md, F1).
+  "send-failed" (a permanent refusal, already escalated): the claim is deleted and the run is
+  closed.
 
   KEYS[1] claim key
   KEYS[2] attempt record
   KEYS[3] open-attempts index
 
   ARGV[1] attempt token
-  ARGV[2] retry in (ms): 0 = a queue job retries it (or nothing should: send-failed)
+  ARGV[2] retry in (ms), for "released"
   ARGV[3] reason (kept on the record for escalation and `ringback status`)
-  ARGV[4] record state to write: "released" | "send-failed"
+  ARGV[4] "released" | "send-failed"
   ARGV[5] runId
+  ARGV[6] claim lease (ms)
 
-  Returns 1 released, 0 the claim was not ours (left alone)
+  Returns 1 done, 0 the claim was not ours (left alone)
 ]]
 local now = redisNowMs()
-local retryIn = tonumber(ARGV[2]) or 0
-local released = 0
-if rcall("GET", KEYS[1]) == "pending:" .. ARGV[1] then
-  rcall("DEL", KEYS[1])
-  released = 1
-end
-if rcall("HGET", KEYS[2], "token") == ARGV[1] then
-  if retryIn > 0 and ARGV[4] == "released" then
-    rcall("HSET", KEYS[2], "state", "retry", "released_at", now, "error", ARGV[3])
-    rcall("ZADD", KEYS[3], now + retryIn, ARGV[5])
+local retryIn = math.max(tonumber(ARGV[2]) or 0, 1)
+local ours = rcall("GET", KEYS[1]) == "pending:" .. ARGV[1]
+if ours then
+  if ARGV[4] == "send-failed" then
+    rcall("DEL", KEYS[1])
   else
-    rcall("HSET", KEYS[2], "state", ARGV[4], "released_at", now, "error", ARGV[3])
-    rcall("ZREM", KEYS[3], ARGV[5])
+    rcall("SET", KEYS[1], "pending:" .. ARGV[1], "PX", ARGV[6])
   end
 end
-return released
+if rcall("HGET", KEYS[2], "token") == ARGV[1] then
+  if ARGV[4] == "send-failed" then
+    rcall("HSET", KEYS[2], "state", "send-failed", "released_at", now, "error", ARGV[3])
+    rcall("ZREM", KEYS[3], ARGV[5])
+  else
+    rcall("HSET", KEYS[2], "state", "retry", "released_at", now, "error", ARGV[3])
+    rcall("ZADD", KEYS[3], now + retryIn, ARGV[5])
+  end
+end
+if ours then return 1 end
+return 0

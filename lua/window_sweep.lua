@@ -1,8 +1,9 @@
 --[[
   window_sweep: take one overdue open attempt for the orphan sweep. If the attempt is still
-  open (claimed, ambiguous, or retry) and its index time has passed, re-fence its claim (a
-  `claimed`/`ambiguous` attempt's lease is refreshed, so no legacy retry can claim and send while
-  it is unresolved), push its time on, and hand back what resolving it needs. Atomic, so
+  open (claimed, ambiguous, or retry) and its index time has passed, re-fence its claim (its
+  lease is refreshed, so no legacy retry can claim and send while it is unresolved; an adopted
+  `retry` with no claim is left to window_claim, which resolves it before any send), push its
+  time on, and hand back what resolving it needs. Atomic, so
   replicas sweeping together take an orphan once.
 
   KEYS[1] claim key
@@ -31,7 +32,7 @@ if v and (v == "sent" or string.sub(v, 1, 5) == "sent:") then
   rcall("ZREM", KEYS[3], ARGV[1])
   return {}
 end
-if state ~= "retry" and (not v or v == "pending:" .. rec[2]) then
+if (v and v == "pending:" .. rec[2]) or (not v and state ~= "retry") then
   rcall("SET", KEYS[1], "pending:" .. rec[2], "PX", lease)
 end
 local generation = rcall("HINCRBY", KEYS[2], "sweeps", 1)

@@ -80,6 +80,9 @@ async fn metrics(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
 }
 
 async fn readyz(State(m): State<Arc<Metrics>>) -> impl IntoResponse {
+    if let Some(why) = m.sms.as_ref().and_then(|s| s.not_ready()) {
+        return (StatusCode::SERVICE_UNAVAILABLE, why);
+    }
     match m.commands.ensure_scripts().await {
         Ok(_) => (StatusCode::OK, "ready".to_string()),
         Err(e) => (

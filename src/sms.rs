@@ -664,8 +664,6 @@ impl SmsProcessor {
             from: req.from.clone(),
             status_callback: self.status_callback(&req.run_id, token),
         };
-        // Only the sweep has no queue job behind it: what it gives up stays open for it.
-        let retry_in = |d: Duration| (caller == Caller::Sweep).then_some(d);
         match self.twilio.create_message(&msg).await {
             SendOutcome::Accepted(m) => {
                 self.auth_ok();
@@ -706,7 +704,7 @@ impl SmsProcessor {
                 }
                 self.crash(CrashPoint::AfterSentMarker, &req.run_id);
                 self.stats.record(SmsEvent::Sent);
-                tracing::info!(sid = %m.sid, to = %mask(&req.to), "sent");
+                tracing::info!(sid = %m.sid, to = %mask(&req.to), by = ?caller, "sent");
                 self.crash(CrashPoint::BeforeComplete, &req.run_id);
                 Outcome::Completed(json!({
                     "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
@@ -718,13 +716,7 @@ impl SmsProcessor {
                 let wait = self.config.retry_later_default.max(AUTH_RETRY);
                 if let Err(re) = self
                     .window
-                    .release(
-                        &req.run_id,
-                        token,
-                        &e.to_string(),
-                        "released",
-                        retry_in(wait),
-                    )
+                    .release(&req.run_id, token, &e.to_string(), "released", wait)
                     .await
                 {
                     tracing::warn!(error = %re, "could not release the claim");
@@ -734,13 +726,8 @@ impl SmsProcessor {
             SendOutcome::Permanent(e) => {
                 self.auth_ok();
                 self.stats.record(SmsEvent::Permanent);
-                if let Err(re) = self
-                    .window
-                    .release(&req.run_id, token, &e.to_string(), "send-failed", None)
-                    .await
-                {
-                    tracing::warn!(error = %re, "could not release the claim after a permanent failure");
-                }
+                // Escalate before closing the run: a crash in between leaves the attempt open
+                // (the sweep resolves it), never a closed run nobody was told of (model: F2).
                 let escalation = crate::escalation::Escalation {
                     run_id: req.run_id.clone(),
                     reason: format!("send failed permanently: {e}"),
@@ -748,7 +735,21 @@ impl SmsProcessor {
                     error_code: e.code.map(|c| c.to_string()),
                 };
                 if let Err(err) = self.escalator.escalate(&escalation).await {
-                    tracing::error!(error = %err, "could not escalate a permanent send failure");
+                    tracing::error!(error = %err, "could not escalate a permanent send failure; will try again");
+                    return self.later(self.config.retry_later_default);
+                }
+                if let Err(re) = self
+                    .window
+                    .release(
+                        &req.run_id,
+                        token,
+                        &e.to_string(),
+                        "send-failed",
+                        Duration::ZERO,
+                    )
+                    .await
+                {
+                    tracing::warn!(error = %re, "could not release the claim after a permanent failure");
                 }
                 Outcome::unrecoverable(format!("{e}; not retried: Twilio refused the message"))
             }
@@ -761,7 +762,7 @@ impl SmsProcessor {
                 let wait = retry_after.unwrap_or(self.config.retry_later_default);
                 if let Err(e) = self
                     .window
-                    .release(&req.run_id, token, &reason, "released", retry_in(wait))
+                    .release(&req.run_id, token, &reason, "released", wait)
                     .await
                 {
                     tracing::warn!(error = %e, "could not release the claim");

@@ -222,20 +222,27 @@ impl Window {
         })
     }
 
-    /// Give up our claim (compare-and-delete); `state` is "released" or "send-failed". With
-    /// `retry_in` (a caller no queue job stands behind) a released attempt stays open as `retry`,
-    /// due then, for the orphan sweep.
+    /// Twilio did not take the message. `state` "released": the claim stays ours and the attempt
+    /// open as `retry`, due in `retry_in` (for the job's retry or the orphan sweep, whichever
+    /// comes); "send-failed": the claim is deleted and the run closed (escalate first).
     pub async fn release(
         &self,
         run_id: &str,
         token: &str,
         reason: &str,
         state: &str,
-        retry_in: Option<Duration>,
+        retry_in: Duration,
     ) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let retry_in = retry_in.map_or(0, |d| d.as_millis().max(1)).to_string();
-        let args = [token, &retry_in, reason, state, run_id];
+        let retry_in = retry_in.as_millis().to_string();
+        let args = [
+            token,
+            &retry_in,
+            reason,
+            state,
+            run_id,
+            &ms(self.times.lease),
+        ];
         let keys = [k.claim, k.attempt, self.index()];
         let released: i64 = scripts()
             .window_release

@@ -736,7 +736,7 @@ async fn every_script_runs_after_script_flush() {
     assert!(window.hold("f1", "tok", "unknown").await.unwrap());
     assert!(
         window
-            .release("f1", "tok", "test", "released", None)
+            .release("f1", "tok", "test", "send-failed", Duration::ZERO)
             .await
             .unwrap()
     );
@@ -763,7 +763,7 @@ async fn every_script_runs_after_script_flush() {
     assert_eq!(
         window.sweep("f1").await.unwrap(),
         None,
-        "released: nothing to sweep"
+        "closed: nothing to sweep"
     );
     let sms = ringback::sms::SmsConfig::default();
     let (receipts, _) = sms.after_send(
