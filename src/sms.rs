@@ -582,6 +582,19 @@ impl SmsProcessor {
                 tracing::info!(reason = %redact(&reason), wait_ms = wait.as_millis() as u64, "Twilio did not take the message; retrying later");
                 self.later(wait)
             }
+            // Stand-in until refused credentials are handled (issue 10 §4): as RetryLater.
+            SendOutcome::AuthRefused(e) => {
+                self.stats.record(SmsEvent::RetryLater);
+                if let Err(re) = self
+                    .window
+                    .release(&req.run_id, token, &e.to_string(), "released")
+                    .await
+                {
+                    tracing::warn!(error = %re, "could not release the claim");
+                }
+                tracing::warn!(error = %redact(&e.to_string()), "Twilio refused the credentials; retrying later");
+                self.later(self.config.retry_later_default)
+            }
             SendOutcome::Ambiguous { reason, .. } => {
                 self.stats.record(SmsEvent::Ambiguous);
                 tracing::warn!(reason = %redact(&reason), "Twilio may or may not have the message; holding the claim to reconcile");
