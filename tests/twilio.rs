@@ -10,8 +10,8 @@ use std::time::Duration;
 use axum::routing::post;
 use ringback::twilio::signature;
 use ringback::twilio::{
-    Auth, CreateMessage, ListFilter, Message, PageLimits, Secret, SendOutcome, Sender,
-    TwilioClient, TwilioConfig,
+    Auth, CreateMessage, ListFilter, Message, MessageSearch, PageLimits, Secret, SendOutcome,
+    Sender, TwilioClient, TwilioConfig, TwilioError,
 };
 use ringback::twilio_sim::faults::Faults;
 use ringback::twilio_sim::{SimConfig, Simulator, server};
@@ -92,6 +92,26 @@ async fn wait_sent(s: &Sim, sid: &str) -> Message {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// A lookup of the texts from [`FROM`] to `to` created since `since`, `page_size` a page, at
+/// most `max_pages` pages.
+async fn lookup(
+    c: &TwilioClient,
+    to: &str,
+    since: chrono::DateTime<chrono::Utc>,
+    (page_size, max_pages): (u32, u32),
+) -> Result<MessageSearch, TwilioError> {
+    let limits = PageLimits {
+        page_size,
+        max_pages,
+    };
+    c.list_messages_since(to, Some(FROM), since, limits).await
+}
+
+/// Five minutes ago: a lookup bound that covers everything a test created.
+fn minutes_ago() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() - chrono::Duration::minutes(5)
 }
 
 fn msg(to: &str) -> CreateMessage {
@@ -181,9 +201,7 @@ async fn refused_credentials_are_their_own_outcome_create_nothing_and_lift_at_ru
     assert_refused(c.create_message(&msg("+15558675310")).await);
     let fetch = c.fetch_message(&before.sid).await.unwrap_err();
     assert!(fetch.is_auth_refused(), "{fetch}");
-    let since = chrono::Utc::now() - chrono::Duration::minutes(5);
-    let list = c
-        .list_messages_since("+15558675310", Some(FROM), since, PageLimits::default())
+    let list = lookup(&c, "+15558675310", minutes_ago(), (50, 20))
         .await
         .unwrap_err();
     assert!(list.is_auth_refused(), "{list}");
@@ -238,9 +256,8 @@ async fn lookups_refused_while_creates_still_work() {
         panic!("a key that may create must still create")
     };
     assert!(c.fetch_message(&m.sid).await.unwrap_err().is_auth_refused());
-    let since = chrono::Utc::now() - chrono::Duration::minutes(5);
     assert!(
-        c.list_messages_since("+15558675310", Some(FROM), since, PageLimits::default())
+        lookup(&c, "+15558675310", minutes_ago(), (50, 20))
             .await
             .unwrap_err()
             .is_auth_refused()
@@ -272,9 +289,7 @@ async fn trial_accounts_bodies_carry_twilios_prefix_in_fetch_and_list() {
         c.fetch_message(&m.sid).await.unwrap().body.as_deref(),
         Some(expected.as_str())
     );
-    let since = chrono::Utc::now() - chrono::Duration::minutes(5);
-    let found = c
-        .list_messages_since("+15558675310", Some(FROM), since, PageLimits::default())
+    let found = lookup(&c, "+15558675310", minutes_ago(), (50, 20))
         .await
         .unwrap();
     assert_eq!(found.messages.len(), 1);
@@ -320,14 +335,7 @@ async fn a_lookup_reads_every_page_and_finds_a_queued_message_that_date_sent_mis
     assert!(dated.messages.iter().all(|m| m.sid != queued.sid));
 
     // By creation time, 3 to a page: 3 pages, the queued message on the last one.
-    let limits = PageLimits {
-        page_size: 3,
-        max_pages: 10,
-    };
-    let found = c
-        .list_messages_since(to, Some(FROM), start, limits)
-        .await
-        .unwrap();
+    let found = lookup(&c, to, start, (3, 10)).await.unwrap();
     assert!(found.complete);
     assert_eq!(found.pages, 3);
     assert_eq!(found.messages.len(), 8);
@@ -357,18 +365,7 @@ async fn a_lookup_reads_every_page_and_finds_a_queued_message_that_date_sent_mis
     }));
 
     // Out of pages before the range ends: incomplete, and the queued message is not in it.
-    let cut = c
-        .list_messages_since(
-            to,
-            Some(FROM),
-            start,
-            PageLimits {
-                page_size: 3,
-                max_pages: 2,
-            },
-        )
-        .await
-        .unwrap();
+    let cut = lookup(&c, to, start, (3, 2)).await.unwrap();
     assert!(!cut.complete, "a search cut short must say so");
     assert_eq!((cut.pages, cut.messages.len()), (2, 6));
     assert!(cut.messages.iter().all(|m| m.sid != queued.sid));
@@ -404,18 +401,7 @@ async fn a_lookup_stops_at_its_time_bound() {
     // second, so that message still counts.
     let first = new[0].created_at().unwrap();
     let bound = first + chrono::Duration::milliseconds(999);
-    let found = c
-        .list_messages_since(
-            to,
-            Some(FROM),
-            bound,
-            PageLimits {
-                page_size: 2,
-                max_pages: 20,
-            },
-        )
-        .await
-        .unwrap();
+    let found = lookup(&c, to, bound, (2, 20)).await.unwrap();
     assert!(found.complete);
     assert_eq!(
         found.pages, 3,
@@ -428,18 +414,14 @@ async fn a_lookup_stops_at_its_time_bound() {
     assert_eq!(sids, want, "only messages created since the bound");
 
     // A bound older than everything reads to the end of the list.
-    let all = c
-        .list_messages_since(
-            to,
-            Some(FROM),
-            chrono::Utc::now() - chrono::Duration::days(1),
-            PageLimits {
-                page_size: 5,
-                max_pages: 20,
-            },
-        )
-        .await
-        .unwrap();
+    let all = lookup(
+        &c,
+        to,
+        chrono::Utc::now() - chrono::Duration::days(1),
+        (5, 20),
+    )
+    .await
+    .unwrap();
     assert!(all.complete);
     assert_eq!((all.pages, all.messages.len()), (3, 14));
 }
@@ -777,18 +759,14 @@ async fn every_request_the_client_sends_is_valid_for_twilios_spec() {
     .await
     .unwrap();
     // Two messages, one to a page: the lookup follows next_page_uri once.
-    let found = c
-        .list_messages_since(
-            "+15558675310",
-            None,
-            chrono::Utc::now() - chrono::Duration::minutes(5),
-            PageLimits {
-                page_size: 1,
-                max_pages: 5,
-            },
-        )
-        .await
-        .unwrap();
+    let found = lookup(
+        &c,
+        "+15558675310",
+        chrono::Utc::now() - chrono::Duration::minutes(5),
+        (1, 5),
+    )
+    .await
+    .unwrap();
     assert_eq!((found.pages, found.messages.len()), (2, 2));
 
     let paths = &spec["paths"];
@@ -884,6 +862,19 @@ fn check_json(
     }
 }
 
+/// A raw GET with the account's SID and `token`, its body as JSON.
+async fn get_json(url: &str, token: &str) -> serde_json::Value {
+    reqwest::Client::new()
+        .get(url)
+        .basic_auth(ACCOUNT, Some(token))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// A message object against the spec's `api.v2010.account.message`: every field, nothing more.
 fn check_message(spec: &serde_json::Value, body: &serde_json::Value) {
     let schema = &spec["components"]["schemas"]["api.v2010.account.message"];
@@ -920,22 +911,13 @@ async fn list_answers_match_twilios_list_schema_and_page_as_its_examples() {
     let example = &op["responses"]["200"]["content"]["application/json"]["examples"]["readFullPage1"]
         ["value"];
     let props = schema["properties"].as_object().unwrap();
-    let http = reqwest::Client::new();
     let mut next = Some(format!(
         "/2010-04-01/Accounts/{ACCOUNT}/Messages.json?To=%2B15558675310&PageSize=2"
     ));
     let mut listed = 0;
     let mut pages = 0;
     while let Some(uri) = next {
-        let page: serde_json::Value = http
-            .get(format!("{}{uri}", s.base))
-            .basic_auth(ACCOUNT, Some(TOKEN))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let page = get_json(&format!("{}{uri}", s.base), TOKEN).await;
         pages += 1;
         let obj = page.as_object().unwrap();
         for (name, prop) in props {
@@ -994,34 +976,17 @@ async fn simulator_answers_match_twilios_response_schema() {
     let SendOutcome::Accepted(m) = c.create_message(&msg("+15558675310")).await else {
         panic!()
     };
-    let http = reqwest::Client::new();
     let url = format!(
         "{}/2010-04-01/Accounts/{ACCOUNT}/Messages/{}.json",
         s.base, m.sid
     );
     let created = serde_json::to_value(&*m).unwrap();
-    let fetched: serde_json::Value = http
-        .get(&url)
-        .basic_auth(ACCOUNT, Some(TOKEN))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let fetched = get_json(&url, TOKEN).await;
     for body in [&created, &fetched] {
         check_message(&spec, body);
     }
     // The error body: Twilio's documented shape.
-    let bad: serde_json::Value = http
-        .get(&url)
-        .basic_auth(ACCOUNT, Some("wrong"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let bad = get_json(&url, "wrong").await;
     assert_eq!(
         bad,
         serde_json::json!({"code": 20003, "message": "Authenticate", "more_info": "https://www.twilio.com/docs/errors/20003", "status": 401})

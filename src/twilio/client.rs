@@ -552,18 +552,21 @@ mod tests {
         assert!(!TwilioError::Transport("reset".into()).is_auth_refused());
     }
 
-    #[test]
-    fn next_pages_stay_on_this_accounts_list() {
-        let c = TwilioClient::new(TwilioConfig {
+    fn config(api_base: &str, token: &str) -> TwilioConfig {
+        TwilioConfig {
             account_sid: "AC0".into(),
-            auth: Auth::AuthToken(Secret::new("t")),
+            auth: Auth::AuthToken(Secret::new(token)),
             sender: Sender::From("+15005550006".into()),
-            api_base: "https://api.twilio.com/".into(),
+            api_base: api_base.into(),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(1),
             validity_period: None,
-        })
-        .unwrap();
+        }
+    }
+
+    #[test]
+    fn next_pages_stay_on_this_accounts_list() {
+        let c = TwilioClient::new(config("https://api.twilio.com/", "t")).unwrap();
         let page =
             "/2010-04-01/Accounts/AC0/Messages.json?To=%2B1555&PageSize=2&Page=1&PageToken=PASM1";
         assert_eq!(
@@ -587,15 +590,7 @@ mod tests {
 
     #[test]
     fn secrets_never_print() {
-        let c = TwilioConfig {
-            account_sid: "AC0".into(),
-            auth: Auth::AuthToken(Secret::new("hunter2")),
-            sender: Sender::From("+15005550006".into()),
-            api_base: "http://127.0.0.1:1".into(),
-            connect_timeout: Duration::from_secs(1),
-            timeout: Duration::from_secs(1),
-            validity_period: None,
-        };
+        let c = config("http://127.0.0.1:1", "hunter2");
         assert!(!format!("{c:?}").contains("hunter2"));
         let client = TwilioClient::new(c).unwrap();
         assert!(!format!("{client:?}").contains("hunter2"));
