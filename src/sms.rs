@@ -805,10 +805,12 @@ impl SmsProcessor {
                 unknown_for >= self.config.unknown_escalate.as_millis() as i64,
             )
         };
-        let created_after = u.since - LOOKBACK.as_millis() as i64;
+        let created_after =
+            chrono::DateTime::from_timestamp_millis(u.since - LOOKBACK.as_millis() as i64)
+                .unwrap_or_default();
         let search = self
             .twilio
-            .list_messages_since(&u.to, from.as_deref(), created_after, MAX_LOOKUP_PAGES)
+            .list_messages_since(&u.to, from.as_deref(), created_after, Default::default())
             .await;
         let messages = match search {
             Ok(found) if found.complete => {
@@ -875,9 +877,6 @@ fn same_body(stored: Option<&str>, sent: &str) -> bool {
 
 /// What Twilio prefixes to a trial account's message bodies.
 const TRIAL_PREFIX: &str = "Sent from your Twilio trial account - ";
-
-/// A lookup reads at most this many pages (50 messages each) back to the lookback.
-const MAX_LOOKUP_PAGES: usize = 20;
 
 /// While Twilio refuses the credentials: how often a callback tries again, and the error line.
 const AUTH_RETRY: Duration = Duration::from_secs(5);

@@ -3,12 +3,20 @@
 //!
 //! Classification follows Twilio's advice to decide on the HTTP status first (twilio.md §1.3,
 //! §1.4): accepted (2xx), retry later (429, and 21611 "queue full": Twilio did not take the
-//! message), permanent (other 4xx: retrying cannot help), ambiguous (5xx, timeouts, a connection
-//! lost after the request was sent: Twilio may have created the message, and there is no
-//! idempotency key, so it must be reconciled, never blindly resent).
+//! message), auth refused (401, 403: Twilio refused *our* credentials and created nothing, a
+//! fault of this worker's configuration, not of the message; issue 10 §4), permanent (other
+//! 4xx: retrying cannot help), ambiguous (5xx, timeouts, a connection lost after the request was
+//! sent: Twilio may have created the message, and there is no idempotency key, so it must be
+//! reconciled, never blindly resent).
+//!
+//! Lookups read the list by creation time ([`TwilioClient::list_messages_since`]), never by
+//! `DateSent`: `date_sent` stays null until a message leaves Twilio, so a `DateSent` filter
+//! misses the very messages an ambiguous create may have left queued (issue 10 §5).
 
 use std::fmt;
 use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 use crate::twilio::message::{ApiError, Message, MessagePage};
 
@@ -75,17 +83,17 @@ pub struct CreateMessage {
 pub enum SendOutcome {
     /// Twilio took it: the message and its SID.
     Accepted(Box<Message>),
-    /// Retrying cannot help (validation, opt-out, auth, configuration).
+    /// Retrying cannot help (validation, opt-out, configuration of the message).
     Permanent(ApiError),
+    /// Twilio refused this worker's credentials ([`refuses_credentials`]) and created nothing.
+    /// Not a verdict on the message: it can be sent once the credentials work again.
+    AuthRefused(ApiError),
     /// Twilio did not take it; try again after `retry_after` (when Twilio said).
     RetryLater {
         retry_after: Option<Duration>,
         reason: String,
         error: Option<ApiError>,
     },
-    /// Twilio refused this worker's credentials (401/403): nothing was created, and the fault is
-    /// the configuration's, not the message's.
-    AuthRefused(ApiError),
     /// Twilio may or may not have created it: reconcile before any resend.
     Ambiguous {
         reason: String,
@@ -106,28 +114,53 @@ pub enum TwilioError {
 }
 
 impl TwilioError {
-    /// Twilio refused the credentials (401/403).
+    /// Twilio refused this worker's credentials ([`refuses_credentials`]): the lookup says
+    /// nothing about the message, only that the configuration is at fault.
     pub fn is_auth_refused(&self) -> bool {
-        matches!(self, TwilioError::Api(e) if e.status == 401 || e.status == 403)
+        matches!(self, Self::Api(e) if refuses_credentials(e))
     }
 }
 
-/// The messages a lookup read, and whether it read back to the time asked for.
-#[derive(Debug, Clone, Default)]
-pub struct Found {
-    pub messages: Vec<Message>,
-    /// False when the page limit stopped the search before the time bound.
-    pub complete: bool,
-}
-
-/// Filters of the list call, for reconciliation.
+/// Filters of the one-page list call ([`TwilioClient::list_messages`]).
 #[derive(Debug, Clone, Default)]
 pub struct ListFilter {
     pub to: Option<String>,
     pub from: Option<String>,
-    /// `DateSent>` as `YYYY-MM-DD` (Twilio filters by day).
+    /// `DateSent>` as `YYYY-MM-DD` (Twilio filters by day). Misses messages not yet sent.
     pub date_sent_after: Option<String>,
     pub page_size: Option<u32>,
+}
+
+/// How far [`TwilioClient::list_messages_since`] may read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageLimits {
+    /// `PageSize` (Twilio: 1–1000, default 50).
+    pub page_size: u32,
+    /// Pages read at most; past it the search is incomplete.
+    pub max_pages: u32,
+}
+
+impl Default for PageLimits {
+    fn default() -> Self {
+        Self {
+            page_size: 100,
+            max_pages: 20,
+        }
+    }
+}
+
+/// What [`TwilioClient::list_messages_since`] found.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MessageSearch {
+    /// Newest first: every message listed that was created at or after the bound (to the
+    /// second), and any whose `date_created` is unreadable (a candidate is never dropped on a
+    /// date it cannot read).
+    pub messages: Vec<Message>,
+    /// The whole range was read: a page reached past the bound, or the list ended. When false
+    /// (`max_pages` ran out first) a message not found may still exist: treat it as unknown.
+    pub complete: bool,
+    /// Pages read.
+    pub pages: u32,
 }
 
 #[derive(Clone)]
@@ -238,7 +271,8 @@ impl TwilioClient {
         self.get_json(self.authed(self.http.get(url))).await
     }
 
-    /// `GET …/Messages.json` filtered by `To`, `From` and `DateSent>` (first page).
+    /// `GET …/Messages.json` filtered by `To`, `From` and `DateSent>` (first page only). A
+    /// `DateSent` filter misses messages still queued; lookups use [`Self::list_messages_since`].
     pub async fn list_messages(&self, filter: &ListFilter) -> Result<MessagePage, TwilioError> {
         let mut query: Vec<(&str, String)> = vec![];
         if let Some(to) = &filter.to {
@@ -255,48 +289,70 @@ impl TwilioClient {
             .await
     }
 
-    /// Every message to `to` (from `from`) created at or after `created_after` (ms), newest
-    /// first, following `next_page_uri` for up to `max_pages` pages. No `DateSent` filter: a
-    /// message still queued has no `date_sent` and such a filter would miss it.
+    /// Every message to `to` (and from `from`) created at or after `created_after`, newest
+    /// first: lists by `To`/`From` with no date filter and follows `next_page_uri` until a page
+    /// reaches a message created before the bound, the list ends, or `limits.max_pages` pages
+    /// were read (then [`MessageSearch::complete`] is false). Twilio's `date_created` is to the
+    /// second, so the bound is too; allow for clock skew between this host and Twilio in
+    /// `created_after`.
     pub async fn list_messages_since(
         &self,
         to: &str,
         from: Option<&str>,
-        created_after: i64,
-        max_pages: usize,
-    ) -> Result<Found, TwilioError> {
-        let mut found = Found::default();
-        let mut page = self
-            .list_messages(&ListFilter {
-                to: Some(to.to_string()),
-                from: from.map(str::to_string),
-                date_sent_after: None,
-                page_size: Some(50),
-            })
-            .await?;
-        for _ in 0..max_pages {
-            let mut older = false;
-            for m in std::mem::take(&mut page.messages) {
-                let created = m
-                    .date_created
-                    .as_deref()
-                    .and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
-                    .map(|d| d.timestamp_millis());
-                if created.is_some_and(|c| c < created_after) {
-                    older = true;
-                    continue;
-                }
-                found.messages.push(m);
-            }
-            let next = page.next_page_uri.clone().filter(|u| !u.is_empty());
-            let Some(next) = next.filter(|_| !older) else {
-                found.complete = true;
-                return Ok(found);
-            };
-            let url = format!("{}{next}", self.config.api_base.trim_end_matches('/'));
-            page = self.get_json(self.authed(self.http.get(url))).await?;
+        created_after: DateTime<Utc>,
+        limits: PageLimits,
+    ) -> Result<MessageSearch, TwilioError> {
+        let bound = created_after.timestamp();
+        let mut query: Vec<(&str, String)> = vec![("To", to.to_string())];
+        if let Some(from) = from {
+            query.push(("From", from.to_string()));
         }
-        Ok(found)
+        query.push(("PageSize", limits.page_size.clamp(1, 1000).to_string()));
+        let mut request = self.http.get(self.messages_url()).query(&query);
+        let mut search = MessageSearch::default();
+        while search.pages < limits.max_pages {
+            let page: MessagePage = self.get_json(self.authed(request)).await?;
+            search.pages += 1;
+            // Newest first: the last message is the oldest on the page.
+            let past_bound = page
+                .messages
+                .last()
+                .and_then(Message::created_at)
+                .is_some_and(|t| t.timestamp() < bound);
+            search.messages.extend(
+                page.messages
+                    .into_iter()
+                    .filter(|m| m.created_at().is_none_or(|t| t.timestamp() >= bound)),
+            );
+            let next = match page.next_page_uri {
+                Some(uri) if !past_bound => uri,
+                _ => {
+                    search.complete = true;
+                    break;
+                }
+            };
+            request = self.http.get(self.page_url(&next)?);
+        }
+        Ok(search)
+    }
+
+    /// The absolute URL of a `next_page_uri`. Twilio sends it relative to the API base; it must
+    /// stay on this account's message list, so credentials never follow a link elsewhere.
+    fn page_url(&self, uri: &str) -> Result<String, TwilioError> {
+        let base = self.config.api_base.trim_end_matches('/');
+        let path = uri.strip_prefix(base).unwrap_or(uri);
+        let list = format!(
+            "/2010-04-01/Accounts/{}/Messages.json?",
+            self.config.account_sid
+        );
+        if path.starts_with(&list) {
+            Ok(format!("{base}{path}"))
+        } else {
+            // The URI carries the To number: it is not repeated here.
+            Err(TwilioError::Decode(
+                "next_page_uri is not a page of this account's message list".into(),
+            ))
+        }
     }
 
     async fn get_json<T: serde::de::DeserializeOwned>(
@@ -334,8 +390,21 @@ fn api_error(status: u16, body: &[u8]) -> ApiError {
         })
 }
 
-/// Classify an HTTP answer to a create. The status decides; the code refines 400s only where
-/// Twilio documents that the message was not taken (21611, queue full).
+/// Whether Twilio refused this worker's credentials or permissions rather than the request:
+/// HTTP 401 and 403, and the codes Twilio uses for it whatever the status. Kept small on
+/// purpose (Twilio: decide on the status, codes change; twilio.md §1.3):
+/// - 20003 "Authenticate" / "Permission Denied": wrong or rotated auth token, deleted API key,
+///   a key of another region, a suspended or closed account
+///   (<https://www.twilio.com/docs/api/errors/20003>);
+/// - 20403 "403 Forbidden" (Twilio's 204XX forbidden errors); test credentials used on anything
+///   but create also get 403 (<https://www.twilio.com/docs/iam/test-credentials>).
+pub fn refuses_credentials(e: &ApiError) -> bool {
+    matches!(e.status, 401 | 403) || matches!(e.code, Some(20003 | 20403))
+}
+
+/// Classify an HTTP answer to a create. The status decides; the code refines 4xx only where
+/// Twilio documents that the message was not taken (21611, queue full) or that the credentials
+/// were refused ([`refuses_credentials`]).
 pub fn classify_response(status: u16, retry_after: Option<Duration>, body: &[u8]) -> SendOutcome {
     match status {
         200..=299 => match serde_json::from_slice::<Message>(body) {
@@ -353,10 +422,11 @@ pub fn classify_response(status: u16, retry_after: Option<Duration>, body: &[u8]
                 error: Some(e),
             }
         }
-        401 | 403 => SendOutcome::AuthRefused(api_error(status, body)),
         400..=499 => {
             let e = api_error(status, body);
-            if e.code == Some(21611) {
+            if refuses_credentials(&e) {
+                SendOutcome::AuthRefused(e)
+            } else if e.code == Some(21611) {
                 SendOutcome::RetryLater {
                     retry_after,
                     reason: e.to_string(),
@@ -442,10 +512,19 @@ mod tests {
                 "{code}"
             );
         }
-        assert!(matches!(
-            classify_response(401, None, &body(20003, 401)),
-            SendOutcome::AuthRefused(_)
-        ));
+        for (status, code) in [(401, 20003), (403, 20403), (400, 20003)] {
+            match classify_response(status, None, &body(code, status)) {
+                SendOutcome::AuthRefused(e) => assert_eq!((e.status, e.code), (status, Some(code))),
+                other => panic!("{status}/{code}: {other:?}"),
+            }
+        }
+        // A gateway's bare 401 or 403 with no Twilio body is still a refusal.
+        for status in [401, 403] {
+            assert!(matches!(
+                classify_response(status, None, b"<html>"),
+                SendOutcome::AuthRefused(_)
+            ));
+        }
         match classify_response(429, Some(Duration::from_secs(3)), &body(20429, 429)) {
             SendOutcome::RetryLater { retry_after, .. } => {
                 assert_eq!(retry_after, Some(Duration::from_secs(3)))
@@ -465,16 +544,53 @@ mod tests {
     }
 
     #[test]
-    fn secrets_never_print() {
-        let c = TwilioConfig {
+    fn lookup_errors_say_when_the_credentials_were_refused() {
+        assert!(TwilioError::Api(ApiError::new(401, 20003, "Authenticate")).is_auth_refused());
+        assert!(TwilioError::Api(ApiError::new(403, 20403, "Forbidden")).is_auth_refused());
+        assert!(!TwilioError::Api(ApiError::new(404, 20404, "Not found")).is_auth_refused());
+        assert!(!TwilioError::Api(ApiError::new(429, 20429, "Too Many")).is_auth_refused());
+        assert!(!TwilioError::Transport("reset".into()).is_auth_refused());
+    }
+
+    fn config(api_base: &str, token: &str) -> TwilioConfig {
+        TwilioConfig {
             account_sid: "AC0".into(),
-            auth: Auth::AuthToken(Secret::new("hunter2")),
+            auth: Auth::AuthToken(Secret::new(token)),
             sender: Sender::From("+15005550006".into()),
-            api_base: "http://127.0.0.1:1".into(),
+            api_base: api_base.into(),
             connect_timeout: Duration::from_secs(1),
             timeout: Duration::from_secs(1),
             validity_period: None,
-        };
+        }
+    }
+
+    #[test]
+    fn next_pages_stay_on_this_accounts_list() {
+        let c = TwilioClient::new(config("https://api.twilio.com/", "t")).unwrap();
+        let page =
+            "/2010-04-01/Accounts/AC0/Messages.json?To=%2B1555&PageSize=2&Page=1&PageToken=PASM1";
+        assert_eq!(
+            c.page_url(page).unwrap(),
+            format!("https://api.twilio.com{page}")
+        );
+        assert_eq!(
+            c.page_url(&format!("https://api.twilio.com{page}"))
+                .unwrap(),
+            format!("https://api.twilio.com{page}")
+        );
+        for elsewhere in [
+            format!("https://evil.example{page}"),
+            "//evil.example/2010-04-01/Accounts/AC0/Messages.json?x".to_string(),
+            "/2010-04-01/Accounts/AC1/Messages.json?PageToken=PASM1".to_string(),
+            "/2010-04-01/Accounts/AC0/Calls.json?PageToken=PASM1".to_string(),
+        ] {
+            assert!(c.page_url(&elsewhere).is_err(), "{elsewhere}");
+        }
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let c = config("http://127.0.0.1:1", "hunter2");
         assert!(!format!("{c:?}").contains("hunter2"));
         let client = TwilioClient::new(c).unwrap();
         assert!(!format!("{client:?}").contains("hunter2"));

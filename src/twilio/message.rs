@@ -47,7 +47,26 @@ pub struct Message {
     pub subresource_uris: Option<serde_json::Value>,
 }
 
-/// A page of the list call.
+impl Message {
+    /// `date_created` as a time (Twilio writes RFC 2822, to the second).
+    pub fn created_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        rfc2822(self.date_created.as_deref())
+    }
+
+    /// `date_sent` as a time: `None` until the message has left Twilio.
+    pub fn sent_at(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        rfc2822(self.date_sent.as_deref())
+    }
+}
+
+fn rfc2822(v: Option<&str>) -> Option<chrono::DateTime<chrono::Utc>> {
+    v.and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
+        .map(|d| d.with_timezone(&chrono::Utc))
+}
+
+/// A page of the list call (spec `ListMessageResponse`). The URIs are relative to the API base
+/// (`/2010-04-01/Accounts/…/Messages.json?…&PageToken=PA…`); `next_page_uri` is null on the last
+/// page.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct MessagePage {
     pub messages: Vec<Message>,
@@ -56,9 +75,17 @@ pub struct MessagePage {
     #[serde(default)]
     pub page_size: u64,
     #[serde(default)]
-    pub next_page_uri: Option<String>,
+    pub start: u64,
+    #[serde(default)]
+    pub end: u64,
     #[serde(default)]
     pub uri: Option<String>,
+    #[serde(default)]
+    pub first_page_uri: Option<String>,
+    #[serde(default)]
+    pub next_page_uri: Option<String>,
+    #[serde(default)]
+    pub previous_page_uri: Option<String>,
 }
 
 /// Twilio's error body: `{"code", "message", "more_info", "status"}`.

@@ -6,7 +6,7 @@ pub mod message;
 pub mod signature;
 
 pub use client::{
-    Auth, CreateMessage, ListFilter, Secret, SendOutcome, Sender, TwilioClient, TwilioConfig,
-    TwilioError,
+    Auth, CreateMessage, ListFilter, MessageSearch, PageLimits, Secret, SendOutcome, Sender,
+    TwilioClient, TwilioConfig, TwilioError,
 };
 pub use message::{ApiError, Message, MessagePage};

@@ -1,17 +1,37 @@
 //! Faults the simulator injects on demand, per recipient number or at a rate: how a create is
-//! answered, and how (or whether) status callbacks arrive. Set at start (`--faults`) or at run
-//! time (`PUT /sim/faults`).
+//! answered, how (or whether) status callbacks arrive, whether the credentials are refused, and
+//! whether bodies carry the trial-account prefix. Set at start (`--faults`) or at run time
+//! (`PUT /sim/faults`, which replaces every rule; `GET /sim/faults` shows them).
 //!
 //! ```json
 //! {"create": [{"to": "+15550001111", "fault": "permanent", "code": 21610},
 //!             {"rate": 0.1, "fault": "server_error", "status": 503},
 //!             {"fault": "create_then_drop", "times": 1}],
 //!  "callbacks": [{"to": "+15550002222", "final": "undelivered", "error_code": 30003},
-//!                {"rate": 0.5, "reversed": true, "duplicate": true, "delay_ms": 200}]}
+//!                {"rate": 0.5, "reversed": true, "duplicate": true, "delay_ms": 200}],
+//!  "auth": {"refuse": "all", "for_ms": 20000},
+//!  "trial_prefix": true}
 //! ```
-//! The first rule that matches (recipient, rate roll, uses left) applies.
+//! The first create or callback rule that matches (recipient, rate roll, uses left) applies.
+//!
+//! `auth` refuses the credentials as Twilio does when a key is revoked or a token rotated
+//! (issue 10 §4): every request it covers is answered 401 with Twilio's code 20003
+//! `{"code":20003,"message":"Authenticate",...}` and nothing is created. `refuse` says which:
+//! `"all"` (create, fetch and list) or `"lookups"` (fetch and list only: a key that may create
+//! but not read, so lookups keep failing while creates succeed); `"none"` is the default. With
+//! `for_ms` the refusal lifts by itself that long after the rules were set (at start or by the
+//! `PUT`); without it, it lasts until the next `PUT /sim/faults` or `POST /sim/reset`.
+//!
+//! `trial_prefix` stores every new message's body as a trial account's is:
+//! `Sent from your Twilio trial account - <body>`, visible in the create answer, fetch and list
+//! (issue 10 §5: a lookup that compares bodies must not miss it).
+
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+
+/// What Twilio prefixes to a trial account's message bodies.
+pub const TRIAL_PREFIX: &str = "Sent from your Twilio trial account - ";
 
 /// Which requests a rule applies to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -121,16 +141,85 @@ pub struct CallbackRule {
     pub none: bool,
 }
 
-/// Every fault rule in force.
+/// Which requests a refusal of the credentials covers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Refuse {
+    /// Credentials are accepted (when they are right).
+    #[default]
+    None,
+    /// Create, fetch and list are all refused.
+    All,
+    /// Fetch and list are refused; create still works.
+    Lookups,
+}
+
+/// Which Twilio call a request is, for [`AuthFault`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    Create,
+    Fetch,
+    List,
+}
+
+/// Refuse the credentials for a while (see the module doc).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthFault {
+    #[serde(default)]
+    pub refuse: Refuse,
+    /// Lift the refusal this long after the rules were set; `None`: until changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_ms: Option<u64>,
+    /// When `for_ms` runs out, fixed by [`Faults::arm`].
+    #[serde(skip)]
+    until: Option<Instant>,
+}
+
+impl AuthFault {
+    fn is_off(&self) -> bool {
+        self.refuse == Refuse::None
+    }
+
+    /// Whether `call` is refused at `now`.
+    pub fn refuses(&self, call: Call, now: Instant) -> bool {
+        let covered = match self.refuse {
+            Refuse::None => false,
+            Refuse::All => true,
+            Refuse::Lookups => call != Call::Create,
+        };
+        covered && self.until.is_none_or(|until| now < until)
+    }
+}
+
+/// Every fault rule in force. Unknown keys are refused, so a misspelt fault never passes
+/// silently as no fault.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Faults {
     #[serde(default)]
     pub create: Vec<CreateRule>,
     #[serde(default)]
     pub callbacks: Vec<CallbackRule>,
+    #[serde(default, skip_serializing_if = "AuthFault::is_off")]
+    pub auth: AuthFault,
+    /// Prefix new messages' bodies as Twilio does for a trial account.
+    #[serde(default)]
+    pub trial_prefix: bool,
 }
 
 impl Faults {
+    /// Start the clocks of timed faults (`auth.for_ms`): call when the rules take effect.
+    pub fn arm(mut self, now: Instant) -> Self {
+        self.auth.until = self.auth.for_ms.map(|ms| now + Duration::from_millis(ms));
+        self
+    }
+
+    /// Whether the credentials are refused for `call` right now.
+    pub fn refuses(&self, call: Call, now: Instant) -> bool {
+        self.auth.refuses(call, now)
+    }
+
     /// The create fault for a request to `to`, spending a use of the rule that matched.
     pub fn take_create(&mut self, to: &str, roll: f64) -> Option<CreateFault> {
         let rule = self.create.iter_mut().find(|r| r.when.matches(to, roll))?;
@@ -189,6 +278,44 @@ mod tests {
             f.take_callbacks("+15550003333", 0.0),
             CallbackRule::default()
         );
+    }
+
+    #[test]
+    fn auth_refusals_cover_their_calls_and_lift_on_time() {
+        let now = Instant::now();
+        let all: Faults = serde_json::from_str(r#"{"auth":{"refuse":"all"}}"#).unwrap();
+        let all = all.arm(now);
+        for call in [Call::Create, Call::Fetch, Call::List] {
+            assert!(
+                all.refuses(call, now + Duration::from_secs(3600)),
+                "{call:?}"
+            );
+        }
+        let lookups: Faults =
+            serde_json::from_str(r#"{"auth":{"refuse":"lookups","for_ms":20000}}"#).unwrap();
+        let lookups = lookups.arm(now);
+        assert!(!lookups.refuses(Call::Create, now));
+        assert!(lookups.refuses(Call::Fetch, now) && lookups.refuses(Call::List, now));
+        assert!(lookups.refuses(Call::List, now + Duration::from_millis(19_999)));
+        assert!(!lookups.refuses(Call::List, now + Duration::from_millis(20_000)));
+        assert!(!Faults::default().refuses(Call::Create, now));
+        // An untouched rule set shows no auth section; a set one round-trips as written.
+        assert_eq!(
+            serde_json::to_value(Faults::default()).unwrap(),
+            serde_json::json!({"create": [], "callbacks": [], "trial_prefix": false})
+        );
+        assert_eq!(
+            serde_json::to_value(&lookups).unwrap()["auth"],
+            serde_json::json!({"refuse": "lookups", "for_ms": 20000})
+        );
+        for typo in [
+            r#"{"auth":{"refuse":"maybe"}}"#,
+            r#"{"auth":{"refuse":true}}"#,
+            r#"{"auth":{"refuse":"all","for":5}}"#,
+            r#"{"trial":true}"#,
+        ] {
+            assert!(serde_json::from_str::<Faults>(typo).is_err(), "{typo}");
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `ringback twilio-sim`: a stand-in for Twilio's Messages API on loopback, close enough to
 //! drill every failure. Same REST shapes and error bodies as Twilio; validates what Twilio
-//! validates; posts signed status callbacks; injects faults on demand ([`faults`]); remembers
-//! every accepted message (`GET /sim/messages`, `GET /sim/stats`).
+//! validates; lists and pages as Twilio does ([`list`]: `date_sent` null until sent, cursor
+//! paging); posts signed status callbacks; injects faults on demand ([`faults`]: create errors,
+//! callback disorder, refused credentials, trial-account bodies); remembers every accepted
+//! message (`GET /sim/messages`, `GET /sim/stats`).
 //!
 //! Routes: `POST|GET /2010-04-01/Accounts/{AccountSid}/Messages.json`,
 //! `GET /2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json`, `GET /sim/messages`,
@@ -9,6 +11,7 @@
 
 pub mod callbacks;
 pub mod faults;
+pub mod list;
 pub mod server;
 pub mod store;
 
@@ -22,8 +25,9 @@ use axum::{Json, Router};
 use base64::Engine;
 
 use crate::twilio::message::{is_e164, is_message_sid};
-use crate::twilio::{ApiError, Message, MessagePage, Secret};
-use faults::{CreateFault, Faults};
+use crate::twilio::{ApiError, Message, Secret};
+use faults::{Call, CreateFault, Faults, TRIAL_PREFIX};
+use list::ListQuery;
 use store::{RecordedRequest, Store};
 
 /// Who the simulator is: the account it serves and the credentials it accepts.
@@ -57,7 +61,7 @@ impl Simulator {
         Arc::new(Self {
             config,
             store: Store::default(),
-            faults: Mutex::new(faults),
+            faults: Mutex::new(faults.arm(std::time::Instant::now())),
             http,
         })
     }
@@ -98,7 +102,16 @@ fn twilio_error(e: ApiError) -> Response {
 }
 
 /// Basic auth against the account SID + token or an API key; the path's account must match.
-fn authorize(sim: &Simulator, headers: &HeaderMap, account: &str) -> Result<(), ApiError> {
+/// While an `auth` fault covers `call`, every credential is refused (see [`faults`]).
+fn authorize(
+    sim: &Simulator,
+    headers: &HeaderMap,
+    account: &str,
+    call: Call,
+) -> Result<(), ApiError> {
+    if sim.faults().refuses(call, std::time::Instant::now()) {
+        return Err(ApiError::new(401, 20003, "Authenticate"));
+    }
     let creds = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -290,7 +303,7 @@ async fn create(
         &form,
         &headers,
     );
-    if let Err(e) = authorize(&sim, &headers, &account) {
+    if let Err(e) = authorize(&sim, &headers, &account, Call::Create) {
         return twilio_error(e);
     }
     let is_form = headers
@@ -364,7 +377,12 @@ async fn create(
 fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Message {
     let sid = new_sid();
     let now = chrono::Utc::now().to_rfc2822();
-    let body = field(form, "Body").unwrap_or_default().to_string();
+    let body = field(form, "Body").unwrap_or_default();
+    let body = if sim.faults().trial_prefix {
+        format!("{TRIAL_PREFIX}{body}")
+    } else {
+        body.to_string()
+    };
     let service = field(form, "MessagingServiceSid")
         .filter(|s| !s.is_empty())
         .map(str::to_string);
@@ -431,7 +449,7 @@ async fn fetch(
         &[],
         &headers,
     );
-    if let Err(e) = authorize(&sim, &headers, &account) {
+    if let Err(e) = authorize(&sim, &headers, &account, Call::Fetch) {
         return twilio_error(e);
     }
     let sid = sid_json.strip_suffix(".json").unwrap_or(&sid_json);
@@ -447,7 +465,7 @@ async fn fetch(
     }
 }
 
-/// The list call: `To`, `From`, `DateSent>` (a day, `YYYY-MM-DD`), `PageSize` (first page only).
+/// The list call, filtered and paged as Twilio does it ([`list`]).
 async fn list(
     State(sim): State<Arc<Simulator>>,
     Path(account): Path<String>,
@@ -464,38 +482,15 @@ async fn list(
         &[],
         &headers,
     );
-    if let Err(e) = authorize(&sim, &headers, &account) {
+    if let Err(e) = authorize(&sim, &headers, &account, Call::List) {
         return twilio_error(e);
     }
-    let q = |k: &str| field(&query, k).map(str::to_string);
-    let (to, from, after) = (
-        q("To"),
-        q("From"),
-        q("DateSent>").or_else(|| q("DateSent>=")),
-    );
-    let after = after.and_then(|d| chrono::NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok());
-    let page_size = q("PageSize")
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(50usize)
-        .clamp(1, 1000);
-    let mut messages = sim.store.list(|m| {
-        to.as_ref().is_none_or(|t| m.to.as_ref() == Some(t))
-            && from.as_ref().is_none_or(|f| m.from.as_ref() == Some(f))
-            && after.is_none_or(|day| {
-                let date = m.date_sent.as_ref().or(m.date_created.as_ref());
-                date.and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
-                    .is_some_and(|d| d.date_naive() >= day)
-            })
-    });
-    messages.truncate(page_size);
-    Json(MessagePage {
-        messages,
-        page: 0,
-        page_size: page_size as u64,
-        next_page_uri: None,
-        uri: Some(format!("/2010-04-01/Accounts/{account}/Messages.json")),
-    })
-    .into_response()
+    let query = match ListQuery::parse(&query) {
+        Ok(q) => q,
+        Err(e) => return twilio_error(e),
+    };
+    let matching = sim.store.list(|m| query.matches(m));
+    Json(query.page(&account, matching)).into_response()
 }
 
 #[derive(serde::Deserialize)]
@@ -521,7 +516,7 @@ async fn get_faults(State(sim): State<Arc<Simulator>>) -> Json<Faults> {
 }
 
 async fn put_faults(State(sim): State<Arc<Simulator>>, Json(faults): Json<Faults>) -> StatusCode {
-    *sim.faults() = faults;
+    *sim.faults() = faults.arm(std::time::Instant::now());
     StatusCode::NO_CONTENT
 }
 
