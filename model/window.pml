@@ -108,6 +108,8 @@ bit  rolledBack;                /* v2 DRAIN: drained, ringback stopped, legacy f
 
 ltl safety { [] (texts <= 1 && !LOST) }
 ltl liveness { <> RESOLVED }
+ltl once { [] (texts <= 1) }          /* the second text alone (v1's counterexample) */
+ltl nolost { [] !LOST }               /* the silent loss alone */
 
 /* a fresh token: the smallest one nothing refers to (tokens are only compared) */
 inline newtoken(t) {
