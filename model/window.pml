@@ -488,7 +488,7 @@ end_env:
   /* v2: the lease ends only after a drain and rollback, or (LEASE_MAX) a fleet lost for the lease */
   :: d_step { C == C_RP && (rolledBack
 #ifdef LEASE_MAX
-              || (!alive[0] && !alive[1])
+              || (!alive[0] && !alive[1] && js != J_ACTIVE)  /* after stall recovery (A2) */
 #endif
               ) -> C = C_NONE }
 #endif
