@@ -1,0 +1,525 @@
+/*
+ * ringback's exactly-once window, as a protocol, for Spin.
+ *
+ *   spin -a -DV1 model/window.pml   the protocol before the production-timings fix
+ *   spin -a -DV2 model/window.pml   the fix of docs/window-protocol.md (v2)
+ *
+ * Switches (see model/README.md for the assumptions, in one place):
+ *   MAXCRASH n   crashes in a run, all processes together (default 2)
+ *   MAXERR n     non-"accept" Twilio answers and failed lookups in a run (default 2)
+ *   ATTEMPTS n   the job's BullMQ attempts (default 2: one retry)
+ *   DRAIN        (v2) an operator drains, then rolls back to the legacy fleet (leases may end)
+ *   LEASE_MAX    (v2) the ringback fleet may be lost for a whole lease without a drain
+ *   F1_AS_WRITTEN (v2) window_release as the v2 design writes it (a release with a queue job
+ *                behind it leaves the index); without it, the fix of docs/model-findings.md F1
+ *                (a "released" attempt stays in the index as `retry`)
+ *   F2_AS_WRITTEN (v2) a permanent refusal releases (send-failed) before it escalates, as
+ *                sms.rs does; without it, the fix of F2 (escalate first)
+ *   AS_WRITTEN   both of the above
+ *
+ * d_step is deterministic (first true branch, like Lua's if/elseif); steps with a real choice
+ * (Twilio's answer, a lookup) are atomic.
+ * Every step names the script (lines of lua/ in this tree for v1; the v2 design) or the Rust
+ * function it stands for. A Lua script is one d_step; between two steps anything interleaves,
+ * and a process may crash between any two of its steps.
+ */
+
+#ifdef AS_WRITTEN
+#define F1_AS_WRITTEN
+#define F2_AS_WRITTEN
+#endif
+#ifndef MAXCRASH
+#define MAXCRASH 2
+#endif
+#ifndef MAXERR
+#define MAXERR 2
+#endif
+#ifndef ATTEMPTS
+#define ATTEMPTS 2
+#endif
+#ifndef MAXSTALLED
+#define MAXSTALLED 1            /* BullMQ maxStalledCount (both fleets) */
+#endif
+
+/* ---- Redis: the claim key C = agent-callback:<runId> ---- */
+#define C_NONE 0
+#define C_LP   1                /* legacy "pending" (SET NX EX 600) */
+#define C_RP   2                /* ringback "pending:<ctok>" */
+#define C_SENT 3                /* "sent" | "sent:<sid>" */
+byte C;
+byte ctok;
+bit  cshort;                    /* v1: C carries the pending TTL (window_claim:96), not the hold */
+
+/* ---- the attempt record A = ringback:attempt:{C} ---- */
+#define A_NONE 0
+#define A_CLAIMED 1
+#define A_AMBIG 2
+#define A_RETRY 3               /* v2 */
+#define A_SENT 4
+#define A_RELEASED 5
+#define A_SFAILED 6
+byte ast;
+byte atok;
+bit  aged;                      /* claimed_at + pending TTL has passed (a claimed attempt is dead) */
+bit  rwin;                      /* since + reconcile window has passed */
+bit  inI;                       /* runId in the open-attempts index I */
+bit  R;                         /* the callback record holds a sid (status webhook receipt) */
+
+/* ---- Twilio and the outcome ---- */
+byte texts;                     /* messages Twilio created for the run */
+bit  escalated;
+bit  rbClaimed;                 /* ringback's window_claim ever answered claimed/resolve */
+byte errs;                      /* non-accept answers and failed lookups so far */
+byte crashes;
+bit  polled;                    /* the reconciler looked the sent message up */
+
+/* ---- BullMQ: the run's callback job ---- */
+#define J_WAIT 0                /* wait, or delayed (a delayed job is promoted at any time) */
+#define J_ACTIVE 1
+#define J_DONE 2
+#define J_FAILED 3
+byte js;
+byte holder;                    /* 0, 1 ringback workers; 2 legacy */
+bit  lockDead;                  /* the holder died: its lock will expire, nobody renews it */
+byte stc;                       /* job.stc, stall counter */
+byte made;                      /* attemptsMade */
+bit  stallFailed;               /* failed by the stall limit */
+bit  adopted;                   /* v2: the failed-set scan has looked at it */
+
+/* ---- processes ---- */
+bit  alive[3];                  /* 0, 1 ringback; 2 legacy */
+bit  sending[2];                /* between window_claim "claimed" and the send's own script */
+byte tok[2];                    /* the token a ringback worker's attempt holds */
+byte inAttempt;                 /* ringback attempts in progress (queue job or sweep) */
+byte lpc;                       /* legacy: 0 idle, 1 claimed (before create), 2 created (before SET XX) */
+bit  rolledBack;                /* v2 DRAIN: drained, ringback stopped, legacy fleet only */
+
+#define OPEN (ast == A_CLAIMED || ast == A_AMBIG || ast == A_RETRY)
+#ifdef V2
+#define JOBEND (js == J_DONE || (js == J_FAILED && (!stallFailed || adopted)))
+#else
+#define JOBEND (js == J_DONE || js == J_FAILED)
+#endif
+/* silent loss: ringback touched the run, its job ended, nothing open, nothing sent, no escalation */
+#define LOST (rbClaimed && texts == 0 && !escalated && !OPEN && JOBEND && inAttempt == 0)
+/* a run only the legacy worker touched may keep the legacy design's own drop */
+#define LEGACY_DROP (!rbClaimed && texts == 0 && JOBEND && lpc == 0)
+#define RESOLVED (texts == 1 || escalated || LEGACY_DROP)
+
+ltl safety { [] (texts <= 1 && !LOST) }
+ltl liveness { <> RESOLVED }
+ltl once { [] (texts <= 1) }          /* the second text alone (v1's counterexample) */
+ltl nolost { [] !LOST }               /* the silent loss alone */
+
+/* a fresh token: the smallest one nothing refers to (tokens are only compared) */
+inline newtoken(t) {
+  t = 1;
+  do
+  :: (C == C_RP && ctok == t) || (ast != A_NONE && atok == t) || tok[0] == t || tok[1] == t -> t++
+  :: else -> break
+  od
+}
+
+/* a new attempt: v1 lua/window_claim.lua:96-103 (claim TTL = pending TTL); v2 fresh() (a lease) */
+inline fresh(t) {
+  C = C_RP; ctok = t;
+#ifdef V2
+  cshort = 0;
+#else
+  cshort = 1;
+#endif
+  ast = A_CLAIMED; atok = t; aged = 0; rwin = 0; inI = 1;
+  tok[me] = t; sending[me] = 1; res = 3; rbClaimed = 1
+}
+
+/* resolveWith: v1 lua/window_claim.lua:48-57 (C held for `hold`); v2 the same with the lease */
+inline resolveWith(t, keepSince) {
+  C = C_RP; ctok = t; cshort = 0;
+  if :: !keepSince -> rwin = 0 :: else -> skip fi;
+  ast = A_AMBIG; atok = t; inI = 1;
+  tok[me] = t; res = 4; rbClaimed = 1
+}
+
+#define DEAD_OR_AMBIG (atok == ctok && (ast == A_AMBIG || (ast == A_CLAIMED && aged)))
+/* res: 1 sent, 2 busy, 3 claimed, 4 resolve.  window.rs Window::claim */
+inline window_claim(sup) {
+  d_step {
+    tok[me] = 0; newtoken(nt);
+#ifndef V2
+    /* lua/window_claim.lua:63-103 */
+    if
+    :: C == C_SENT -> inI = 0; res = 1                                   /* :64-69 */
+    :: C == C_LP -> ast = A_NONE; resolveWith(nt, 0)                      /* :70-77 */
+    :: C == C_RP && DEAD_OR_AMBIG -> resolveWith(ctok, 1)                 /* :78-81 */
+    :: C == C_RP && !DEAD_OR_AMBIG -> res = 2                             /* :82-86 busy */
+    :: C == C_NONE && (ast == A_CLAIMED || ast == A_AMBIG) -> resolveWith(atok, 1)  /* :89-94 */
+    :: C == C_NONE && !(ast == A_CLAIMED || ast == A_AMBIG) -> fresh(nt)  /* :96-103 */
+    fi
+#else
+    /* v2 window_claim (docs/window-protocol.md v2 §1, §3) */
+    if
+    :: C == C_SENT -> inI = 0; res = 1
+    :: C == C_LP -> ast = A_NONE; resolveWith(nt, 0)                      /* take the legacy claim over */
+    :: C == C_RP && (ast == A_NONE || atok != ctok) -> ast = A_NONE; resolveWith(ctok, 0)
+    :: C == C_RP && ast != A_NONE && atok == ctok ->
+       if
+       :: sup != 0 && sup == ctok && ast == A_AMBIG -> fresh(nt)          /* supersede, atomic */
+       :: else ->
+          if
+          :: ast == A_CLAIMED && !aged -> res = 2                          /* busy until claimed_at + pending TTL */
+          :: ast == A_CLAIMED && aged -> resolveWith(ctok, 1)
+          :: ast == A_AMBIG -> resolveWith(ctok, 1)
+          :: ast == A_SENT -> C = C_SENT; inI = 0; res = 1
+          :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED -> fresh(nt)
+          fi
+       fi
+    :: C == C_NONE && (ast == A_CLAIMED || ast == A_AMBIG) -> resolveWith(atok, 1)
+    :: C == C_NONE && ast == A_SENT -> C = C_SENT; inI = 0; res = 1
+    :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && R ->
+         C = C_SENT; inI = 0; res = 1                                     /* a receipt proved a send */
+#if !defined(F1_AS_WRITTEN)
+    /* F1 fix: a `retry` whose fence is gone: someone else may have sent since; resolve first */
+    :: C == C_NONE && ast == A_RETRY && !R -> resolveWith(nt, 0)
+#endif
+    :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && !R -> fresh(nt)
+    fi
+#endif
+  }
+}
+
+/* window_mark_sent: v1 lua/window_mark_sent.lua:26-37 (written whatever C holds) */
+inline window_mark_sent(t) {
+  d_step {
+    C = C_SENT; cshort = 0;
+    if :: atok == t || ast == A_NONE -> ast = A_SENT; atok = t :: else -> skip fi;
+    inI = 0
+  }
+}
+
+/* window_release: v1 lua/window_release.lua:18-27; v2 with `retry in` for a caller with no
+ * queue job (the sweep), and (unless AS_WRITTEN) for every caller: findings F1 */
+inline window_release(t, st, jobless) {
+  d_step {
+#if defined(V2) && !defined(F1_AS_WRITTEN)
+    /* F1 fix: "not taken, retry" keeps the fence (C stays pending:<t>, lease) and the record
+     * becomes `retry` in I: whoever comes next (queue job or sweep) sends under the same fence */
+    if :: C == C_RP && ctok == t && st != A_RELEASED -> C = C_NONE :: else -> skip fi;
+#else
+    if :: C == C_RP && ctok == t -> C = C_NONE :: else -> skip fi;
+#endif
+    if
+    :: atok == t && ast != A_NONE ->
+#ifdef V2
+       if
+#ifdef F1_AS_WRITTEN
+       :: st == A_RELEASED && jobless -> ast = A_RETRY; inI = 1
+#else
+       :: st == A_RELEASED -> ast = A_RETRY; inI = 1
+#endif
+       :: else -> ast = st; inI = 0
+       fi
+#else
+       ast = st; inI = 0
+#endif
+    :: else -> skip
+    fi
+  }
+}
+
+/* window_hold: v1 lua/window_hold.lua:18-26; v2 also requires the record's token */
+inline window_hold(t) {
+  d_step {
+#ifdef V2
+    if
+    :: (C == C_NONE || (C == C_RP && ctok == t)) && atok == t && ast != A_NONE ->
+#else
+    if
+    :: C == C_NONE || (C == C_RP && ctok == t) ->
+#endif
+       C = C_RP; ctok = t; cshort = 0;
+       if :: atok == t && ast != A_AMBIG && ast != A_NONE -> ast = A_AMBIG; rwin = 0 :: else -> skip fi;
+       inI = 1
+    :: else -> skip
+    fi
+  }
+}
+
+/* crash of ringback worker `me` (or restart later): its lock is never renewed again */
+inline rb_crash() {
+  d_step {
+    alive[me] = 0; crashes++; sending[me] = 0; tok[me] = 0;
+    if :: js == J_ACTIVE && holder == me -> lockDead = 1 :: else -> skip fi;
+    if :: inAttempt > 0 && busyAttempt -> inAttempt-- :: else -> skip fi;
+    busyAttempt = 0; res = 0; ans = 0; nt = 0; found = 0; loops = 0; sup = 0; jobless = 0
+  }
+  goto end_dead
+}
+#define CRASHPOINT if :: crashes < MAXCRASH -> rb_crash() :: true -> skip fi
+
+/* end of an attempt: processor.rs Outcome → BullMQ (move_to_finished.lua / move_to_delayed.lua),
+ * or for the sweep (jobless) orphans.rs sweep: DelayUntil → revisit_at (ZADD XX) */
+#define O_DONE 1
+#define O_DELAY 2
+#define O_FAIL 3
+inline finish(o) {
+  d_step {
+    if
+    :: !jobless && js == J_ACTIVE && holder == me && !lockDead ->
+       if
+       :: o == O_DONE -> js = J_DONE
+       :: o == O_DELAY -> js = J_WAIT                                     /* delayed, promoted later */
+       :: o == O_FAIL -> js = J_FAILED
+       fi
+    :: jobless && o == O_DELAY && OPEN -> inI = 1                         /* revisit_at: ZADD XX */
+    :: else -> skip
+    fi;
+    inAttempt--; busyAttempt = 0; tok[me] = 0; sending[me] = 0;
+    res = 0; ans = 0; nt = 0; found = 0; loops = 0; sup = 0; jobless = 0   /* dead locals */
+  }
+}
+
+proctype Ringback(byte me) {
+  byte res, sup, loops, ans, nt;
+  bit jobless, busyAttempt, found;
+  alive[me] = 1;
+end_idle:
+  skip;
+end_idle2:
+  do
+  :: d_step { alive[me] && !rolledBack && js == J_WAIT ->                 /* move_to_active.lua */
+       js = J_ACTIVE; holder = me; lockDead = 0; jobless = 0; inAttempt++; busyAttempt = 1 }
+     goto attempt
+  :: d_step { alive[me] && !rolledBack && inI ->                           /* orphans.rs sweep */
+       jobless = 0;
+#ifndef V2
+       /* lua/window_sweep.lua:18-36: an open attempt is re-fenced with the hold */
+       if
+       :: !OPEN || C == C_SENT -> inI = 0                                  /* :22-30 settled */
+       :: else ->
+          if :: C == C_NONE || (C == C_RP && ctok == atok) -> C = C_RP; ctok = atok; cshort = 0
+             :: else -> skip fi;                                            /* :31-33 */
+          jobless = 1; inAttempt++; busyAttempt = 1
+       fi
+#else
+       /* v2 window_sweep: claimed/ambiguous re-fenced (lease refreshed); retry taken too */
+       if
+       :: !OPEN || C == C_SENT -> inI = 0
+       :: else ->
+          if :: ast != A_RETRY && (C == C_NONE || (C == C_RP && ctok == atok)) -> C = C_RP; ctok = atok
+             :: else -> skip fi;
+          jobless = 1; inAttempt++; busyAttempt = 1
+       fi
+#endif
+     }
+     if :: jobless -> goto attempt :: else -> skip fi
+#ifdef V2
+  :: d_step { alive[me] && !rolledBack && js == J_FAILED && stallFailed && !adopted ->
+       adopted = 1;                               /* orphans.rs adopt_stall_failures → window_adopt */
+       if
+       :: C == C_SENT || R || ast == A_SENT || ast == A_SFAILED -> skip
+       :: OPEN -> inI = 1
+       :: else -> ast = A_RETRY; atok = 0; inI = 1
+       fi }
+#endif
+  :: d_step { alive[me] && !rolledBack && ast == A_SENT && !polled -> polled = 1 }  /* reconcile.rs run_once */
+     if :: d_step { errs < MAXERR -> errs++; escalated = 1 }              /* delivery failed: escalated */
+        :: true -> skip fi
+  :: alive[me] && !rolledBack && crashes < MAXCRASH -> rb_crash()
+  od;
+
+attempt:                                                                 /* sms.rs SmsProcessor::attempt */
+  loops = 0; sup = 0;
+claim:
+  window_claim(sup);
+  sup = 0; loops++;
+  if
+  :: res == 1 -> finish(O_DONE); goto end_idle                           /* Claim::Sent */
+  :: res == 2 -> finish(O_DELAY); goto end_idle                          /* Claim::Busy → later */
+  :: res == 3 -> goto send                                               /* Claim::Claimed */
+  :: res == 4 -> goto resolve                                            /* Claim::Resolve */
+  fi;
+
+send:
+  CRASHPOINT;                                                            /* RINGBACK_CRASH_AT=after-claim */
+  atomic {                                                               /* sms.rs send: create_message */
+    if
+    :: ans = 1                                                            /* accepted */
+    :: errs < MAXERR -> ans = 2; errs++                                   /* permanent */
+    :: errs < MAXERR -> ans = 3; errs++                                   /* retry later */
+    :: errs < MAXERR -> ans = 4; errs++                                   /* ambiguous, created */
+    :: errs < MAXERR -> ans = 5; errs++                                   /* ambiguous, not created */
+#ifdef V2
+    :: errs < MAXERR -> ans = 6; errs++                                   /* auth refused (v2 §4) */
+#endif
+    fi;
+    if :: ans == 1 || ans == 4 -> texts++ :: else -> skip fi
+  }
+  CRASHPOINT;                                                            /* after-provider-accept */
+  if
+  :: ans == 1 -> window_mark_sent(tok[me]); sending[me] = 0;              /* SendOutcome::Accepted */
+     CRASHPOINT;                                                         /* after-sent-marker */
+     finish(O_DONE); goto end_idle
+  :: ans == 2 ->                                                          /* SendOutcome::Permanent */
+#if defined(V2) && !defined(F2_AS_WRITTEN)
+     d_step { escalated = 1; sending[me] = 0 }      /* F2 fix: escalate first (idempotent per run) */
+     CRASHPOINT;
+     window_release(tok[me], A_SFAILED, jobless);
+#else
+     window_release(tok[me], A_SFAILED, jobless); sending[me] = 0;       /* sms.rs: release, */
+     CRASHPOINT;
+     d_step { escalated = 1 }                                            /* then escalation.rs escalate */
+#endif
+     CRASHPOINT;
+     finish(O_FAIL); goto end_idle
+  :: ans == 3 || ans == 6 -> window_release(tok[me], A_RELEASED, jobless); sending[me] = 0;
+     CRASHPOINT;                                                         /* RetryLater; v2 auth: release, delay */
+     finish(O_DELAY); goto end_idle
+  :: ans == 4 || ans == 5 -> window_hold(tok[me]); sending[me] = 0;       /* Ambiguous */
+     CRASHPOINT;
+     finish(O_DELAY); goto end_idle
+  fi;
+
+resolve:                                                                 /* sms.rs SmsProcessor::resolve */
+  CRASHPOINT;
+  atomic {
+    if
+    :: R || texts > 0 -> found = 1                                        /* receipt, or the list lookup */
+    :: errs < MAXERR -> errs++; found = 0; res = 0                        /* lookup failed: wait */
+    :: !(R || texts > 0) -> found = 0; res = rwin                         /* 1 Lost, 0 wait */
+    fi
+  }
+  if
+  :: found -> window_mark_sent(tok[me]);                                 /* Resolution::Sent */
+     CRASHPOINT;
+     finish(O_DONE); goto end_idle
+  :: !found && res == 0 -> finish(O_DELAY); goto end_idle                /* Resolution::Wait */
+  :: !found && res == 1 ->                                               /* Resolution::Lost */
+#ifndef V2
+     window_release(tok[me], A_RELEASED, jobless);                       /* then claim anew */
+     CRASHPOINT;
+     sup = 0;
+#else
+     sup = tok[me];                                                       /* supersede inside the claim */
+#endif
+     if :: loops < 3 -> goto claim
+        :: else -> finish(O_DELAY); goto end_idle fi
+  fi;
+
+end_dead:
+  skip;
+end_dead2:
+  do
+  :: d_step { !rolledBack -> alive[me] = 1 }; goto end_idle              /* restart: a new process */
+  od
+}
+
+/* node-harness/bin/legacy-worker.js (the seed's worker, as it ran in production) */
+inline leg_crash() {
+  d_step {
+    alive[2] = 0; crashes++; lpc = 0; lres = 0;
+    if :: js == J_ACTIVE && holder == 2 -> lockDead = 1 :: else -> skip fi
+  }
+  goto end_ldead
+}
+#define LCRASH if :: crashes < MAXCRASH -> leg_crash() :: true -> skip fi
+
+proctype Legacy() {
+  byte lres;
+  alive[2] = 1;
+end_lidle:
+  skip;
+end_lidle2:
+  d_step { alive[2] && js == J_WAIT -> js = J_ACTIVE; holder = 2; lockDead = 0 }  /* BullMQ Worker */
+  d_step {                                                                /* :221-222 SET NX EX 600 */
+    if
+    :: C == C_NONE -> C = C_LP; lpc = 1
+    :: else -> lpc = 0;                                                   /* `if (!claimed) return;` */
+       if :: js == J_ACTIVE && holder == 2 && !lockDead -> js = J_DONE :: else -> skip fi
+    fi
+  }
+  if :: lpc == 0 -> goto end_lidle :: else -> skip fi;
+  LCRASH;                                                                 /* LEGACY_CRASH_AT=after-claim */
+  atomic {                                                                /* :226 messages.create */
+    if
+    :: lres = 1                                                           /* accepted */
+    :: errs < MAXERR -> errs++; lres = 2                                  /* refused / retry / lost, not created */
+    :: errs < MAXERR -> errs++; lres = 3                                  /* created, answer lost */
+    fi;
+    if :: lres != 2 -> texts++ :: else -> skip fi;
+    lpc = 2
+  }
+  LCRASH;                                                                 /* after-provider-accept */
+  if
+  :: lres == 1 ->
+     d_step { if :: C != C_NONE -> C = C_SENT :: else -> skip fi }       /* :239 SET XX sent */
+     LCRASH;                                                              /* before-complete */
+     d_step { lpc = 0; lres = 0; if :: js == J_ACTIVE && holder == 2 && !lockDead -> js = J_DONE :: else -> skip fi }
+  :: lres != 1 ->                                                         /* :232-236 throw: BullMQ retry_job */
+     d_step {
+       lpc = 0; lres = 0;
+       if
+       :: js == J_ACTIVE && holder == 2 && !lockDead ->
+          made++; if :: made < ATTEMPTS -> js = J_WAIT :: else -> js = J_FAILED fi
+       :: else -> skip
+       fi
+     }
+  fi;
+  goto end_lidle;
+end_ldead:
+  skip;
+end_ldead2:
+  d_step { alive[2] = 1 }; goto end_lidle                                 /* restart */
+}
+
+/* time, and what happens without any worker: each is enabled only in the order the
+ * configuration guarantees (model/README.md, "Assumptions") */
+proctype Env() {
+end_env:
+  do
+  /* claimed_at + pending TTL: never while the attempt's live worker is still inside its call
+   * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, sms.rs SmsConfig::validate) */
+  :: d_step { ast == A_CLAIMED && !aged && !(sending[0] && tok[0] == atok) && !(sending[1] && tok[1] == atok) -> aged = 1 }
+#ifndef V2
+  /* v1: the claim written by window_claim:96 expires with the pending TTL */
+  :: d_step { C == C_RP && cshort && aged && ctok == atok -> C = C_NONE; cshort = 0 }
+  /* v1: a held claim (hold = reconcile window + pending TTL) expires only untouched: no ringback alive */
+  :: d_step { C == C_RP && !cshort && !alive[0] && !alive[1] -> C = C_NONE }
+#else
+  /* v2: the lease ends only after a drain and rollback, or (LEASE_MAX) a fleet lost for the lease */
+  :: d_step { C == C_RP && (rolledBack
+#ifdef LEASE_MAX
+              || (!alive[0] && !alive[1] && js != J_ACTIVE)  /* after stall recovery (A2) */
+#endif
+              ) -> C = C_NONE }
+#endif
+  /* the legacy claim (600 s) ends after its job ended, and not under a ringback step in progress
+   * or an open attempt a live fleet sweeps within seconds (assumption A5) */
+  :: d_step { C == C_LP && lpc == 0 && (js == J_DONE || js == J_FAILED) && inAttempt == 0 &&
+              (!OPEN || rolledBack) -> C = C_NONE }
+  /* since + reconcile window: after any legacy call that started before it (window > provider timeout) */
+  :: d_step { ast == A_AMBIG && !rwin && lpc != 1 -> rwin = 1 }
+  /* the status webhook (api.rs → receipt_apply.lua): the callback record gets the sid */
+  :: d_step { texts > 0 && !R -> R = 1 }
+  /* lock expiry + stall recovery (move_stalled_jobs_to_wait.lua, two sweeps): the job goes back to
+   * wait, or past maxStalledCount to failed */
+  :: d_step { js == J_ACTIVE && lockDead ->
+       stc++; lockDead = 0; holder = 3;
+       if :: stc > MAXSTALLED -> js = J_FAILED; stallFailed = 1 :: else -> js = J_WAIT fi }
+#ifdef DRAIN
+  /* the operator: `ringback drain` resolves every open attempt (the sweep, forced), then the
+   * fleet is rolled back to the legacy worker */
+  :: d_step { !rolledBack && !OPEN && inAttempt == 0 -> rolledBack = 1; alive[0] = 0; alive[1] = 0;
+              sending[0] = 0; sending[1] = 0;
+              if :: js == J_ACTIVE && holder < 2 -> lockDead = 1 :: else -> skip fi }
+#endif
+  od
+}
+
+init {
+  atomic {
+    run Env();
+    run Ringback(0);
+    run Ringback(1);
+    run Legacy()
+  }
+}
