@@ -278,9 +278,15 @@ async fn a_stall_limit_failure_with_an_open_attempt_and_a_429_is_still_texted() 
         (texts(&e, "lost429") == 1).then_some(())
     })
     .await;
-    let mut c = e.redis.conn().await;
-    let v: String = c.get(claim_key("lost429")).await.unwrap();
-    assert!(v.starts_with("sent:SM"), "{v}");
+    let c = e.redis.conn().await;
+    wait_for(T, "the sent marker", || {
+        let mut c = c.clone();
+        async move {
+            let v: Option<String> = c.get(claim_key("lost429")).await.unwrap();
+            v.filter(|v| v.starts_with("sent:SM")).map(|_| ())
+        }
+    })
+    .await;
     drop(w);
     assert_eq!(texts(&e, "lost429"), 1);
     assert_eq!(e.sim.store.all().len(), 1, "the 429 created nothing");
@@ -436,4 +442,113 @@ async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
         assert_eq!(legacy, None);
     }
     let _ = ids;
+}
+
+async fn set_faults(e: &Env, faults: serde_json::Value) {
+    let status = reqwest::Client::new()
+        .put(format!("{}/sim/faults", e.sim_base))
+        .json(&faults)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(status.is_success(), "{status}");
+}
+
+#[tokio::test]
+async fn credentials_refused_for_20_s_fail_nothing_and_every_callback_is_texted_once() {
+    let e = env("auth-outage", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    set_faults(
+        &e,
+        serde_json::json!({"auth": {"refuse": "all", "for_ms": 20_000}}),
+    )
+    .await;
+    let runs: Vec<String> = (0..30).map(|i| format!("auth{i}")).collect();
+    let mut ids = vec![];
+    for run in &runs {
+        ids.push(add(&e, &data(run)).await);
+    }
+    wait_for(T, "readiness to turn false", || async {
+        w.stats.not_ready().map(|_| ())
+    })
+    .await;
+    let mut c = e.redis.conn().await;
+    let failed: u64 = c.zcard(e.keys.failed()).await.unwrap();
+    assert_eq!(
+        failed, 0,
+        "a refused credential is not a verdict on the callback"
+    );
+    assert_eq!(e.sim.store.all().len(), 0);
+    for id in &ids {
+        let (state, h) = finished_within(&e, id, Duration::from_secs(60)).await;
+        assert_eq!(state, "completed", "{id}: {h:?}");
+    }
+    for run in &runs {
+        assert_eq!(texts(&e, run), 1, "{run}");
+    }
+    assert_eq!(e.sim.store.all().len(), 30, "0 duplicates, 0 lost");
+    assert!(w.stats.not_ready().is_none(), "ready again");
+    assert!(w.stats.get(ringback::sms::SmsEvent::AuthRefused) >= 30);
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn lookups_that_keep_failing_are_escalated_once_and_never_resent_blind() {
+    // The create is taken and its answer lost; the key may create but not list.
+    let e = env(
+        "unknown-escalate",
+        r#"{"create":[{"fault":"create_then_drop","times":1}],"auth":{"refuse":"lookups"}}"#,
+    )
+    .await;
+    let sms = ringback::sms::SmsConfig {
+        unknown_escalate: Duration::from_millis(1000),
+        ..sms_config()
+    };
+    let w = start_worker(&e, sms).await;
+    let id = add(&e, &data("unk")).await;
+    let mut c = e.redis.conn().await;
+    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let escalation = esc.job("escalation:unk");
+    wait_for(T, "the unknown send to be escalated", || {
+        let (mut c, k) = (c.clone(), escalation.clone());
+        async move { c.exists::<_, bool>(&k).await.unwrap().then_some(()) }
+    })
+    .await;
+    // Past the reconcile window (1.5 s) with lookups failing: still never resent.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(texts(&e, "unk"), 1, "never resent blind");
+    let attempt = WindowKeys::new("agent-callback:", "unk").attempt;
+    let flagged: Option<String> = c.hget(&attempt, "escalated").await.unwrap();
+    assert!(flagged.is_some(), "flagged once");
+    let events: u64 = c.xlen(esc.events()).await.unwrap_or(0);
+    // Lookups work again: the message is found, the job completes with it.
+    set_faults(&e, serde_json::json!({})).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    assert_eq!(returnvalue(&h)["deduplicated"], true, "found, not resent");
+    assert_eq!(texts(&e, "unk"), 1);
+    let after: u64 = c.xlen(esc.events()).await.unwrap_or(0);
+    assert_eq!(events, after, "escalated exactly once");
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_twilio_prefixed_for_a_trial_account_is_still_found() {
+    let e = env(
+        "trial",
+        r#"{"trial_prefix":true,"create":[{"fault":"create_then_drop","times":1}]}"#,
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let id = add(&e, &data("trial")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    assert_eq!(returnvalue(&h)["deduplicated"], true, "{h:?}");
+    assert_eq!(
+        e.sim.store.all().len(),
+        1,
+        "the prefixed message was recognised"
+    );
+    w.stop().await;
 }

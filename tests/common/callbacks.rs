@@ -163,9 +163,18 @@ pub async fn add(e: &Env, data: &str) -> String {
 
 /// Wait until the job is completed or failed; returns (state, job hash).
 pub async fn finished(e: &Env, id: &str) -> (&'static str, HashMap<String, String>) {
+    finished_within(e, id, T).await
+}
+
+/// [`finished`], with its own deadline.
+pub async fn finished_within(
+    e: &Env,
+    id: &str,
+    within: Duration,
+) -> (&'static str, HashMap<String, String>) {
     let c = e.redis.conn().await;
     let k = e.keys.clone();
-    let state = wait_for(T, &format!("job {id} to finish"), || {
+    let state = wait_for(within, &format!("job {id} to finish"), || {
         let (mut c, k, id) = (c.clone(), k.clone(), id.to_string());
         async move {
             if c.zscore::<_, _, Option<f64>>(k.completed(), &id)
