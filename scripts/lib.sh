@@ -35,3 +35,13 @@ stop_redis() {
   [ -n "${REDIS_DIR:-}" ] && [ -f "$REDIS_DIR/redis.pid" ] && kill "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null
   rm -rf "${REDIS_DIR:-/nonexistent}"
 }
+
+# Spin (the model checker of model/) from Debian's packages.
+ensure_spin() {
+  if command -v spin >/dev/null 2>&1; then return; fi
+  echo "installing spin (the model checker) from Debian's packages" >&2
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq spin >/dev/null
+}
