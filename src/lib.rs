@@ -54,7 +54,7 @@ pub mod window;
 pub mod worker;
 
 pub use config::WorkerConfig;
-pub use error::{ConfigError, Error, ScriptCode};
+pub use error::{ConfigError, ConfigErrors, Error, ScriptCode};
 pub use job::Job;
 pub use processor::{Failure, JobContext, Outcome, Processor};
 pub use worker::{Stopped, Worker};
