@@ -289,16 +289,13 @@ impl TwilioArgs {
     pub fn to_config(&self) -> Result<crate::twilio::TwilioConfig, ConfigErrors> {
         use crate::twilio::{Auth, Secret, Sender};
         let mut errors = ConfigErrors::default();
-        let account_sid = self
-            .account_sid
-            .clone()
-            .filter(|s| s.starts_with("AC") && s.len() == 34);
-        if account_sid.is_none() {
-            errors.push(ConfigError::new(
-                "TWILIO_ACCOUNT_SID",
-                "required: AC followed by 32 hex digits",
-            ));
-        }
+        let account_sid = errors.require(
+            self.account_sid
+                .clone()
+                .filter(|s| s.starts_with("AC") && s.len() == 34),
+            "TWILIO_ACCOUNT_SID",
+            "required: AC followed by 32 hex digits",
+        );
         let auth = match (&self.api_key, &self.api_secret, &self.auth_token) {
             (Some(key), Some(_), _) if !key.starts_with("SK") => Err(ConfigError::new(
                 "TWILIO_API_KEY",
@@ -354,11 +351,8 @@ impl TwilioArgs {
                 "must be between 1 and 36000",
             ));
         }
-        let parts = match (account_sid, auth, sender) {
-            (Some(a), Some(b), Some(c)) => Some((a, b, c)),
-            _ => None,
-        };
-        let (account_sid, auth, sender) = errors.or(parts)?;
+        let parts = account_sid.zip(auth).zip(sender);
+        let ((account_sid, auth), sender) = errors.or(parts)?;
         Ok(crate::twilio::TwilioConfig {
             account_sid,
             auth,
@@ -638,35 +632,25 @@ impl ServeArgs {
                 "binds to loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true (put a TLS proxy in front)",
             ));
         }
-        let public_url = self
-            .public_url
-            .clone()
-            .filter(|u| u.starts_with("https://") || u.starts_with("http://"));
-        if public_url.is_none() {
-            errors.push(ConfigError::new(
-                "RINGBACK_PUBLIC_URL",
-                "required: the http(s) base URL Twilio calls",
-            ));
-        }
-        let api_token = self.api_token.clone().filter(|t| t.len() >= 16);
-        if api_token.is_none() {
-            errors.push(ConfigError::new(
-                "RINGBACK_API_TOKEN",
-                "required, at least 16 characters",
-            ));
-        }
-        let twilio_auth_token = self.twilio_auth_token.clone().filter(|t| !t.is_empty());
-        if twilio_auth_token.is_none() {
-            errors.push(ConfigError::new(
-                "TWILIO_AUTH_TOKEN",
-                "required to check X-Twilio-Signature",
-            ));
-        }
-        let parts = match (public_url, api_token, twilio_auth_token) {
-            (Some(a), Some(b), Some(c)) => Some((a, b, c)),
-            _ => None,
-        };
-        let (public_url, api_token, twilio_auth_token) = errors.or(parts)?;
+        let public_url = errors.require(
+            self.public_url
+                .clone()
+                .filter(|u| u.starts_with("https://") || u.starts_with("http://")),
+            "RINGBACK_PUBLIC_URL",
+            "required: the http(s) base URL Twilio calls",
+        );
+        let api_token = errors.require(
+            self.api_token.clone().filter(|t| t.len() >= 16),
+            "RINGBACK_API_TOKEN",
+            "required, at least 16 characters",
+        );
+        let twilio_auth_token = errors.require(
+            self.twilio_auth_token.clone().filter(|t| !t.is_empty()),
+            "TWILIO_AUTH_TOKEN",
+            "required to check X-Twilio-Signature",
+        );
+        let parts = public_url.zip(api_token).zip(twilio_auth_token);
+        let ((public_url, api_token), twilio_auth_token) = errors.or(parts)?;
         Ok(ServeConfig {
             listen: self.listen,
             public_url,

@@ -133,6 +133,19 @@ impl ConfigErrors {
         }
     }
 
+    /// `value`, or `None` with `setting`'s problem noted.
+    pub fn require<T>(
+        &mut self,
+        value: Option<T>,
+        setting: &'static str,
+        problem: &str,
+    ) -> Option<T> {
+        if value.is_none() {
+            self.push(ConfigError::new(setting, problem));
+        }
+        value
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

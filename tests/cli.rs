@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use common::{Add, RedisServer, add_job, queue_name};
 use ringback::keys::QueueKeys;
-use ringback::twilio::Secret;
-use ringback::twilio_sim::{SimConfig, Simulator, server};
 
 const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
 const TOKEN: &str = "sim-token";
@@ -84,44 +82,34 @@ impl Running {
 
     /// The first stdout line containing `what`, within `timeout`.
     async fn stdout_line(&mut self, what: &str, timeout: Duration) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            match self.stdout.try_recv() {
-                Ok(line) if line.contains(what) => return line,
-                Ok(_) => continue,
-                Err(TryRecvError::Disconnected) => panic!("stdout closed before {what:?}"),
-                Err(TryRecvError::Empty) => {}
-            }
-            self.drain_stderr();
-            assert!(
-                Instant::now() < deadline,
-                "no {what:?} on stdout; stderr:\n{}",
-                self.log.join("\n")
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        self.line(true, what, timeout).await.0
     }
 
     /// The first stderr line containing `what`, and when it arrived.
     async fn stderr_line(&mut self, what: &str, timeout: Duration) -> (String, Instant) {
+        self.line(false, what, timeout).await
+    }
+
+    async fn line(&mut self, stdout: bool, what: &str, timeout: Duration) -> (String, Instant) {
         let deadline = Instant::now() + timeout;
         loop {
-            match self.stderr.try_recv() {
-                Ok(line) => {
-                    self.log.push(line.clone());
-                    if line.contains(what) {
-                        return (line, Instant::now());
-                    }
-                    continue;
-                }
+            let next = if stdout {
+                self.drain_stderr();
+                self.stdout.try_recv()
+            } else {
+                self.stderr.try_recv().inspect(|l| self.log.push(l.clone()))
+            };
+            match next {
+                Ok(line) if line.contains(what) => return (line, Instant::now()),
+                Ok(_) => continue,
                 Err(TryRecvError::Disconnected) => {
-                    panic!("stderr closed before {what:?}:\n{}", self.log.join("\n"))
+                    panic!("output closed before {what:?}:\n{}", self.log.join("\n"))
                 }
                 Err(TryRecvError::Empty) => {}
             }
             assert!(
                 Instant::now() < deadline,
-                "no {what:?} on stderr:\n{}",
+                "no {what:?} within {timeout:?}; stderr:\n{}",
                 self.log.join("\n")
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -330,12 +318,12 @@ async fn serve_listens_at_once_while_redis_is_down_and_opens_when_it_answers() {
         why.contains(&format!("waiting for Redis at {}", redis.url())),
         "{why}"
     );
-    let webhook = http
-        .post(format!("{base}/api/notify/webhook/status"))
-        .form(&[("MessageSid", "SM0"), ("MessageStatus", "delivered")])
-        .send()
-        .await
-        .unwrap();
+    let unsigned_callback = || {
+        http.post(format!("{base}/api/notify/webhook/status"))
+            .form(&[("MessageSid", "SM0"), ("MessageStatus", "delivered")])
+            .send()
+    };
+    let webhook = unsigned_callback().await.unwrap();
     assert_eq!(webhook.status(), 503);
     assert!(webhook.headers().contains_key("retry-after"));
 
@@ -349,13 +337,7 @@ async fn serve_listens_at_once_while_redis_is_down_and_opens_when_it_answers() {
     })
     .await;
     // the real router now: an unsigned callback is refused for its signature
-    let webhook = http
-        .post(format!("{base}/api/notify/webhook/status"))
-        .form(&[("MessageSid", "SM0"), ("MessageStatus", "delivered")])
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(webhook.status(), 403);
+    assert_eq!(unsigned_callback().await.unwrap().status(), 403);
     s.sigterm();
     assert_eq!(s.exit_code(Duration::from_secs(5)).await, Some(0));
 }
@@ -371,23 +353,21 @@ async fn serve_stops_cleanly_while_redis_is_down() {
 
 /// Twilio does not retry a refused status callback unless its URL asks (`#rc=…&rp=5xx`): the
 /// worker's reconciliation poll is what recovers the status.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn the_poll_recovers_a_status_the_webhook_refused() {
     ringback::twilio::client::install_tls_provider();
     let redis = RedisServer::start();
-    let sim = Simulator::new(
-        SimConfig {
-            account_sid: ACCOUNT.into(),
-            auth_token: Secret::new(TOKEN),
-            api_keys: vec![],
-        },
-        Default::default(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let sim_base = format!("http://{}", listener.local_addr().unwrap());
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let _stop_sim = cancel.clone().drop_guard();
-    tokio::spawn(server::serve(listener, sim, cancel));
+    let mut sim = Running::spawn(&mut ringback(&[
+        "twilio-sim",
+        "--listen",
+        "127.0.0.1:0",
+        "--account-sid",
+        ACCOUNT,
+        "--auth-token",
+        TOKEN,
+    ]));
+    let line = sim.stdout_line("twilio-sim listening on http://", T).await;
+    let sim_base = line.split(' ').nth(3).expect("the address").to_string();
 
     // serve waits for a Redis that never comes: every callback is refused with 503
     let mut s = Running::spawn(&mut serve(&format!("redis://127.0.0.1:{}", closed_port())));

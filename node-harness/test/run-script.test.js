@@ -12,7 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { describe, it } = require('node:test');
 const { ringbackBin } = require('../lib/harness/twilio-sim');
-const { track } = require('../lib/harness/reaper');
+const { runToEnd } = require('../lib/harness/reaper');
 const { waitFor } = require('../lib/harness/wait');
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -34,21 +34,7 @@ function marked(mark) {
 
 /** Runs `scripts/run` with `env`; resolves {code, out, err}. */
 function run(env) {
-  return new Promise((resolve, reject) => {
-    const child = track(
-      spawn(path.join(ROOT, 'scripts', 'run'), [], {
-        cwd: ROOT,
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
-    );
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (c) => (out += c));
-    child.stderr.setEncoding('utf8').on('data', (c) => (err += c));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, err }));
-  });
+  return runToEnd(path.join(ROOT, 'scripts', 'run'), [], { cwd: ROOT, env: { ...process.env, ...env } });
 }
 
 describe('scripts/run', () => {

@@ -133,19 +133,12 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
                 )),
                 _ => None,
             };
-            match (sms, twilio, warnings) {
-                (Some(s), Some(t), Some(w)) => Some(Some((s, t, w))),
-                _ => None,
-            }
+            sms.zip(twilio).zip(warnings).map(Some)
         }
     };
-    let parts = match (worker, metrics, sms) {
-        (Some(w), Some(m), Some(s)) => Some((w, m, s)),
-        _ => None,
-    };
-    let (worker, metrics, sms) = errors.or(parts)?;
+    let ((worker, metrics), sms) = errors.or(worker.zip(metrics).zip(sms))?;
     let (sms, warnings) = match sms {
-        Some((s, t, w)) => (Some((s, t)), w),
+        Some((sms, warnings)) => (Some(sms), warnings),
         None => (None, vec![]),
     };
     Ok(Validated {
@@ -274,11 +267,7 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
     let sms = errors.take(sms.to_config());
     let serve = errors.take(serve.to_config());
     let client = errors.take(queue.client());
-    let parts = match (sms, serve, client) {
-        (Some(a), Some(b), Some(c)) => Some((a, b, c)),
-        _ => None,
-    };
-    let (sms, serve, client) = match errors.or(parts) {
+    let ((sms, serve), client) = match errors.or(sms.zip(serve).zip(client)) {
         Ok(p) => p,
         Err(e) => return bad_config(e),
     };
