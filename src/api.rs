@@ -6,13 +6,13 @@
 //! - `GET /api/notify/callbacks/{runId}`: the callback record.
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
+//! - `GET /metrics`: responses by route and status (413s from the body limit included), status
+//!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format. (The window
+//!   overrun counter lives where sends happen: the worker's `/metrics`.)
 //!
 //! Before Redis first answers, [`app_starting`] stands in: the process listens at once,
 //! `/healthz` answers, and `/readyz` and every other route answer 503 until
 //! [`open_when_redis_answers`] hands over the full router.
-//! - `GET /metrics`: responses by route and status (413s from the body limit included), status
-//!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format. (The window
-//!   overrun counter lives where sends happen: the worker's `/metrics`.)
 
 use std::sync::Arc;
 
