@@ -1,9 +1,12 @@
 # Shared by scripts/*: make sure the tools a fresh machine lacks are installed.
 # redis-server comes from Debian's packages; node-harness dependencies from its lockfile.
 
+# A line on stderr before a step that takes a while, so minutes of silence never look like a hang.
+say() { echo "$*…" >&2; }
+
 ensure_redis() {
   if command -v redis-server >/dev/null 2>&1; then return; fi
-  echo "installing redis-server from Debian's packages" >&2
+  say "installing redis-server from Debian's packages (about a minute)"
   local sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
@@ -13,6 +16,7 @@ ensure_redis() {
 
 ensure_node_harness() {
   if [ ! -d node-harness/node_modules ] || [ node-harness/package-lock.json -nt node-harness/node_modules ]; then
+    say "installing the Node harness (npm ci; about 30 seconds)"
     (cd node-harness && npm ci --no-audit --no-fund --loglevel=error)
   fi
 }
@@ -31,9 +35,18 @@ start_redis() {
   echo "redis-server did not start:" >&2; cat "$REDIS_DIR/redis.log" >&2; return 1
 }
 
+# Stop the server start_redis started and remove its folder; waits until the process is gone.
+# Safe to call twice, and under `set -e` (it never fails).
 stop_redis() {
-  [ -n "${REDIS_DIR:-}" ] && [ -f "$REDIS_DIR/redis.pid" ] && kill "$(cat "$REDIS_DIR/redis.pid")" 2>/dev/null
-  rm -rf "${REDIS_DIR:-/nonexistent}"
+  [ -n "${REDIS_DIR:-}" ] || return 0
+  local pid
+  pid=$(cat "$REDIS_DIR/redis.pid" 2>/dev/null || true)
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  fi
+  rm -rf "$REDIS_DIR"
+  REDIS_DIR=
 }
 
 # Spin (the model checker of model/) from Debian's packages.

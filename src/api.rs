@@ -9,6 +9,10 @@
 //! - `GET /metrics`: responses by route and status (413s from the body limit included), status
 //!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format. (The window
 //!   overrun counter lives where sends happen: the worker's `/metrics`.)
+//!
+//! Before Redis first answers, [`app_starting`] stands in: the process listens at once,
+//! `/healthz` answers, and `/readyz` and every other route answer 503 until
+//! [`open_when_redis_answers`] hands over the full router.
 
 use std::sync::Arc;
 
@@ -148,6 +152,17 @@ impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         match self {
             AppError::Status(code, body) => (code, Json(body)).into_response(),
+            // Redis down or failing over: a 503 says "try again", and a 5xx is what Twilio's
+            // `#rp=5xx` retries on (a 500 would say the request itself broke something).
+            AppError::Internal(e) if e.is_transient() => {
+                tracing::warn!(error = %e, "redis unavailable; answered 503");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    [(header::RETRY_AFTER, "5")],
+                    Json(json!({"error": "redis unavailable; retry later"})),
+                )
+                    .into_response()
+            }
             AppError::Internal(e) => {
                 tracing::error!(error = %e, "request failed");
                 (
@@ -190,6 +205,94 @@ pub fn app(state: Arc<ApiState>) -> Router {
             count_responses,
         ))
         .with_state(state)
+}
+
+/// `ringback serve` while it waits for Redis (issue 9): listening at once lets a supervisor's
+/// `/healthz` see a live process, and gives Twilio a 503 rather than a refused connection. Twilio
+/// retries a status callback only when its URL asks (`#rc=…&rp=5xx`); a callback refused here is
+/// otherwise lost, and the worker's reconciliation poll recovers its status.
+pub struct Startup {
+    /// The Redis waited for, password masked.
+    redis: String,
+    router: std::sync::OnceLock<Router>,
+    /// Requests answered 503 meanwhile (status callbacks among them): `/readyz` tells them.
+    refused: std::sync::atomic::AtomicU64,
+}
+
+impl Startup {
+    pub fn new(redis: String) -> Arc<Self> {
+        Arc::new(Self {
+            redis,
+            router: Default::default(),
+            refused: Default::default(),
+        })
+    }
+
+    /// Redis answered: from now on every request goes to `app`.
+    pub fn ready(&self, app: Router) {
+        // set once; a second call (none is made) would keep the first router
+        let _ = self.router.set(app);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.router.get().is_some()
+    }
+}
+
+/// The router of `ringback serve` from its first instant: [`Startup`]'s answers until Redis is
+/// up, then [`app`]'s.
+pub fn app_starting(startup: Arc<Startup>) -> Router {
+    Router::new().fallback(starting).with_state(startup)
+}
+
+async fn starting(State(s): State<Arc<Startup>>, req: axum::extract::Request) -> Response {
+    if let Some(app) = s.router.get() {
+        return match tower::ServiceExt::oneshot(app.clone(), req).await {
+            Ok(res) => res,
+            Err(never) => match never {},
+        };
+    }
+    let waiting = format!("not ready: waiting for Redis at {}", s.redis);
+    match req.uri().path() {
+        "/healthz" => "ok".into_response(),
+        "/readyz" => {
+            let refused = s.refused.load(std::sync::atomic::Ordering::Relaxed);
+            let body = format!("{waiting}; {refused} requests refused meanwhile");
+            (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
+        }
+        _ => {
+            s.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(header::RETRY_AFTER, "5")],
+                Json(json!({"error": waiting})),
+            )
+                .into_response()
+        }
+    }
+}
+
+/// Wait for Redis (each failed attempt logged with its true wait), then build the state and
+/// hand [`Startup`] the full router. Returns without it when `shutdown` fires first.
+pub async fn open_when_redis_answers(
+    startup: Arc<Startup>,
+    client: redis::Client,
+    state: impl FnOnce(redis::aio::ConnectionManager) -> Arc<ApiState>,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let conn = match crate::connection::commands(&client).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!(redis = %startup.redis, error = %e,
+                "waiting for Redis: /healthz answers; /readyz and the API answer 503 until it does");
+            match crate::connection::connect_until(&client, &shutdown).await {
+                Ok(c) => c,
+                Err(_) => return,
+            }
+        }
+    };
+    startup.ready(app(state(conn)));
+    tracing::info!(redis = %startup.redis, "redis answers: ready");
 }
 
 async fn metrics(State(s): State<Arc<ApiState>>) -> impl IntoResponse {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::config::WorkerConfig;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ConfigErrors};
 use crate::job::KeepJobs;
 
 /// Redis and queue settings.
@@ -85,8 +85,9 @@ pub struct WorkerArgs {
 }
 
 impl WorkerArgs {
-    /// Build and validate the worker configuration.
-    pub fn to_config(&self) -> Result<WorkerConfig, ConfigError> {
+    /// Build and validate the worker configuration; every broken setting at once.
+    pub fn to_config(&self) -> Result<WorkerConfig, ConfigErrors> {
+        let mut errors = ConfigErrors::default();
         let keep = |setting: &'static str,
                     v: &Option<String>|
          -> Result<Option<KeepJobs>, ConfigError> {
@@ -117,7 +118,17 @@ impl WorkerArgs {
                         )
                     })
             })
-            .transpose()?;
+            .transpose();
+        let limiter = errors.take(limiter).flatten();
+        let remove_on_complete = errors
+            .take(keep(
+                "RINGBACK_REMOVE_ON_COMPLETE",
+                &self.remove_on_complete,
+            ))
+            .flatten();
+        let remove_on_fail = errors
+            .take(keep("RINGBACK_REMOVE_ON_FAIL", &self.remove_on_fail))
+            .flatten();
         let lock_duration = Duration::from_millis(self.lock_duration_ms);
         let config = WorkerConfig {
             redis_url: self.queue.redis_url.clone(),
@@ -134,13 +145,66 @@ impl WorkerArgs {
             shutdown_grace: Duration::from_millis(self.shutdown_grace_ms),
             drain_delay: Duration::from_millis(self.drain_delay_ms),
             name: self.worker_name.clone(),
-            remove_on_complete: keep("RINGBACK_REMOVE_ON_COMPLETE", &self.remove_on_complete)?,
-            remove_on_fail: keep("RINGBACK_REMOVE_ON_FAIL", &self.remove_on_fail)?,
+            remove_on_complete,
+            remove_on_fail,
             limiter,
             metrics_max_data_points: self.metrics_data_points,
         };
-        config.validate()?;
-        Ok(config)
+        for e in &config.problems() {
+            errors.push(e.clone());
+        }
+        errors.or(Some(config))
+    }
+
+    /// The effective settings, the Redis password masked, for `check-config` (read even when
+    /// invalid).
+    pub fn effective(&self) -> Vec<(&'static str, String)> {
+        let q = &self.queue;
+        let lock_renew = self.lock_renew_time_ms.unwrap_or(self.lock_duration_ms / 2);
+        let mut out = vec![("REDIS_URL", crate::redact::url(&q.redis_url))];
+        for (name, file) in [
+            ("RINGBACK_REDIS_CA_FILE", &q.redis_ca_file),
+            ("RINGBACK_REDIS_CLIENT_CERT", &q.redis_client_cert),
+            ("RINGBACK_REDIS_CLIENT_KEY", &q.redis_client_key),
+        ] {
+            if let Some(f) = file {
+                out.push((name, f.display().to_string()));
+            }
+        }
+        out.extend([
+            ("RINGBACK_PREFIX", q.prefix.clone()),
+            ("RINGBACK_QUEUE", q.queue.clone()),
+            ("RINGBACK_CONCURRENCY", self.concurrency.to_string()),
+            (
+                "RINGBACK_LOCK_DURATION_MS",
+                self.lock_duration_ms.to_string(),
+            ),
+            ("RINGBACK_LOCK_RENEW_TIME_MS", lock_renew.to_string()),
+            (
+                "RINGBACK_STALLED_INTERVAL_MS",
+                self.stalled_interval_ms.to_string(),
+            ),
+            (
+                "RINGBACK_MAX_STALLED_COUNT",
+                self.max_stalled_count.to_string(),
+            ),
+            (
+                "RINGBACK_SHUTDOWN_GRACE_MS",
+                self.shutdown_grace_ms.to_string(),
+            ),
+            ("RINGBACK_DRAIN_DELAY_MS", self.drain_delay_ms.to_string()),
+        ]);
+        for (name, v) in [
+            ("RINGBACK_WORKER_NAME", &self.worker_name),
+            ("RINGBACK_REMOVE_ON_COMPLETE", &self.remove_on_complete),
+            ("RINGBACK_REMOVE_ON_FAIL", &self.remove_on_fail),
+            ("RINGBACK_LIMITER", &self.limiter),
+        ] {
+            if let Some(v) = v {
+                out.push((name, v.clone()));
+            }
+        }
+        out
     }
 }
 
@@ -162,22 +226,28 @@ pub fn init_logging() {
     }
 }
 
-/// A token cancelled on the first SIGTERM or SIGINT.
+/// A token cancelled on the first SIGTERM or SIGINT. The handlers are installed before this
+/// returns, so a signal that arrives at any later instant (say, while Redis is still
+/// unreachable) is a clean stop rather than the default action's death by signal.
 pub fn shutdown_on_signals() -> tokio_util::sync::CancellationToken {
+    use tokio::signal::unix::{SignalKind, signal};
     let token = tokio_util::sync::CancellationToken::new();
     let t = token.clone();
+    let (term, int) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(term), Ok(int)) => (term, int),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::error!(error = %e, "cannot listen for SIGTERM/SIGINT");
+            return token;
+        }
+    };
     tokio::spawn(async move {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot listen for SIGTERM");
-                    return;
-                }
-            };
+        let (mut term, mut int) = (term, int);
         tokio::select! {
             _ = term.recv() => tracing::info!("SIGTERM received"),
-            _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
         }
         t.cancel();
     });
@@ -223,71 +293,60 @@ pub struct TwilioArgs {
 }
 
 impl TwilioArgs {
-    pub fn to_config(&self) -> Result<crate::twilio::TwilioConfig, ConfigError> {
+    /// The validated client settings, or every broken or missing setting at once.
+    pub fn to_config(&self) -> Result<crate::twilio::TwilioConfig, ConfigErrors> {
         use crate::twilio::{Auth, Secret, Sender};
-        let account_sid = self
-            .account_sid
-            .clone()
-            .filter(|s| s.starts_with("AC") && s.len() == 34)
-            .ok_or_else(|| {
-                ConfigError::new(
-                    "TWILIO_ACCOUNT_SID",
-                    "required: AC followed by 32 hex digits",
-                )
-            })?;
+        let mut errors = ConfigErrors::default();
+        let account_sid = errors.require(
+            self.account_sid
+                .clone()
+                .filter(|s| s.starts_with("AC") && s.len() == 34),
+            "TWILIO_ACCOUNT_SID",
+            "required: AC followed by 32 hex digits",
+        );
         let auth = match (&self.api_key, &self.api_secret, &self.auth_token) {
-            (Some(key), Some(secret), _) => {
-                if !key.starts_with("SK") {
-                    return Err(ConfigError::new(
-                        "TWILIO_API_KEY",
-                        "an API key SID starts with SK",
-                    ));
-                }
-                Auth::ApiKey {
-                    sid: key.clone(),
-                    secret: Secret::new(secret.clone()),
-                }
-            }
-            (Some(_), None, _) => {
-                return Err(ConfigError::new(
-                    "TWILIO_API_SECRET",
-                    "required with TWILIO_API_KEY",
-                ));
-            }
+            (Some(key), Some(_), _) if !key.starts_with("SK") => Err(ConfigError::new(
+                "TWILIO_API_KEY",
+                "an API key SID starts with SK",
+            )),
+            (Some(key), Some(secret), _) => Ok(Auth::ApiKey {
+                sid: key.clone(),
+                secret: Secret::new(secret.clone()),
+            }),
+            (Some(_), None, _) => Err(ConfigError::new(
+                "TWILIO_API_SECRET",
+                "required with TWILIO_API_KEY",
+            )),
             (None, _, Some(token)) if !token.is_empty() => {
-                Auth::AuthToken(Secret::new(token.clone()))
+                Ok(Auth::AuthToken(Secret::new(token.clone())))
             }
-            _ => {
-                return Err(ConfigError::new(
-                    "TWILIO_AUTH_TOKEN",
-                    "required (or TWILIO_API_KEY with TWILIO_API_SECRET)",
-                ));
-            }
+            _ => Err(ConfigError::new(
+                "TWILIO_AUTH_TOKEN",
+                "required (or TWILIO_API_KEY with TWILIO_API_SECRET)",
+            )),
         };
+        let auth = errors.take(auth);
         let sender = match (&self.from, &self.messaging_service_sid) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::new(
-                    "TWILIO_FROM",
-                    "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID, not both",
-                ));
-            }
-            (Some(from), None) => Sender::From(from.clone()),
-            (None, Some(ms)) => Sender::MessagingService(ms.clone()),
-            (None, None) => {
-                return Err(ConfigError::new(
-                    "TWILIO_FROM",
-                    "required (or TWILIO_MESSAGING_SERVICE_SID)",
-                ));
-            }
+            (Some(_), Some(_)) => Err(ConfigError::new(
+                "TWILIO_FROM",
+                "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID, not both",
+            )),
+            (Some(from), None) => Ok(Sender::From(from.clone())),
+            (None, Some(ms)) => Ok(Sender::MessagingService(ms.clone())),
+            (None, None) => Err(ConfigError::new(
+                "TWILIO_FROM",
+                "required (or TWILIO_MESSAGING_SERVICE_SID)",
+            )),
         };
+        let sender = errors.take(sender);
         if !(self.api_base.starts_with("https://") || self.api_base.starts_with("http://")) {
-            return Err(ConfigError::new(
+            errors.push(ConfigError::new(
                 "TWILIO_API_BASE",
                 "must be an http(s) URL",
             ));
         }
         if self.timeout_ms == 0 || self.connect_timeout_ms == 0 {
-            return Err(ConfigError::new(
+            errors.push(ConfigError::new(
                 "TWILIO_TIMEOUT_MS",
                 "timeouts must be positive",
             ));
@@ -295,11 +354,13 @@ impl TwilioArgs {
         if let Some(v) = self.validity_period_s
             && !(1..=36_000).contains(&v)
         {
-            return Err(ConfigError::new(
+            errors.push(ConfigError::new(
                 "TWILIO_VALIDITY_PERIOD_S",
                 "must be between 1 and 36000",
             ));
         }
+        let parts = account_sid.zip(auth).zip(sender);
+        let ((account_sid, auth), sender) = errors.or(parts)?;
         Ok(crate::twilio::TwilioConfig {
             account_sid,
             auth,
@@ -309,6 +370,43 @@ impl TwilioArgs {
             timeout: Duration::from_millis(self.timeout_ms),
             validity_period: self.validity_period_s,
         })
+    }
+
+    /// The effective settings, secrets masked, for `check-config` (read even when invalid).
+    pub fn effective(&self) -> Vec<(&'static str, String)> {
+        let set = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".into());
+        let secret = |v: &Option<String>| match v.as_deref() {
+            Some(s) if !s.is_empty() => "*** (set)".to_string(),
+            _ => "(not set)".to_string(),
+        };
+        let mut out = vec![
+            ("TWILIO_ACCOUNT_SID", set(&self.account_sid)),
+            ("TWILIO_AUTH_TOKEN", secret(&self.auth_token)),
+        ];
+        if self.api_key.is_some() || self.api_secret.is_some() {
+            out.push(("TWILIO_API_KEY", set(&self.api_key)));
+            out.push(("TWILIO_API_SECRET", secret(&self.api_secret)));
+        }
+        if self.messaging_service_sid.is_some() {
+            out.push((
+                "TWILIO_MESSAGING_SERVICE_SID",
+                set(&self.messaging_service_sid),
+            ));
+        }
+        if self.from.is_some() || self.messaging_service_sid.is_none() {
+            // a sender number is not a secret: it is the account's own public number
+            out.push(("TWILIO_FROM", set(&self.from)));
+        }
+        out.push(("TWILIO_API_BASE", self.api_base.clone()));
+        out.push((
+            "TWILIO_CONNECT_TIMEOUT_MS",
+            self.connect_timeout_ms.to_string(),
+        ));
+        out.push(("TWILIO_TIMEOUT_MS", self.timeout_ms.to_string()));
+        if let Some(v) = self.validity_period_s {
+            out.push(("TWILIO_VALIDITY_PERIOD_S", v.to_string()));
+        }
+        out
     }
 }
 
@@ -428,7 +526,27 @@ pub struct SmsArgs {
 }
 
 impl SmsArgs {
-    pub fn to_config(&self) -> Result<crate::sms::SmsConfig, ConfigError> {
+    /// The window's settings; every broken one at once.
+    pub fn to_config(&self) -> Result<crate::sms::SmsConfig, ConfigErrors> {
+        let mut errors = ConfigErrors::default();
+        let crash_at = self
+            .crash_at
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .map(str::parse)
+            .transpose();
+        let crash_at = errors.take(crash_at);
+        let fallback_to = match self.fallback_to.as_deref().filter(|f| !f.is_empty()) {
+            Some(f) if !crate::twilio::message::is_e164(f) => {
+                errors.push(ConfigError::new(
+                    "RINGBACK_FALLBACK_TO",
+                    "must be an E.164 number",
+                ));
+                None
+            }
+            other => other.map(str::to_string),
+        };
+        let crash_at = errors.or(crash_at)?;
         Ok(crate::sms::SmsConfig {
             claim_prefix: self.claim_prefix.clone(),
             pending_ttl: Duration::from_millis(self.pending_ttl_ms),
@@ -439,25 +557,53 @@ impl SmsArgs {
             reconcile_poll: Duration::from_millis(self.reconcile_poll_ms),
             retry_later_default: Duration::from_millis(self.retry_later_ms),
             status_callback_url: self.status_callback_url.clone().filter(|u| !u.is_empty()),
-            crash_at: self
-                .crash_at
-                .as_deref()
-                .filter(|c| !c.is_empty())
-                .map(str::parse)
-                .transpose()?,
+            crash_at,
             escalation_queue: self.escalation_queue.clone().filter(|q| !q.is_empty()),
-            fallback_to: match self.fallback_to.as_deref().filter(|f| !f.is_empty()) {
-                Some(f) if !crate::twilio::message::is_e164(f) => {
-                    return Err(ConfigError::new(
-                        "RINGBACK_FALLBACK_TO",
-                        "must be an E.164 number",
-                    ));
-                }
-                other => other.map(str::to_string),
-            },
+            fallback_to,
             delivery_deadline: Duration::from_millis(self.delivery_deadline_ms),
             receipt_poll_after: Duration::from_millis(self.receipt_poll_after_ms),
         })
+    }
+
+    /// The effective settings, for `check-config` (read even when invalid). The fallback
+    /// number is masked: phone numbers never appear in full.
+    pub fn effective(&self) -> Vec<(&'static str, String)> {
+        let mut out = vec![
+            ("RINGBACK_CLAIM_PREFIX", self.claim_prefix.clone()),
+            ("RINGBACK_PENDING_TTL_MS", self.pending_ttl_ms.to_string()),
+            ("RINGBACK_SENT_TTL_MS", self.sent_ttl_ms.to_string()),
+            (
+                "RINGBACK_RECONCILE_WINDOW_MS",
+                self.reconcile_window_ms.to_string(),
+            ),
+            (
+                "RINGBACK_RECONCILE_POLL_MS",
+                self.reconcile_poll_ms.to_string(),
+            ),
+            ("RINGBACK_RETRY_LATER_MS", self.retry_later_ms.to_string()),
+            (
+                "RINGBACK_STATUS_CALLBACK_URL",
+                self.status_callback_url.clone().unwrap_or_default(),
+            ),
+            (
+                "RINGBACK_DELIVERY_DEADLINE_MS",
+                self.delivery_deadline_ms.to_string(),
+            ),
+            (
+                "RINGBACK_RECEIPT_POLL_AFTER_MS",
+                self.receipt_poll_after_ms.to_string(),
+            ),
+        ];
+        if let Some(q) = &self.escalation_queue {
+            out.push(("RINGBACK_ESCALATION_QUEUE", q.clone()));
+        }
+        if let Some(f) = &self.fallback_to {
+            out.push(("RINGBACK_FALLBACK_TO", crate::redact::mask(f)));
+        }
+        if let Some(c) = &self.crash_at {
+            out.push(("RINGBACK_CRASH_AT", c.clone()));
+        }
+        out
     }
 }
 
@@ -493,37 +639,34 @@ pub struct ServeConfig {
 }
 
 impl ServeArgs {
-    pub fn to_config(&self) -> Result<ServeConfig, ConfigError> {
+    /// What `serve` needs; every broken or missing setting at once.
+    pub fn to_config(&self) -> Result<ServeConfig, ConfigErrors> {
+        let mut errors = ConfigErrors::default();
         if !self.listen.ip().is_loopback() && !self.allow_public_bind {
-            return Err(ConfigError::new(
+            errors.push(ConfigError::new(
                 "RINGBACK_LISTEN",
                 "binds to loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true (put a TLS proxy in front)",
             ));
         }
-        let public_url = self
-            .public_url
-            .clone()
-            .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
-            .ok_or_else(|| {
-                ConfigError::new(
-                    "RINGBACK_PUBLIC_URL",
-                    "required: the http(s) base URL Twilio calls",
-                )
-            })?;
-        let api_token = self
-            .api_token
-            .clone()
-            .filter(|t| t.len() >= 16)
-            .ok_or_else(|| {
-                ConfigError::new("RINGBACK_API_TOKEN", "required, at least 16 characters")
-            })?;
-        let twilio_auth_token = self
-            .twilio_auth_token
-            .clone()
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ConfigError::new("TWILIO_AUTH_TOKEN", "required to check X-Twilio-Signature")
-            })?;
+        let public_url = errors.require(
+            self.public_url
+                .clone()
+                .filter(|u| u.starts_with("https://") || u.starts_with("http://")),
+            "RINGBACK_PUBLIC_URL",
+            "required: the http(s) base URL Twilio calls",
+        );
+        let api_token = errors.require(
+            self.api_token.clone().filter(|t| t.len() >= 16),
+            "RINGBACK_API_TOKEN",
+            "required, at least 16 characters",
+        );
+        let twilio_auth_token = errors.require(
+            self.twilio_auth_token.clone().filter(|t| !t.is_empty()),
+            "TWILIO_AUTH_TOKEN",
+            "required to check X-Twilio-Signature",
+        );
+        let parts = public_url.zip(api_token).zip(twilio_auth_token);
+        let ((public_url, api_token), twilio_auth_token) = errors.or(parts)?;
         Ok(ServeConfig {
             listen: self.listen,
             public_url,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ConfigErrors};
 use crate::job::KeepJobs;
 
 /// Everything a worker needs to run against one queue.
@@ -63,61 +63,72 @@ impl Default for WorkerConfig {
 }
 
 impl WorkerConfig {
-    /// Check every invariant; the error names the setting (by its environment name) that breaks one.
+    /// Check every invariant; the error names the setting (by its environment name) that breaks
+    /// the first one. [`WorkerConfig::problems`] lists them all.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !self.redis_url.starts_with("redis://")
-            && !self.redis_url.starts_with("rediss://")
-            && !self.redis_url.starts_with("unix://")
-        {
-            return Err(ConfigError::new(
+        match self.problems().iter().next() {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Every broken invariant, each naming its setting (by its environment name).
+    pub fn problems(&self) -> ConfigErrors {
+        fn need(ok: bool, setting: &'static str, problem: &str) -> Option<ConfigError> {
+            (!ok).then(|| ConfigError::new(setting, problem))
+        }
+        let found = [
+            need(
+                ["redis://", "rediss://", "unix://"]
+                    .iter()
+                    .any(|s| self.redis_url.starts_with(s)),
                 "REDIS_URL",
                 "must start with redis://, rediss:// or unix://",
-            ));
-        }
-        self.redis_tls.validate(&self.redis_url)?;
-        if self.prefix.is_empty() {
-            return Err(ConfigError::new("RINGBACK_PREFIX", "must not be empty"));
-        }
-        if self.queue.is_empty() || self.queue.contains(':') {
-            return Err(ConfigError::new(
+            ),
+            self.redis_tls.validate(&self.redis_url).err(),
+            need(
+                !self.prefix.is_empty(),
+                "RINGBACK_PREFIX",
+                "must not be empty",
+            ),
+            need(
+                !self.queue.is_empty() && !self.queue.contains(':'),
                 "RINGBACK_QUEUE",
                 "must be a non-empty name without ':' (BullMQ refuses such queue names)",
-            ));
-        }
-        if self.concurrency == 0 || self.concurrency > 10_000 {
-            return Err(ConfigError::new(
+            ),
+            need(
+                (1..=10_000).contains(&self.concurrency),
                 "RINGBACK_CONCURRENCY",
                 "must be between 1 and 10000",
-            ));
-        }
-        if self.lock_duration < Duration::from_millis(100) {
-            return Err(ConfigError::new(
+            ),
+            need(
+                self.lock_duration >= Duration::from_millis(100),
                 "RINGBACK_LOCK_DURATION_MS",
                 "must be at least 100 ms",
-            ));
-        }
-        if self.lock_renew_time.is_zero() || self.lock_renew_time >= self.lock_duration {
-            return Err(ConfigError::new(
+            ),
+            need(
+                !self.lock_renew_time.is_zero() && self.lock_renew_time < self.lock_duration,
                 "RINGBACK_LOCK_DURATION_MS",
                 "the lock renewal time must be shorter than the lock duration, or locks expire \
                  under running jobs",
-            ));
-        }
-        if self.stalled_interval < Duration::from_millis(10) {
-            return Err(ConfigError::new(
+            ),
+            need(
+                self.stalled_interval >= Duration::from_millis(10),
                 "RINGBACK_STALLED_INTERVAL_MS",
                 "must be at least 10 ms",
-            ));
-        }
-        if let Some((max, duration)) = self.limiter
-            && (max == 0 || duration.is_zero())
-        {
-            return Err(ConfigError::new(
+            ),
+            need(
+                self.limiter
+                    .is_none_or(|(max, duration)| max > 0 && !duration.is_zero()),
                 "RINGBACK_LIMITER",
                 "max and duration must both be positive",
-            ));
+            ),
+        ];
+        let mut errors = ConfigErrors::default();
+        for e in found.into_iter().flatten() {
+            errors.push(e);
         }
-        Ok(())
+        errors
     }
 }
 
@@ -153,6 +164,21 @@ mod tests {
         assert_eq!(
             c.validate().unwrap_err().setting,
             "RINGBACK_LOCK_DURATION_MS"
+        );
+    }
+
+    #[test]
+    fn problems_lists_every_broken_setting() {
+        let c = WorkerConfig {
+            redis_url: "http://h".into(),
+            queue: String::new(),
+            concurrency: 0,
+            ..Default::default()
+        };
+        let names: Vec<_> = c.problems().iter().map(|e| e.setting).collect();
+        assert_eq!(
+            names,
+            ["REDIS_URL", "RINGBACK_QUEUE", "RINGBACK_CONCURRENCY"]
         );
     }
 }

@@ -50,6 +50,18 @@ impl ScriptCode {
 pub enum Error {
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// Connecting failed: the message names the Redis tried (password masked, see
+    /// [`crate::connection::describe`]), so a person knows which one (issue 9).
+    #[error("redis at {addr}: {source}")]
+    Connect {
+        addr: String,
+        #[source]
+        source: redis::RedisError,
+    },
+    /// Shutdown was asked for before Redis first answered: a clean stop, not a failure (the
+    /// binary exits 0 on it; `Worker::run` returns `Ok`).
+    #[error("stopped before Redis answered")]
+    Stopped,
     #[error("unexpected reply from {script}: {detail}")]
     Reply {
         script: &'static str,
@@ -65,7 +77,7 @@ impl Error {
     /// Worth retrying after a pause (connection trouble, Redis loading or failing over).
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Redis(e) => {
+            Error::Redis(e) | Error::Connect { source: e, .. } => {
                 e.is_io_error()
                     || e.is_connection_dropped()
                     || e.is_connection_refusal()
@@ -95,5 +107,106 @@ impl ConfigError {
             setting,
             problem: problem.into(),
         }
+    }
+}
+
+/// Every broken setting of one configuration, found in one pass, so a person fixes them all
+/// after one run instead of learning of them one run at a time (issue 9). Returned as an error
+/// only when it holds at least one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConfigErrors(Vec<ConfigError>);
+
+impl ConfigErrors {
+    /// Note a problem.
+    pub fn push(&mut self, e: ConfigError) {
+        self.0.push(e);
+    }
+
+    /// `r`'s value, or `None` with its problems noted: the caller goes on checking the rest.
+    pub fn take<T, E: Into<ConfigErrors>>(&mut self, r: Result<T, E>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.0.extend(e.into().0);
+                None
+            }
+        }
+    }
+
+    /// `value`, or `None` with `setting`'s problem noted.
+    pub fn require<T>(
+        &mut self,
+        value: Option<T>,
+        setting: &'static str,
+        problem: &str,
+    ) -> Option<T> {
+        if value.is_none() {
+            self.push(ConfigError::new(setting, problem));
+        }
+        value
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, ConfigError> {
+        self.0.iter()
+    }
+
+    /// `value` when no problem was noted, else every problem.
+    pub fn or<T>(self, value: Option<T>) -> Result<T, ConfigErrors> {
+        match value {
+            Some(v) if self.is_empty() => Ok(v),
+            Some(_) => Err(self),
+            // a missing value always comes with its problem noted; say so if it did not
+            None if self.is_empty() => Err(ConfigError::new("configuration", "incomplete").into()),
+            None => Err(self),
+        }
+    }
+}
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+impl From<ConfigError> for ConfigErrors {
+    fn from(e: ConfigError) -> Self {
+        Self(vec![e])
+    }
+}
+
+impl<'a> IntoIterator for &'a ConfigErrors {
+    type Item = &'a ConfigError;
+    type IntoIter = std::slice::Iter<'a, ConfigError>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_errors_keep_every_problem() {
+        let mut errors = ConfigErrors::default();
+        assert_eq!(errors.take(Ok::<_, ConfigError>(1)), Some(1));
+        let none: Option<u8> = errors.take(Err(ConfigError::new("A", "missing")));
+        assert_eq!(none, None);
+        errors.push(ConfigError::new("B", "bad"));
+        assert_eq!(errors.to_string(), "A: missing; B: bad");
+        assert_eq!(errors.clone().or(Some(1)).unwrap_err(), errors);
+        assert_eq!(ConfigErrors::default().or(Some(1)), Ok(1));
     }
 }

@@ -9,8 +9,9 @@
 //! Floors, bottom up; imports point down only.
 //! - Redis and Lua: [`keys`] (the one place that builds key names), [`scripts`] (the Lua
 //!   wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), [`commands`] (one typed function
-//!   per queue script), [`connection`] (command and blocking connections), [`json`] (JSON as
-//!   JavaScript writes it), [`redact`] (phone numbers out of logs).
+//!   per queue script), [`connection`] (command and blocking connections, connecting until Redis
+//!   answers), [`json`] (JSON as JavaScript writes it), [`redact`] (phone numbers and URL
+//!   passwords out of logs).
 //! - The BullMQ worker core: [`job`], [`processor`] (the `Processor` trait and `Outcome`),
 //!   [`lock_manager`], [`stalled_checker`], [`fetcher`], [`worker`], [`scripted`] (a job-data
 //!   driven processor for tests and drills).
@@ -55,7 +56,7 @@ pub mod window;
 pub mod worker;
 
 pub use config::WorkerConfig;
-pub use error::{ConfigError, Error, ScriptCode};
+pub use error::{ConfigError, ConfigErrors, Error, ScriptCode};
 pub use job::Job;
 pub use processor::{Failure, JobContext, Outcome, Processor};
 pub use worker::{Stopped, Worker};

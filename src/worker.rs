@@ -99,7 +99,18 @@ impl<P: Processor> Worker<P> {
     pub async fn run(self, shutdown: CancellationToken) -> Result<Stopped, Error> {
         let cfg = self.config;
         let client = crate::connection::client(&cfg.redis_url, &cfg.redis_tls)?;
-        let conn = connect_until(&client, &shutdown).await?;
+        let conn = match connect_until(&client, &shutdown).await {
+            Ok(c) => c,
+            // asked to stop before Redis ever answered: nothing ran, a clean stop
+            Err(Error::Stopped) => {
+                tracing::info!("stopped before Redis answered");
+                return Ok(Stopped {
+                    abandoned: 0,
+                    finished: 0,
+                });
+            }
+            Err(e) => return Err(e),
+        };
         let keys = crate::keys::QueueKeys::new(&cfg.prefix, &cfg.queue);
         let commands = Commands::new(conn, keys, self.trips.clone());
         let locks = Arc::new(LockManager::new(
@@ -179,26 +190,8 @@ impl<P: Processor> Worker<P> {
     }
 }
 
-/// Connect the command connection, retrying with backoff while Redis is unreachable.
-pub async fn connect_until(
-    client: &redis::Client,
-    shutdown: &CancellationToken,
-) -> Result<redis::aio::ConnectionManager, Error> {
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match crate::connection::commands(client).await {
-            Ok(c) => return Ok(c),
-            Err(e) => {
-                tracing::warn!(error = %e, retry_ms = delay.as_millis() as u64, "redis unreachable");
-                tokio::select! {
-                    _ = shutdown.cancelled() => return Err(e.into()),
-                    _ = tokio::time::sleep(delay) => {}
-                }
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-        }
-    }
-}
+/// Kept here for the callers that name it so; it lives in [`crate::connection`].
+pub use crate::connection::connect_until;
 
 /// Run a job, then whatever job its finishing call fetched next, on one permit.
 async fn run_jobs<P: Processor>(

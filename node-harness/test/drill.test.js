@@ -3,39 +3,27 @@
 'use strict';
 
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const path = require('node:path');
 const { describe, it } = require('node:test');
 const { ringbackBin } = require('../lib/harness/twilio-sim');
-const { track } = require('../lib/harness/reaper');
+const { runToEnd } = require('../lib/harness/reaper');
 
 const HARNESS = path.resolve(__dirname, '..');
 
 /** Runs `ringback drill ...args --json` (in `harness`); resolves {code, reports, out, stderr}. */
-function drill(args, { env = {}, harness = HARNESS } = {}) {
-  return new Promise((resolve, reject) => {
-    const child = track(
-      spawn(ringbackBin(), ['drill', ...args, '--json', ...(harness ? ['--harness', harness] : [])], {
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      }),
-    );
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (c) => (out += c));
-    child.stderr.setEncoding('utf8').on('data', (c) => (err += c));
-    child.on('error', reject);
-    // 'close', not 'exit': stdout may still hold the report when the process exits
-    child.on('close', (code) => {
-      let reports = null;
-      try {
-        reports = JSON.parse(out);
-      } catch {
-        // reported below with the output
-      }
-      resolve({ code, reports, out, stderr: err });
-    });
-  });
+async function drill(args, { env = {}, harness = HARNESS } = {}) {
+  const { code, out, err } = await runToEnd(
+    ringbackBin(),
+    ['drill', ...args, '--json', ...(harness ? ['--harness', harness] : [])],
+    { env: { ...process.env, ...env } },
+  );
+  let reports = null;
+  try {
+    reports = JSON.parse(out);
+  } catch {
+    // reported by the caller with the output
+  }
+  return { code, reports, out, stderr: err };
 }
 
 function clean(v) {

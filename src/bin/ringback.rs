@@ -10,7 +10,7 @@ use ringback::cli::{
     QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
     shutdown_on_signals,
 };
-use ringback::{ConfigError, Worker, WorkerConfig};
+use ringback::{ConfigError, ConfigErrors, Worker, WorkerConfig};
 
 #[derive(Parser)]
 #[command(
@@ -123,28 +123,48 @@ struct Validated {
     worker: WorkerConfig,
     sms: Option<(ringback::sms::SmsConfig, ringback::twilio::TwilioConfig)>,
     warnings: Vec<String>,
+    metrics: Option<std::net::SocketAddr>,
 }
 
-fn validate(args: &RunArgs) -> Result<Validated, ConfigError> {
-    let worker = args.worker.to_config()?;
-    if args.processor == ProcessorKind::Scripted {
-        return Ok(Validated {
-            worker,
-            sms: None,
-            warnings: vec![],
-        });
-    }
-    let twilio = args.twilio.to_config()?;
-    let sms = args.sms.to_config()?;
-    let warnings = sms.validate(
-        twilio.timeout,
-        worker.lock_duration,
-        worker.stalled_interval,
-    )?;
+/// Every part is checked, so one run names every broken or missing setting (issue 9).
+fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
+    let mut errors = ConfigErrors::default();
+    let worker = errors.take(args.worker.to_config());
+    let metrics = errors.take(match args.metrics_listen.as_str() {
+        "off" | "" => Ok(None),
+        addr => addr
+            .parse::<std::net::SocketAddr>()
+            .map(Some)
+            .map_err(|_| ConfigError::new("RINGBACK_METRICS_LISTEN", "expected host:port or off")),
+    });
+    let sms = match args.processor {
+        ProcessorKind::Scripted => Some(None),
+        ProcessorKind::Sms => {
+            let twilio = errors.take(args.twilio.to_config());
+            let sms = errors.take(args.sms.to_config());
+            // checked against the timeout as given, so it is judged even when other Twilio
+            // settings are missing
+            let warnings = match (&sms, &worker) {
+                (Some(sms), Some(w)) => errors.take(sms.validate(
+                    std::time::Duration::from_millis(args.twilio.timeout_ms),
+                    w.lock_duration,
+                    w.stalled_interval,
+                )),
+                _ => None,
+            };
+            sms.zip(twilio).zip(warnings).map(Some)
+        }
+    };
+    let ((worker, metrics), sms) = errors.or(worker.zip(metrics).zip(sms))?;
+    let (sms, warnings) = match sms {
+        Some((sms, warnings)) => (Some(sms), warnings),
+        None => (None, vec![]),
+    };
     Ok(Validated {
         worker,
-        sms: Some((sms, twilio)),
+        sms,
         warnings,
+        metrics,
     })
 }
 
@@ -153,17 +173,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     match cli.command {
-        Command::CheckConfig(args) => match validate(&args) {
-            Ok(v) => {
-                print_config(&v);
-                for w in &v.warnings {
-                    println!("warning: {w}");
-                }
-                println!("all invariants hold");
-                ExitCode::SUCCESS
-            }
-            Err(e) => bad_config(e),
-        },
+        Command::CheckConfig(args) => check_config(&args),
         Command::TwilioSim { args } => twilio_sim(args).await,
         Command::Drill {
             name,
@@ -196,105 +206,111 @@ async fn main() -> ExitCode {
             queue,
             claim_prefix,
         } => status(&run_id, &queue, &claim_prefix).await,
-        Command::Worker(args) => {
-            let v = match validate(&args) {
-                Ok(v) => v,
-                Err(e) => return bad_config(e),
-            };
+        Command::Worker(args) => worker(&args).await,
+    }
+}
+
+/// Prints the effective values (secrets masked) whatever their verdict, then every problem.
+fn check_config(args: &RunArgs) -> ExitCode {
+    let mut settings = args.worker.effective();
+    settings.push(("RINGBACK_METRICS_LISTEN", args.metrics_listen.clone()));
+    if args.processor == ProcessorKind::Sms {
+        settings.extend(args.sms.effective());
+        settings.extend(args.twilio.effective());
+    } else {
+        settings.push(("RINGBACK_PROCESSOR", "scripted".into()));
+    }
+    for (name, value) in settings {
+        println!("{name}={value}");
+    }
+    match validate(args) {
+        Ok(v) => {
             for w in &v.warnings {
-                tracing::warn!("{w}");
+                println!("warning: {w}");
             }
-            let metrics = match args.metrics_listen.as_str() {
-                "off" | "" => None,
-                addr => match addr.parse::<std::net::SocketAddr>() {
-                    Ok(a) => Some(a),
-                    Err(_) => {
-                        return bad_config(ConfigError::new(
-                            "RINGBACK_METRICS_LISTEN",
-                            "expected host:port or off",
-                        ));
-                    }
-                },
+            println!("all invariants hold");
+            ExitCode::SUCCESS
+        }
+        Err(errors) => bad_config(errors),
+    }
+}
+
+async fn worker(args: &RunArgs) -> ExitCode {
+    let v = match validate(args) {
+        Ok(v) => v,
+        Err(e) => return bad_config(e),
+    };
+    for w in &v.warnings {
+        tracing::warn!("{w}");
+    }
+    let shutdown = shutdown_on_signals();
+    match v.sms {
+        None => {
+            run_until(
+                v.worker,
+                ringback::scripted::ScriptedProcessor,
+                shutdown,
+                v.metrics,
+                None,
+                None,
+            )
+            .await
+        }
+        Some((sms, twilio)) => {
+            let processor = match ringback::service::connect(
+                &v.worker.redis_url,
+                &v.worker.redis_tls,
+                &v.worker.prefix,
+                &v.worker.queue,
+                sms,
+                twilio,
+                &shutdown,
+            )
+            .await
+            {
+                Ok(p) => p,
+                Err(e) => return failed(e),
             };
-            match v.sms {
-                None => {
-                    run_until(
-                        v.worker,
-                        ringback::scripted::ScriptedProcessor,
-                        shutdown_on_signals(),
-                        metrics,
-                        None,
-                        None,
-                    )
-                    .await
-                }
-                Some((sms, twilio)) => {
-                    let shutdown = shutdown_on_signals();
-                    let processor = match ringback::service::connect(
-                        &v.worker.redis_url,
-                        &v.worker.redis_tls,
-                        &v.worker.prefix,
-                        &v.worker.queue,
-                        sms,
-                        twilio,
-                        &shutdown,
-                    )
-                    .await
-                    {
-                        Ok(p) => p,
-                        Err(e) => {
-                            eprintln!("ringback: {e}");
-                            return ExitCode::FAILURE;
-                        }
-                    };
-                    let stats = processor.stats();
-                    let background = processor.clone();
-                    run_until(
-                        v.worker,
-                        processor,
-                        shutdown,
-                        metrics,
-                        Some(stats),
-                        Some(background),
-                    )
-                    .await
-                }
-            }
+            let stats = processor.stats();
+            let background = processor.clone();
+            run_until(
+                v.worker,
+                processor,
+                shutdown,
+                v.metrics,
+                Some(stats),
+                Some(background),
+            )
+            .await
         }
     }
 }
 
+/// A runtime failure exits 1; a stop asked for before Redis answered is a clean stop (0).
+fn failed(e: ringback::Error) -> ExitCode {
+    match e {
+        ringback::Error::Stopped => {
+            tracing::info!("stopped before Redis answered");
+            ExitCode::SUCCESS
+        }
+        e => {
+            eprintln!("ringback: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Listens at once; the API opens when Redis answers (see `api::Startup`).
 async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode {
-    let (sms, serve) = match (sms.to_config(), serve.to_config()) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return bad_config(e),
-    };
-    let shutdown = shutdown_on_signals();
-    let client = match queue.client() {
-        Ok(c) => c,
+    let mut errors = ConfigErrors::default();
+    let sms = errors.take(sms.to_config());
+    let serve = errors.take(serve.to_config());
+    let client = errors.take(queue.client());
+    let ((sms, serve), client) = match errors.or(sms.zip(serve).zip(client)) {
+        Ok(p) => p,
         Err(e) => return bad_config(e),
     };
-    let conn = match ringback::worker::connect_until(&client, &shutdown).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("ringback: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let (receipts, escalator) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
-    let state = std::sync::Arc::new(ringback::api::ApiState {
-        receipts,
-        queue: ringback::commands::Commands::new(
-            conn,
-            ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
-            Default::default(),
-        ),
-        escalator,
-        twilio_auth_token: serve.twilio_auth_token,
-        public_url: serve.public_url,
-        api_token: serve.api_token,
-        metrics: Default::default(),
-    });
+    let shutdown = shutdown_on_signals();
     let listener = match tokio::net::TcpListener::bind(serve.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -304,10 +320,35 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
     };
     let addr = listener.local_addr().map_or(serve.listen, |a| a);
     println!("ringback serve listening on http://{addr}");
-    let app = ringback::api::app(state).layer(tower_http::timeout::TimeoutLayer::with_status_code(
-        axum::http::StatusCode::REQUEST_TIMEOUT,
-        std::time::Duration::from_secs(10),
+    let startup = ringback::api::Startup::new(ringback::connection::describe(&client));
+    let state = move |conn: redis::aio::ConnectionManager| {
+        let (receipts, escalator) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
+        std::sync::Arc::new(ringback::api::ApiState {
+            receipts,
+            queue: ringback::commands::Commands::new(
+                conn,
+                ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
+                Default::default(),
+            ),
+            escalator,
+            twilio_auth_token: serve.twilio_auth_token,
+            public_url: serve.public_url,
+            api_token: serve.api_token,
+            metrics: Default::default(),
+        })
+    };
+    tokio::spawn(ringback::api::open_when_redis_answers(
+        startup.clone(),
+        client,
+        state,
+        shutdown.clone(),
     ));
+    let app = ringback::api::app_starting(startup).layer(
+        tower_http::timeout::TimeoutLayer::with_status_code(
+            axum::http::StatusCode::REQUEST_TIMEOUT,
+            std::time::Duration::from_secs(10),
+        ),
+    );
     match axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
@@ -379,7 +420,7 @@ async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) -> ExitCode
 async fn twilio_sim(args: SimArgs) -> ExitCode {
     let (config, faults) = match args.to_config() {
         Ok(c) => c,
-        Err(e) => return bad_config(e),
+        Err(e) => return bad_config(e.into()),
     };
     let listener = match tokio::net::TcpListener::bind(args.listen).await {
         Ok(l) => l,
@@ -414,7 +455,7 @@ async fn run_until<P: ringback::Processor>(
 ) -> ExitCode {
     let worker = match Worker::new(config.clone(), processor) {
         Ok(w) => w,
-        Err(e) => return bad_config(e),
+        Err(e) => return bad_config(e.into()),
     };
     if let Some(addr) = metrics {
         serve_metrics(addr, &config, &worker, sms, &shutdown).await;
@@ -427,10 +468,7 @@ async fn run_until<P: ringback::Processor>(
     tracker.close();
     let code = match worker.run(shutdown).await {
         Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("ringback: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => failed(e),
     };
     if tokio::time::timeout(config.shutdown_grace, tracker.wait())
         .await
@@ -501,80 +539,13 @@ fn drill(harness: Option<&std::path::Path>, args: ringback::drill::DrillArgs) ->
     ExitCode::from(2)
 }
 
-fn bad_config(e: ConfigError) -> ExitCode {
-    eprintln!("ringback: bad configuration: {e}");
+/// Exit 2, naming every broken setting, one a line.
+fn bad_config(errors: ConfigErrors) -> ExitCode {
+    eprintln!("ringback: bad configuration:");
+    for e in &errors {
+        eprintln!("  {e}");
+    }
     ExitCode::from(2)
-}
-
-fn print_config(v: &Validated) {
-    let c = &v.worker;
-    println!("REDIS_URL={}", mask_url(&c.redis_url));
-    for (name, file) in [
-        ("RINGBACK_REDIS_CA_FILE", &c.redis_tls.ca_file),
-        ("RINGBACK_REDIS_CLIENT_CERT", &c.redis_tls.client_cert),
-        ("RINGBACK_REDIS_CLIENT_KEY", &c.redis_tls.client_key),
-    ] {
-        if let Some(f) = file {
-            println!("{name}={}", f.display());
-        }
-    }
-    println!("RINGBACK_PREFIX={}", c.prefix);
-    println!("RINGBACK_QUEUE={}", c.queue);
-    println!("RINGBACK_CONCURRENCY={}", c.concurrency);
-    println!("RINGBACK_LOCK_DURATION_MS={}", c.lock_duration.as_millis());
-    println!(
-        "RINGBACK_LOCK_RENEW_TIME_MS={}",
-        c.lock_renew_time.as_millis()
-    );
-    println!(
-        "RINGBACK_STALLED_INTERVAL_MS={}",
-        c.stalled_interval.as_millis()
-    );
-    println!("RINGBACK_MAX_STALLED_COUNT={}", c.max_stalled_count);
-    println!(
-        "RINGBACK_SHUTDOWN_GRACE_MS={}",
-        c.shutdown_grace.as_millis()
-    );
-    if let Some((s, t)) = &v.sms {
-        println!("RINGBACK_CLAIM_PREFIX={}", s.claim_prefix);
-        println!("RINGBACK_PENDING_TTL_MS={}", s.pending_ttl.as_millis());
-        println!("RINGBACK_CLAIM_LEASE_MS={}", s.claim_lease.as_millis());
-        println!(
-            "RINGBACK_UNKNOWN_ESCALATE_MS={}",
-            s.unknown_escalate.as_millis()
-        );
-        println!("RINGBACK_SENT_TTL_MS={}", s.sent_ttl.as_millis());
-        println!(
-            "RINGBACK_RECONCILE_WINDOW_MS={}",
-            s.reconcile_window.as_millis()
-        );
-        println!(
-            "RINGBACK_STATUS_CALLBACK_URL={}",
-            s.status_callback_url.as_deref().unwrap_or("")
-        );
-        println!("TWILIO_ACCOUNT_SID={}", t.account_sid);
-        println!(
-            "TWILIO_AUTH=*** ({})",
-            match t.auth {
-                ringback::twilio::Auth::AuthToken(_) => "auth token",
-                ringback::twilio::Auth::ApiKey { .. } => "API key",
-            }
-        );
-        println!("TWILIO_API_BASE={}", t.api_base);
-        println!("TWILIO_TIMEOUT_MS={}", t.timeout.as_millis());
-    }
-}
-
-/// `redis://user:secret@host` → `redis://user:***@host`.
-fn mask_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => {
-            let creds = &url[s + 3..at];
-            let user = creds.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..s + 3], &url[at..])
-        }
-        _ => url.to_string(),
-    }
 }
 
 /// `ringback drain`: exit 0 drained, 3 refused (live ringback workers), 4 attempts still open at
@@ -588,7 +559,7 @@ async fn drain(
 ) -> ExitCode {
     let (sms, twilio) = match (sms.to_config(), twilio.to_config()) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return bad_config(e),
+        (Err(e), _) | (_, Err(e)) => return bad_config(e.into()),
     };
     let shutdown = shutdown_on_signals();
     let processor = match ringback::service::connect(

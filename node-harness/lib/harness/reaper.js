@@ -1,6 +1,8 @@
 // Kills every child process the tests started (redis-server, workers) when the test process
-// ends, including on SIGINT/SIGTERM, so nothing outlives a run.
+// ends, including on SIGINT/SIGTERM, so nothing outlives a run; runs a child to its end.
 'use strict';
+
+const { spawn } = require('node:child_process');
 
 const live = new Set();
 let installed = false;
@@ -36,4 +38,20 @@ function track(child) {
   return child;
 }
 
-module.exports = { track };
+/**
+ * Runs `cmd args` as a tracked child to its end; resolves {code, out, err} once its output is
+ * closed ('close', not 'exit': stdout may still hold the last lines when the process exits).
+ */
+function runToEnd(cmd, args, options = {}) {
+  return new Promise((resolve, reject) => {
+    const child = track(spawn(cmd, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] }));
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (c) => (out += c));
+    child.stderr.setEncoding('utf8').on('data', (c) => (err += c));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, out, err }));
+  });
+}
+
+module.exports = { track, runToEnd };

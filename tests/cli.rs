@@ -1,0 +1,437 @@
+//! The `ringback` binary as a newcomer meets it (issue 9): every missing setting named in one
+//! run, the Redis tried named in every connection error, a quick failure on a refused port,
+//! retry waits as logged, SIGTERM a clean stop while Redis is down, and `serve` listening at
+//! once while Redis is down, its refused status callbacks recovered by the worker's poll.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use common::{Add, RedisServer, add_job, queue_name};
+use ringback::keys::QueueKeys;
+
+const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+const TOKEN: &str = "sim-token";
+const API_TOKEN: &str = "api-token-0123456789";
+const T: Duration = Duration::from_secs(20);
+
+/// A port nothing listens on (bound once, then released).
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The binary with an empty environment: only what a test sets is seen.
+fn ringback(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringback"));
+    cmd.args(args)
+        .env_clear()
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+fn twilio_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("TWILIO_ACCOUNT_SID", ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env("TWILIO_FROM", "+15005550006")
+}
+
+/// A running binary whose output lines arrive on channels; killed on drop.
+struct Running {
+    child: Child,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+    /// Every stderr line seen so far, printed when a test fails.
+    log: Vec<String>,
+}
+
+impl Running {
+    fn spawn(cmd: &mut Command) -> Self {
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("ringback binary");
+        let lines = |r: Box<dyn std::io::Read + Send>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                for line in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        return;
+                    }
+                }
+            });
+            rx
+        };
+        let stdout = lines(Box::new(child.stdout.take().unwrap()));
+        let stderr = lines(Box::new(child.stderr.take().unwrap()));
+        Running {
+            child,
+            stdout,
+            stderr,
+            log: vec![],
+        }
+    }
+
+    /// The first stdout line containing `what`, within `timeout`.
+    async fn stdout_line(&mut self, what: &str, timeout: Duration) -> String {
+        self.line(true, what, timeout).await.0
+    }
+
+    /// The first stderr line containing `what`, and when it arrived.
+    async fn stderr_line(&mut self, what: &str, timeout: Duration) -> (String, Instant) {
+        self.line(false, what, timeout).await
+    }
+
+    async fn line(&mut self, stdout: bool, what: &str, timeout: Duration) -> (String, Instant) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let next = if stdout {
+                self.drain_stderr();
+                self.stdout.try_recv()
+            } else {
+                self.stderr.try_recv().inspect(|l| self.log.push(l.clone()))
+            };
+            match next {
+                Ok(line) if line.contains(what) => return (line, Instant::now()),
+                Ok(_) => continue,
+                Err(TryRecvError::Disconnected) => {
+                    panic!("output closed before {what:?}:\n{}", self.log.join("\n"))
+                }
+                Err(TryRecvError::Empty) => {}
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {what:?} within {timeout:?}; stderr:\n{}",
+                self.log.join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn drain_stderr(&mut self) {
+        while let Ok(line) = self.stderr.try_recv() {
+            self.log.push(line);
+        }
+    }
+
+    fn sigterm(&self) {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -TERM");
+    }
+
+    /// The exit code, within `timeout`.
+    async fn exit_code(&mut self, timeout: Duration) -> Option<i32> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            self.drain_stderr();
+            assert!(
+                Instant::now() < deadline,
+                "still running after {timeout:?}:\n{}",
+                self.log.join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            self.drain_stderr();
+            eprintln!("--- ringback stderr ---\n{}", self.log.join("\n"));
+        }
+    }
+}
+
+#[test]
+fn check_config_names_every_missing_setting_in_one_run() {
+    let out = ringback(&["check-config"]).output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
+    for name in ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM"] {
+        assert!(stderr.contains(&format!("  {name}: required")), "{stderr}");
+    }
+    // the effective values it could read, printed anyway, secrets masked
+    assert!(
+        stdout.contains("REDIS_URL=redis://127.0.0.1:6379"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("TWILIO_AUTH_TOKEN=(not set)"), "{stdout}");
+
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("REDIS_URL", "redis://:s3cret@127.0.0.1:6379")
+        .env("RINGBACK_CONCURRENCY", "0")
+        .env("RINGBACK_QUEUE", "a:b")
+        .env("TWILIO_VALIDITY_PERIOD_S", "0")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    for name in [
+        "RINGBACK_QUEUE",
+        "RINGBACK_CONCURRENCY",
+        "TWILIO_VALIDITY_PERIOD_S",
+    ] {
+        assert!(stderr.contains(&format!("  {name}: ")), "{stderr}");
+    }
+    assert!(stdout.contains("REDIS_URL=redis://:***@127.0.0.1:6379"));
+    assert!(stdout.contains("TWILIO_AUTH_TOKEN=*** (set)"));
+    assert!(
+        !stdout.contains("s3cret") && !stdout.contains(TOKEN),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn worker_and_serve_name_every_missing_setting_in_one_run() {
+    let out = ringback(&["worker"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for name in ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM"] {
+        assert!(stderr.contains(name), "{stderr}");
+    }
+    let out = ringback(&["serve"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for name in [
+        "RINGBACK_PUBLIC_URL",
+        "RINGBACK_API_TOKEN",
+        "TWILIO_AUTH_TOKEN",
+    ] {
+        assert!(stderr.contains(name), "{stderr}");
+    }
+}
+
+#[test]
+fn status_on_a_refused_port_fails_at_once_naming_the_redis() {
+    let port = closed_port();
+    let started = Instant::now();
+    let out = ringback(&["status", "run-1"])
+        .env("REDIS_URL", format!("redis://:s3cret@127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("redis at redis://:***@127.0.0.1:{port}: ")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    // redis-rs's own connection retries once hid 1.15 s here
+    assert!(took < Duration::from_millis(700), "took {took:?}");
+}
+
+/// A worker with Redis down: each retry comes when its log line says, the line names the
+/// Redis, and SIGTERM meanwhile is a clean stop.
+#[tokio::test]
+async fn worker_retries_as_logged_and_stops_cleanly_while_redis_is_down() {
+    let port = closed_port();
+    let mut w = Running::spawn(
+        twilio_env(&mut ringback(&["worker"]))
+            .env("REDIS_URL", format!("redis://:s3cret@127.0.0.1:{port}"))
+            .env("RINGBACK_METRICS_LISTEN", "off"),
+    );
+    let retry_ms = regex::Regex::new(r"retry_ms=(\d+)").unwrap();
+    let mut seen = vec![];
+    for _ in 0..3 {
+        let (line, at) = w.stderr_line("redis unreachable", T).await;
+        assert!(
+            line.contains(&format!("redis://:***@127.0.0.1:{port}")) && !line.contains("s3cret"),
+            "{line}"
+        );
+        let ms: u64 = retry_ms.captures(&line).expect("retry_ms")[1]
+            .parse()
+            .unwrap();
+        seen.push((ms, at));
+    }
+    for pair in seen.windows(2) {
+        let ((said, at), (_, next)) = (pair[0], pair[1]);
+        let took = next.duration_since(at);
+        let said = Duration::from_millis(said);
+        assert!(
+            took >= said - Duration::from_millis(20) && took < said + Duration::from_millis(300),
+            "logged retry_ms={said:?}, the next attempt came after {took:?}"
+        );
+    }
+    w.sigterm();
+    assert_eq!(w.exit_code(Duration::from_secs(5)).await, Some(0));
+}
+
+fn serve(redis_url: &str) -> Command {
+    let mut cmd = ringback(&["serve"]);
+    cmd.env("REDIS_URL", redis_url)
+        .env("RINGBACK_LISTEN", "127.0.0.1:0")
+        .env("RINGBACK_PUBLIC_URL", "http://127.0.0.1")
+        .env("RINGBACK_API_TOKEN", API_TOKEN)
+        .env("TWILIO_AUTH_TOKEN", TOKEN);
+    cmd
+}
+
+/// `ringback serve`'s base URL, from its "listening on" line.
+async fn serve_base(s: &mut Running) -> String {
+    let line = s.stdout_line("listening on http://", T).await;
+    line.rsplit(' ').next().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn serve_listens_at_once_while_redis_is_down_and_opens_when_it_answers() {
+    ringback::twilio::client::install_tls_provider();
+    let mut redis = RedisServer::start();
+    redis.kill();
+    let mut s = Running::spawn(&mut serve(&redis.url()));
+    let base = serve_base(&mut s).await;
+    let (line, _) = s.stderr_line("waiting for Redis", T).await;
+    assert!(line.contains(&redis.url()), "{line}");
+    assert!(line.contains("ringback::api"), "logged as serve's: {line}");
+
+    let http = reqwest::Client::new();
+    let health = http.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let ready = http.get(format!("{base}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+    let why = ready.text().await.unwrap();
+    assert!(
+        why.contains(&format!("waiting for Redis at {}", redis.url())),
+        "{why}"
+    );
+    let unsigned_callback = || {
+        http.post(format!("{base}/api/notify/webhook/status"))
+            .form(&[("MessageSid", "SM0"), ("MessageStatus", "delivered")])
+            .send()
+    };
+    let webhook = unsigned_callback().await.unwrap();
+    assert_eq!(webhook.status(), 503);
+    assert!(webhook.headers().contains_key("retry-after"));
+
+    redis.restart();
+    common::wait_for(T, "serve to become ready", || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let r = http.get(format!("{base}/readyz")).send().await.ok()?;
+            (r.status() == 200).then_some(())
+        }
+    })
+    .await;
+    // the real router now: an unsigned callback is refused for its signature
+    assert_eq!(unsigned_callback().await.unwrap().status(), 403);
+    s.sigterm();
+    assert_eq!(s.exit_code(Duration::from_secs(5)).await, Some(0));
+}
+
+#[tokio::test]
+async fn serve_stops_cleanly_while_redis_is_down() {
+    let mut s = Running::spawn(&mut serve(&format!("redis://127.0.0.1:{}", closed_port())));
+    serve_base(&mut s).await;
+    s.stderr_line("redis unreachable", T).await;
+    s.sigterm();
+    assert_eq!(s.exit_code(Duration::from_secs(5)).await, Some(0));
+}
+
+/// Twilio does not retry a refused status callback unless its URL asks (`#rc=…&rp=5xx`): the
+/// worker's reconciliation poll is what recovers the status.
+#[tokio::test]
+async fn the_poll_recovers_a_status_the_webhook_refused() {
+    ringback::twilio::client::install_tls_provider();
+    let redis = RedisServer::start();
+    let mut sim = Running::spawn(&mut ringback(&[
+        "twilio-sim",
+        "--listen",
+        "127.0.0.1:0",
+        "--account-sid",
+        ACCOUNT,
+        "--auth-token",
+        TOKEN,
+    ]));
+    let line = sim.stdout_line("twilio-sim listening on http://", T).await;
+    let sim_base = line.split(' ').nth(3).expect("the address").to_string();
+
+    // serve waits for a Redis that never comes: every callback is refused with 503
+    let mut s = Running::spawn(&mut serve(&format!("redis://127.0.0.1:{}", closed_port())));
+    let base = serve_base(&mut s).await;
+    let queue = queue_name("refused-callback");
+    let _w = Running::spawn(
+        twilio_env(&mut ringback(&["worker"]))
+            .env("REDIS_URL", redis.url())
+            .env("RINGBACK_QUEUE", &queue)
+            .env("RINGBACK_METRICS_LISTEN", "off")
+            .env("RINGBACK_DRAIN_DELAY_MS", "300")
+            .env("TWILIO_API_BASE", &sim_base)
+            .env(
+                "RINGBACK_STATUS_CALLBACK_URL",
+                format!("{base}/api/notify/webhook/status"),
+            )
+            .env("RINGBACK_RECEIPT_POLL_AFTER_MS", "300"),
+    );
+    let keys = QueueKeys::new("bull", &queue);
+    let data = serde_json::json!({"runId": "r1", "to": "+15558675310", "body": "done"}).to_string();
+    add_job(
+        &mut redis.conn().await,
+        &keys,
+        Add {
+            data: &data,
+            ..Default::default()
+        },
+    )
+    .await;
+
+    // the simulator's two callbacks (sent, delivered) were refused
+    let http = reqwest::Client::new();
+    common::wait_for(T, "serve to refuse both callbacks", || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let why = http
+                .get(format!("{base}/readyz"))
+                .send()
+                .await
+                .ok()?
+                .text()
+                .await
+                .ok()?;
+            why.contains("; 2 requests refused meanwhile").then_some(())
+        }
+    })
+    .await;
+    // and the worker's poll brought the record to `delivered` anyway
+    let client = redis::Client::open(redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let (receipts, _) = ringback::sms::SmsConfig::default().after_send(conn, "bull", &queue);
+    let record = common::wait_for(T, "the poll to record the delivery", || {
+        let receipts = receipts.clone();
+        async move {
+            let r = receipts.record("r1", None).await.ok()?;
+            (r.state == "delivered").then_some(r)
+        }
+    })
+    .await;
+    let sources: Vec<&str> = record
+        .history
+        .iter()
+        .filter_map(|h| h["source"].as_str())
+        .collect();
+    assert!(sources.contains(&"poll"), "{:?}", record.history);
+    assert!(!sources.contains(&"webhook"), "{:?}", record.history);
+}
