@@ -47,8 +47,10 @@ struct Running {
     child: Child,
     stdout: Receiver<String>,
     stderr: Receiver<String>,
-    /// Every stderr line seen so far, printed when a test fails.
-    log: Vec<String>,
+    /// Every stderr line read so far and when it arrived, printed when a test fails.
+    log: Vec<(String, Instant)>,
+    /// How many of `log` a stderr wait has passed over.
+    log_seen: usize,
 }
 
 impl Running {
@@ -77,6 +79,7 @@ impl Running {
             stdout,
             stderr,
             log: vec![],
+            log_seen: 0,
         }
     }
 
@@ -93,33 +96,50 @@ impl Running {
     async fn line(&mut self, stdout: bool, what: &str, timeout: Duration) -> (String, Instant) {
         let deadline = Instant::now() + timeout;
         loop {
-            let next = if stdout {
-                self.drain_stderr();
-                self.stdout.try_recv()
-            } else {
-                self.stderr.try_recv().inspect(|l| self.log.push(l.clone()))
-            };
-            match next {
-                Ok(line) if line.contains(what) => return (line, Instant::now()),
-                Ok(_) => continue,
-                Err(TryRecvError::Disconnected) => {
-                    panic!("output closed before {what:?}:\n{}", self.log.join("\n"))
+            // stderr lines are read into `log` whichever stream is waited on, so a stdout wait
+            // never loses one a later stderr wait looks for
+            let closed = self.drain_stderr();
+            if !stdout {
+                while let Some((line, at)) = self.log.get(self.log_seen).cloned() {
+                    self.log_seen += 1;
+                    if line.contains(what) {
+                        return (line, at);
+                    }
                 }
-                Err(TryRecvError::Empty) => {}
+                assert!(!closed, "stderr closed before {what:?}:\n{}", self.text());
+            } else {
+                match self.stdout.try_recv() {
+                    Ok(line) if line.contains(what) => return (line, Instant::now()),
+                    Ok(_) => continue,
+                    Err(TryRecvError::Disconnected) => {
+                        panic!("stdout closed before {what:?}:\n{}", self.text())
+                    }
+                    Err(TryRecvError::Empty) => {}
+                }
             }
             assert!(
                 Instant::now() < deadline,
                 "no {what:?} within {timeout:?}; stderr:\n{}",
-                self.log.join("\n")
+                self.text()
             );
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
-    fn drain_stderr(&mut self) {
-        while let Ok(line) = self.stderr.try_recv() {
-            self.log.push(line);
+    /// Reads the stderr lines that arrived; true once stderr is closed.
+    fn drain_stderr(&mut self) -> bool {
+        loop {
+            match self.stderr.try_recv() {
+                Ok(line) => self.log.push((line, Instant::now())),
+                Err(TryRecvError::Empty) => return false,
+                Err(TryRecvError::Disconnected) => return true,
+            }
         }
+    }
+
+    fn text(&self) -> String {
+        let lines: Vec<&str> = self.log.iter().map(|(l, _)| l.as_str()).collect();
+        lines.join("\n")
     }
 
     fn sigterm(&self) {
@@ -142,7 +162,7 @@ impl Running {
             assert!(
                 Instant::now() < deadline,
                 "still running after {timeout:?}:\n{}",
-                self.log.join("\n")
+                self.text()
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -155,7 +175,7 @@ impl Drop for Running {
         let _ = self.child.wait();
         if std::thread::panicking() {
             self.drain_stderr();
-            eprintln!("--- ringback stderr ---\n{}", self.log.join("\n"));
+            eprintln!("--- ringback stderr ---\n{}", self.text());
         }
     }
 }
