@@ -490,11 +490,14 @@ impl SmsProcessor {
     /// that sent.
     fn status_callback(&self, run_id: &str, token: &str) -> Option<String> {
         self.config.status_callback_url.as_ref().map(|url| {
-            let sep = if url.contains('?') { '&' } else { '?' };
+            // The query goes before any `#rc=…&rp=…` fragment: that part is Twilio's own
+            // connection overrides, which must stay last.
+            let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
+            let sep = if base.contains('?') { '&' } else { '?' };
             let encoded: String =
                 serde_urlencoded::to_string([("runId", run_id), ("attempt", token)])
                     .unwrap_or_default();
-            format!("{url}{sep}{encoded}")
+            format!("{base}{sep}{encoded}{fragment}")
         })
     }
 
@@ -915,6 +918,25 @@ impl Processor for SmsProcessor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_status_callback_keeps_twilios_fragment_last() {
+        let p = |url: &str| SmsConfig {
+            status_callback_url: Some(url.into()),
+            ..SmsConfig::default()
+        };
+        let url = |c: SmsConfig| {
+            let url = c.status_callback_url.clone().unwrap_or_default();
+            let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
+            let sep = if base.contains('?') { '&' } else { '?' };
+            format!("{base}{sep}runId=r&attempt=t{fragment}")
+        };
+        assert_eq!(
+            url(p("https://h/cb#rc=5&rp=5xx")),
+            "https://h/cb?runId=r&attempt=t#rc=5&rp=5xx"
+        );
+        assert_eq!(url(p("https://h/cb?x=1")), "https://h/cb?x=1&runId=r&attempt=t");
+    }
 
     #[test]
     fn crash_points_parse() {

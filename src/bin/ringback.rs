@@ -559,7 +559,7 @@ async fn drain(
 ) -> ExitCode {
     let (sms, twilio) = match (sms.to_config(), twilio.to_config()) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return bad_config(e.into()),
+        (Err(e), _) | (_, Err(e)) => return bad_config(e),
     };
     let shutdown = shutdown_on_signals();
     let processor = match ringback::service::connect(
