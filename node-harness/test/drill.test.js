@@ -85,9 +85,10 @@ describe('ringback drill', () => {
     assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
     const [report] = r.reports;
     assert.equal(report.timings, 'prod');
-    assert.equal(report.cases.length, 6);
+    assert.equal(report.cases.length, 9);
     for (const c of report.cases) {
-      assert.ok(c.stalledEvents >= 1, `${c.case}: recovered through stall recovery`);
+      if (c.case.includes('stall-limit')) assert.ok(c.stallLimitFailures >= 1, `${c.case}: the stall limit failed a job`);
+      else assert.ok(c.stalledEvents >= 1, `${c.case}: recovered through stall recovery`);
       clean(c);
     }
   });

@@ -28,15 +28,25 @@ const CASES = [
   { id: 'ringback@after-provider-accept', dies: 'ringback', point: 'after-provider-accept' },
   { id: 'ringback@after-sent-marker', dies: 'ringback', point: 'after-sent-marker' },
   { id: 'ringback@before-complete', dies: 'ringback', point: 'before-complete' },
+  // Issue 10 section 4: the stall limit fails the jobs (maxStalledCount 0 on the legacy worker
+  // that runs the stall check) with an attempt open or before any attempt; the rejoining ringback
+  // worker must still text each run once. The last one is the callback lost on v1: the sweep's
+  // create answered 429 (the first create of each run untexted when ringback rejoins is), and nothing was left
+  // to retry it.
+  { id: 'ringback@after-claim+stall-limit', dies: 'ringback', point: 'after-claim', maxStalled: 0 },
+  { id: 'ringback@after-provider-accept+stall-limit', dies: 'ringback', point: 'after-provider-accept', maxStalled: 0 },
+  { id: 'ringback@after-claim+stall-limit+429', dies: 'ringback', point: 'after-claim', maxStalled: 0, throttle: true },
   { id: 'legacy@after-provider-accept', dies: 'legacy', point: 'after-provider-accept' },
   { id: 'legacy@before-complete', dies: 'legacy', point: 'before-complete' },
 ];
 
-/** How many of `queue`'s jobs are not finished yet: {active, waiting}. */
+/** How many of `queue`'s jobs are not finished yet: {active, waiting, failed}. */
 async function unfinished(q) {
-  const c = await q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
-  return { active: c.active, waiting: c.wait + c.delayed + c.prioritized + c.paused };
+  const c = await q.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused', 'failed');
+  return { active: c.active, waiting: c.wait + c.delayed + c.prioritized + c.paused, failed: c.failed };
 }
+
+const STALL_LIMIT = /stalled more than allowable limit/;
 
 /**
  * One case on a fresh queue of `lab`: returns the case report. `inFlight` callbacks, all in the
@@ -59,16 +69,18 @@ async function mixedCase(lab, c, n, { inFlight, log }) {
   const died = await dying.waitExit(30_000);
   const diedAt = Date.now();
   // Only legacy workers from here until stall recovery has handed every job back.
-  const legacy = [lab.legacyWorker(`legacy recovering ${c.id}`, queueName, { RINGBACK_CONCURRENCY: '4' })];
+  const limit = c.maxStalled === undefined ? {} : { RINGBACK_MAX_STALLED_COUNT: String(c.maxStalled) };
+  const legacy = [lab.legacyWorker(`legacy recovering ${c.id}`, queueName, { RINGBACK_CONCURRENCY: '4', ...limit })];
   await legacy[0].waitStarted();
   log(`[mixed ${timings}] ${c.id}: ${dying.label} died (${died.signal || `exit ${died.code}`}); only a legacy worker is alive`);
-  // Stall recovery: at least one `stalled` event, and no job left active or waiting (the legacy
-  // worker took every job stall recovery handed back: sent it, or dropped it on the claim).
+  // Stall recovery: at least one `stalled` event (or a job the stall limit failed), and no job
+  // left active or waiting (the legacy worker took every job stall recovery handed back: sent it,
+  // or dropped it on the claim).
   let recovered = true;
   await waitFor(
     async () => {
       const u = await unfinished(q);
-      return (await stalledEvents(lab, queueName)) >= 1 && u.active === 0 && u.waiting === 0;
+      return ((await stalledEvents(lab, queueName)) >= 1 || u.failed >= 1) && u.active === 0 && u.waiting === 0;
     },
     Math.max(30_000, lab.t.lockMs * 4 + lab.t.stalledIntervalMs * 4),
     'stall recovery to hand every job back to the legacy worker',
@@ -79,13 +91,19 @@ async function mixedCase(lab, c, n, { inFlight, log }) {
   });
   const stallRecoveredMs = Date.now() - diedAt;
   const beforeRejoin = await lab.textsByBody();
-  const droppedByLegacy = data.filter((d) => !beforeRejoin.by.get(d.body)).length;
+  const untexted = data.filter((d) => !beforeRejoin.by.get(d.body));
+  const droppedByLegacy = untexted.length;
+  // the first create of every run still untexted is answered 429 (the rejoining worker's sweep)
+  if (c.throttle) await lab.sim.putFaults({ create: untexted.map((d) => ({ to: d.to, times: 1, fault: 'rate_limited', retry_after_s: 1 })) });
   // Then a ringback worker joins again (the legacy worker stays: a mixed fleet).
   const fresh = lab.ringbackWorker(`ringback rejoining ${c.id}`, queueName, { RINGBACK_CONCURRENCY: '4' });
   await fresh.waitStarted();
   const rejoinedAt = Date.now();
   const verdict = await lab.settle(data, [q], 60_000);
   const stalled = await stalledEvents(lab, queueName);
+  const limitFailed = (await q.getFailed()).filter((j) => STALL_LIMIT.test(j.failedReason || '')).length;
+  if (c.throttle) await lab.sim.putFaults({ create: [] });
+  if (c.maxStalled !== undefined) notes.push(`${limitFailed} job(s) failed by the stall limit`);
   const stops = [fresh, ...legacy].map(async (w) => {
     w.kill('SIGTERM');
     await w.waitExit(15_000).catch(() => w.destroy());
@@ -100,7 +118,8 @@ async function mixedCase(lab, c, n, { inFlight, log }) {
     stallRecoveredMs,
     untextedAtRejoin: droppedByLegacy,
     ...verdict,
-    ok: Boolean(died.signal) && recovered && stalled >= 1 && passed(verdict),
+    ok: Boolean(died.signal) && recovered && (c.maxStalled === undefined ? stalled >= 1 : limitFailed >= 1) && passed(verdict),
+    stallLimitFailures: limitFailed,
     stalledEvents: stalled,
     notes,
   };

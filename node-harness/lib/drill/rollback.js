@@ -76,7 +76,8 @@ async function rollbackCase(lab, c, n, { inFlight, log }) {
   // Back to the legacy worker alone.
   const legacy = [1, 2].map((i) => lab.legacyWorker(`legacy#${i} after rollback ${c.id}`, queueName, { RINGBACK_CONCURRENCY: '4' }));
   await Promise.all(legacy.map((w) => w.waitStarted()));
-  const verdict = await lab.settle(data, [q], 60_000);
+  // a failed drain leaves attempts open that no legacy worker resolves: no need to wait long
+  const verdict = await lab.settle(data, [q], drain.code === 0 ? 60_000 : 15_000);
   const stalled = await stalledEvents(lab, queueName);
   await Promise.all(
     legacy.map(async (w) => {
