@@ -17,7 +17,9 @@ const assert = require('node:assert/strict');
 const { describe, it, before, after } = require('node:test');
 const { Lab, TIMINGS } = require('../lib/drill/lab');
 const { mixedCase, CASES: MIXED } = require('../lib/drill/mixed');
-const { rollbackCase, drainRefuses, CASES: ROLLBACK } = require('../lib/drill/rollback');
+const { rollbackCase, drainRefuses, operatorDrain, CASES: ROLLBACK } = require('../lib/drill/rollback');
+const { runData } = require('../lib/drill/lab');
+const { JOB_NAME, JOB_OPTIONS } = require('../lib/legacy');
 
 const IN_FLIGHT = 4;
 
@@ -70,5 +72,31 @@ describe('mixed fleet and rollback at production timings (issue 10)', () => {
     assert.deepEqual(r.lost, [], why(r));
     assert.equal(r.texts, IN_FLIGHT, why(r));
     assert.ok(r.ok, why(r));
+  });
+
+  it('drain gives up at --timeout-ms with an attempt still open (Twilio answers 503): exit 4, listed; a later drain sends it once', { timeout: 60_000 }, async () => {
+    const queueName = 'drain-timeout';
+    const q = lab.queue(queueName);
+    const data = [0, 1].map((i) => runData('draintimeout', i));
+    const dying = lab.ringbackWorker('ringback@after-claim (timeout)', queueName, { RINGBACK_CRASH_AT: 'after-claim', RINGBACK_CONCURRENCY: '2' });
+    await dying.waitStarted();
+    await q.addBulk(data.map((d) => ({ name: JOB_NAME, data: d, opts: { ...JOB_OPTIONS } })));
+    await dying.waitExit(30_000);
+    await lab.sim.putFaults({ create: [{ fault: 'server_error', status: 503, created: false }] });
+    try {
+      const d = await operatorDrain(lab, queueName, { timeoutMs: 4000 });
+      assert.equal(d.code, 4, d.output);
+      assert.ok(d.report && d.report.still_open.length >= 1, d.output);
+      for (const run of d.report.still_open) assert.match(d.output, new RegExp(`still open[^\\n]*${run}`), d.output);
+    } finally {
+      await lab.sim.putFaults({ create: [] });
+    }
+    const again = await operatorDrain(lab, queueName, { timeoutMs: 20_000 });
+    assert.equal(again.code, 0, again.output);
+    const { by } = await lab.textsByBody();
+    // the crashed run was drained: texted once; a sibling with no attempt waits for a worker
+    const texted = data.filter((d) => by.get(d.body));
+    for (const d of texted) assert.equal(by.get(d.body), 1, `${d.runId} texted ${by.get(d.body)} times`);
+    assert.ok(texted.length >= 1, 'the drained run was texted');
   });
 });
