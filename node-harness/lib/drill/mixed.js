@@ -52,7 +52,7 @@ const STALL_LIMIT = /stalled more than allowable limit/;
 
 /**
  * One case on a fresh queue of `lab`: returns the case report. `inFlight` callbacks, all in the
- * dying worker at once (its concurrency); `only` = the case ids to run (default all).
+ * dying ringback worker at once (its concurrency; a dying legacy worker runs one at a time).
  */
 async function mixedCase(lab, c, n, { inFlight, log }) {
   const { timings } = lab;
@@ -133,6 +133,7 @@ async function mixedCase(lab, c, n, { inFlight, log }) {
   return result;
 }
 
+/** The drill: every case of CASES (or those `only` names) in one lab at `timings`. */
 async function mixed({ runs = 108, version = '6', timings = 'prod', only, log = () => {} } = {}) {
   const lab = await new Lab({ name: 'mixed', version, timings, log }).start();
   const cases = [];
