@@ -67,11 +67,12 @@ async function rollbackCase(lab, c, n, { inFlight, log }) {
   log(`[rollback ${timings}] ${c.id}: ${dying.label} died (${died.signal || `exit ${died.code}`}) with ${openAtCrash} attempt(s) open; the operator drains`);
   const drain = await operatorDrain(lab, queueName);
   const openAfterDrain = await lab.admin.zrange(OPEN_ATTEMPTS, 0, -1);
-  const textedByDrain = (await lab.textsByBody()).total;
+  const textsNow = (await lab.textsByBody()).by;
+  const textedByDrain = data.filter((d) => textsNow.get(d.body)).length;
   notes.push(
     `drain exit ${drain.code} in ${drain.ms} ms (${drain.refusals} refusal(s) while the dead worker's heartbeat was young; ${drain.totalMs} ms from the first try)` +
       (drain.report ? `, resolved ${drain.report.resolved?.length ?? '?'}, still open ${drain.report.still_open?.length ?? '?'}` : ''),
-    `${openAtCrash} attempt(s) open at the crash, ${openAfterDrain.length} after the drain; ${textedByDrain} text(s) when the legacy workers took over`,
+    `${openAtCrash} attempt(s) open at the crash, ${openAfterDrain.length} after the drain; ${textedByDrain} of ${data.length} runs texted when the legacy workers took over`,
   );
   // Back to the legacy worker alone.
   const legacy = [1, 2].map((i) => lab.legacyWorker(`legacy#${i} after rollback ${c.id}`, queueName, { RINGBACK_CONCURRENCY: '4' }));
