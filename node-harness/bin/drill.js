@@ -1,16 +1,19 @@
 #!/usr/bin/env node
-// One drill, or all of them, end to end: `node bin/drill.js <stall|cutover|chaos|all>
-// [--runs N] [--bullmq 5|6] [--json]`. Each drill starts its own redis-server and Twilio
-// simulator and the ringback binary (env RINGBACK_BIN, as `ringback drill` sets it). Prints a
-// report per drill; exits 0 when every drill passed, 1 when one failed, 2 on bad usage or when
+// One drill, or all of them, end to end: `node bin/drill.js
+// <stall|cutover|chaos|mixed|rollback|all> [--runs N] [--bullmq 5|6] [--timings compressed,prod]
+// [--json]`. Each drill starts its own redis-server and Twilio simulator and the ringback binary
+// (env RINGBACK_BIN, as `ringback drill` sets it). Each drill runs once per timing profile
+// (`--timings`, else env DRILL_TIMINGS, else compressed and prod). Prints a report per drill and
+// profile; exits 0 when every drill passed, 1 when one failed, 2 on bad usage or when
 // the lab cannot be set up (no redis-server, no ringback binary).
 'use strict';
 
 const path = require('node:path');
 const { DRILLS, runDrills, formatReport } = require(path.join(__dirname, '..', 'lib', 'drill'));
+const { timingProfiles } = require(path.join(__dirname, '..', 'lib', 'drill', 'lab'));
 
 function usage(msg) {
-  process.stderr.write(`${msg}\nusage: drill.js <${[...Object.keys(DRILLS), 'all'].join('|')}> [--runs N] [--bullmq 5|6] [--json]\n`);
+  process.stderr.write(`${msg}\nusage: drill.js <${[...Object.keys(DRILLS), 'all'].join('|')}> [--runs N] [--bullmq 5|6] [--timings compressed,prod] [--json]\n`);
   process.exit(2);
 }
 
@@ -28,6 +31,7 @@ async function main() {
     };
     if (a === '--runs') opts.runs = Number(value());
     else if (a === '--bullmq') opts.version = value();
+    else if (a === '--timings') opts.timings = value();
     else if (a === '--json') json = true;
     else if (a.startsWith('-')) usage(`unknown flag ${a}`);
     else names.push(a);
@@ -35,6 +39,11 @@ async function main() {
   if (names.length !== 1) usage('name one drill');
   if (opts.runs !== undefined && !(Number.isInteger(opts.runs) && opts.runs > 0)) usage('--runs: expected a positive integer');
   if (opts.version !== undefined && !['5', '6'].includes(opts.version)) usage('--bullmq: expected 5 or 6');
+  try {
+    opts.timings = timingProfiles(opts.timings);
+  } catch (err) {
+    usage(err.message);
+  }
   const which = names[0] === 'all' ? Object.keys(DRILLS) : names;
   for (const n of which) if (!DRILLS[n]) usage(`unknown drill ${n}`);
   const reports = await runDrills(which, opts);

@@ -24,8 +24,8 @@ const FAULTS = [
   { rate: 0.03, fault: 'create_then_drop' },
 ];
 
-async function chaos({ runs = 300, version = '6', log = () => {} } = {}) {
-  const lab = await new Lab({ name: 'chaos', version, log }).start();
+async function chaos({ runs = 300, version = '6', timings = 'compressed', log = () => {} } = {}) {
+  const lab = await new Lab({ name: 'chaos', version, timings, log }).start();
   const timers = [];
   const every = (ms, fn) => timers.push(setInterval(() => fn().catch(() => {}), ms));
   const tally = { connectionKills: 0, scriptFlushes: 0, sigkills: 0 };
@@ -77,7 +77,7 @@ async function chaos({ runs = 300, version = '6', log = () => {} } = {}) {
       await q.addBulk([...wave, ...wave].map((d) => ({ name: JOB_NAME, data: d, opts: { ...JOB_OPTIONS } })));
       if (w < waves - 1) await sleep(800);
     }
-    log(`[chaos] ${runs} runs enqueued twice; workers crashing, Twilio and Redis misbehaving`);
+    log(`[chaos ${timings}] ${runs} runs enqueued twice; workers crashing, Twilio and Redis misbehaving`);
     // A drill that did not meet each kind of trouble proves nothing: wait until it did.
     const chaosMet = () => tally.sigkills >= 1 && tally.connectionKills >= 1 && tally.scriptFlushes >= 1;
     await waitFor(chaosMet, 30_000, 'every kind of trouble to happen at least once').catch(() => {});
@@ -87,6 +87,7 @@ async function chaos({ runs = 300, version = '6', log = () => {} } = {}) {
     const failed = await q.getFailed();
     return {
       drill: 'chaos',
+      timings,
       ok: passed(verdict) && failed.length === 0 && chaosMet() && lab.failures.length === 0,
       verdict,
       figures: {

@@ -17,13 +17,13 @@ const QUEUE = 'drill-cutover';
 
 const MIN_RUNS = 20;
 
-async function cutover({ runs = 200, version = '6', log = () => {} } = {}) {
+async function cutover({ runs = 200, version = '6', timings = 'compressed', log = () => {} } = {}) {
   if (runs < MIN_RUNS) throw new SetupError(`cutover: --runs must be at least ${MIN_RUNS}, so that traffic flows through every phase`);
-  const lab = await new Lab({ name: 'cutover', version, log }).start();
+  const lab = await new Lab({ name: 'cutover', version, timings, log }).start();
   const phases = [];
   const mark = (what) => {
     phases.push(`${String(Date.now() - t0).padStart(6)} ms  ${what}`);
-    log(`[cutover] ${what}`);
+    log(`[cutover ${timings}] ${what}`);
   };
   let t0 = Date.now();
   try {
@@ -124,6 +124,7 @@ async function cutover({ runs = 200, version = '6', log = () => {} } = {}) {
       byWorker.ringback > 0;
     return {
       drill: 'cutover',
+      timings,
       ok,
       phases,
       verdict,

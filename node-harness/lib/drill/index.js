@@ -4,15 +4,26 @@
 const { stall } = require('./stall');
 const { cutover } = require('./cutover');
 const { chaos } = require('./chaos');
+const { mixed } = require('./mixed');
+const { rollback } = require('./rollback');
+const { timingProfiles, describeTimings } = require('./lab');
 
-const DRILLS = { stall, cutover, chaos };
+const DRILLS = { stall, cutover, chaos, mixed, rollback };
 
+/**
+ * Runs each drill of `names` once per timing profile (`opts.timings`: a list, or a
+ * comma-separated string; default env DRILL_TIMINGS, else compressed and prod), one after
+ * another; one report per drill and profile, each naming its profile.
+ */
 async function runDrills(names, opts = {}) {
+  const profiles = Array.isArray(opts.timings) ? opts.timings : timingProfiles(opts.timings);
   const reports = [];
   for (const name of names) {
-    const t0 = Date.now();
-    const report = await DRILLS[name](opts);
-    reports.push({ ...report, ms: Date.now() - t0 });
+    for (const timings of profiles) {
+      const t0 = Date.now();
+      const report = await DRILLS[name]({ ...opts, timings });
+      reports.push({ ...report, timings, ms: Date.now() - t0 });
+    }
   }
   return reports;
 }
@@ -28,9 +39,13 @@ function formatVerdict(v) {
 }
 
 function formatReport(r) {
-  const lines = [`drill ${r.drill}: ${r.ok ? 'PASSED' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s`];
+  const timings = r.timings ? ` at timings ${describeTimings(r.timings)}` : '';
+  const lines = [`drill ${r.drill}${timings}: ${r.ok ? 'PASSED' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s`];
   for (const c of r.cases || []) {
-    lines.push(`  ${c.ok ? 'ok    ' : 'FAILED'} ${c.case}: died ${c.died}, recovered in ${c.recoveredMs} ms, ${c.stalledEvents} stalled event(s); ${formatVerdict(c)}`);
+    const extra = (c.notes || []).map((n) => `; ${n}`).join('');
+    lines.push(
+      `  ${c.ok ? 'ok    ' : 'FAILED'} [${c.timings || r.timings}] ${c.case}: died ${c.died}, recovered in ${c.recoveredMs} ms, ${c.stalledEvents} stalled event(s)${extra}; ${formatVerdict(c)}`,
+    );
   }
   for (const p of r.phases || []) lines.push(`  ${p}`);
   if (r.verdict) lines.push(`  ${formatVerdict(r.verdict)}`);

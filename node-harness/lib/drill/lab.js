@@ -27,6 +27,38 @@ class SetupError extends Error {
 const BIN_DIR = path.join(__dirname, '..', '..', 'bin');
 const OPEN_ATTEMPTS = `ringback:open-attempts:${CLAIM_PREFIX}`;
 
+/**
+ * Timing profiles: the window and BullMQ settings every worker of a lab gets (legacy workers get
+ * the same lock and stall settings). `compressed` is the drills' historical one, the lock
+ * SHORTER than ringback's claim, so stall recovery hands a dead worker's job back while its claim
+ * still stands. `prod` keeps the defaults' order (15 s claim < 30 s lock, stall sweep every 30 s)
+ * at a drill's scale: the claim (RINGBACK_PENDING_TTL_MS) is shorter than the lock, so stall
+ * recovery hands the job back after the dead attempt's claim expired: the case of issue 10.
+ */
+const TIMINGS = Object.freeze({
+  compressed: Object.freeze({ pendingTtlMs: 3000, lockMs: 1000, stalledIntervalMs: 300 }),
+  prod: Object.freeze({ pendingTtlMs: 3000, lockMs: 6000, stalledIntervalMs: 2000 }),
+});
+const DEFAULT_TIMINGS = ['compressed', 'prod'];
+
+/** `DRILL_TIMINGS=compressed,prod` (or a `--timings` value): the profiles to run, checked. */
+function timingProfiles(spec = process.env.DRILL_TIMINGS) {
+  if (spec === undefined || spec === '') return [...DEFAULT_TIMINGS];
+  const names = String(spec)
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const unknown = names.filter((n) => !TIMINGS[n]);
+  if (unknown.length || !names.length) throw new SetupError(`timings: unknown profile(s) ${unknown.join(', ') || '(none)'}; known: ${Object.keys(TIMINGS).join(', ')}`);
+  return names;
+}
+
+/** "prod (claim 3000 ms, lock 6000 ms, stall sweep 2000 ms)": for report lines. */
+function describeTimings(name) {
+  const t = TIMINGS[name];
+  return `${name} (claim ${t.pendingTtlMs} ms, lock ${t.lockMs} ms, stall sweep ${t.stalledIntervalMs} ms)`;
+}
+
 /** Callback data for run i of a drill: the body names the run, so texts are counted per run. */
 function runData(drill, i) {
   return {
@@ -38,9 +70,12 @@ function runData(drill, i) {
 
 class Lab {
   /** `version`: the bullmq major the Node parts use; `log`: progress lines. */
-  constructor({ name, version = '6', log = () => {} }) {
+  constructor({ name, version = '6', timings = 'compressed', log = () => {} }) {
+    if (!TIMINGS[timings]) throw new SetupError(`timings: unknown profile ${timings}; known: ${Object.keys(TIMINGS).join(', ')}`);
     this.name = name;
     this.version = String(version);
+    this.timings = timings;
+    this.t = TIMINGS[timings];
     this.log = log;
     this.processes = [];
     this.loops = [];
@@ -64,7 +99,10 @@ class Lab {
     }
   }
 
-  /** Settings both workers read (RINGBACK_* names), short so that a drill takes seconds. */
+  /**
+   * Settings both workers read (RINGBACK_* names), short so that a drill takes seconds; lock and
+   * stall sweep from the lab's timing profile.
+   */
   common(queue) {
     return {
       ...process.env,
@@ -74,8 +112,8 @@ class Lab {
       REDIS_URL: this.redis.url,
       RINGBACK_QUEUE: queue,
       BULLMQ_VERSION: this.version,
-      RINGBACK_LOCK_DURATION_MS: '1000',
-      RINGBACK_STALLED_INTERVAL_MS: '300',
+      RINGBACK_LOCK_DURATION_MS: String(this.t.lockMs),
+      RINGBACK_STALLED_INTERVAL_MS: String(this.t.stalledIntervalMs),
       // crashes are frequent in drills: a job may stall several times before it is done
       RINGBACK_MAX_STALLED_COUNT: '20',
       TWILIO_ACCOUNT_SID: ACCOUNT_SID,
@@ -90,7 +128,7 @@ class Lab {
       ...this.common(queue),
       RINGBACK_CONCURRENCY: '8',
       RINGBACK_DRAIN_DELAY_MS: '300',
-      RINGBACK_PENDING_TTL_MS: '3000',
+      RINGBACK_PENDING_TTL_MS: String(this.t.pendingTtlMs),
       RINGBACK_RECONCILE_WINDOW_MS: '1500',
       RINGBACK_RECONCILE_POLL_MS: '200',
       TWILIO_TIMEOUT_MS: '500',
@@ -111,6 +149,46 @@ class Lab {
   legacyWorker(label, queue, extra = {}) {
     const env = { ...this.common(queue), RINGBACK_CONCURRENCY: '4', ...extra };
     return this.track(new WorkerProcess(label, process.execPath, [path.join(BIN_DIR, 'legacy-worker.js')], env));
+  }
+
+  /** ZSET of live ringback workers' heartbeats (what `ringback drain` refuses on). */
+  workersKey() {
+    return `ringback:workers:${CLAIM_PREFIX}`;
+  }
+
+  /** The heartbeat names (`ringback worker pid N on host (id)`) younger than `withinMs`. */
+  async heartbeats(withinMs = 3000) {
+    const [secs, micros] = await this.admin.time();
+    const now = Number(secs) * 1000 + Math.floor(Number(micros) / 1000);
+    return this.admin.zrangebyscore(this.workersKey(), now - withinMs, '+inf');
+  }
+
+  /**
+   * Runs `ringback drain --timeout-ms N --json` as an operator would, with the workers' env
+   * for `queue`. Resolves {code, ms, report (the --json line, parsed), stderr, stdout}.
+   */
+  async drain(queue, { timeoutMs = 60_000, extra = {} } = {}) {
+    const env = { ...this.ringbackEnv(queue, extra) };
+    delete env.RINGBACK_CRASH_AT;
+    delete env.RINGBACK_METRICS_LISTEN;
+    const t0 = Date.now();
+    const p = this.track(new WorkerProcess('ringback-drain', this.bin, ['drain', '--timeout-ms', String(timeoutMs), '--json'], env));
+    const info = await p.waitExit(timeoutMs + 30_000).catch(async (err) => {
+      await p.destroy();
+      return { code: null, signal: null, error: err.message };
+    });
+    const out = p.output();
+    let report = null;
+    for (const line of out.split('\n')) {
+      if (line.startsWith('{')) {
+        try {
+          report = JSON.parse(line);
+        } catch {
+          // not the report
+        }
+      }
+    }
+    return { code: info.code, signal: info.signal, ms: Date.now() - t0, report, output: out };
   }
 
   /** A process that prints "... listening on http://..."; resolves with it and its base URL. */
@@ -283,4 +361,4 @@ function passed(v) {
   return v.settled && v.duplicates.length === 0 && v.lost.length === 0 && v.texts + v.legacyDropped.length === v.runs;
 }
 
-module.exports = { Lab, SetupError, runData, passed, stalledEvents, API_TOKEN };
+module.exports = { Lab, SetupError, runData, passed, stalledEvents, API_TOKEN, TIMINGS, DEFAULT_TIMINGS, timingProfiles, describeTimings, OPEN_ATTEMPTS };

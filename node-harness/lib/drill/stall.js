@@ -18,8 +18,8 @@ const CASES = [
   { id: 'legacy@after-provider-accept', dies: 'legacy', point: 'after-provider-accept' },
 ];
 
-async function stall({ runs = 20, version = '6', log = () => {} } = {}) {
-  const lab = await new Lab({ name: 'stall', version, log }).start();
+async function stall({ runs = 20, version = '6', timings = 'compressed', log = () => {} } = {}) {
+  const lab = await new Lab({ name: 'stall', version, timings, log }).start();
   const perCase = Math.max(2, Math.ceil(runs / CASES.length));
   const cases = [];
   try {
@@ -37,7 +37,7 @@ async function stall({ runs = 20, version = '6', log = () => {} } = {}) {
       await q.addBulk(data.map((d) => ({ name: JOB_NAME, data: d, opts: { ...JOB_OPTIONS } })));
       const died = await dying.waitExit(30_000);
       const diedAt = Date.now();
-      log(`[stall] ${c.id}: ${dying.label} died (${died.signal || `exit ${died.code}`}); starting a fresh ringback worker`);
+      log(`[stall ${timings}] ${c.id}: ${dying.label} died (${died.signal || `exit ${died.code}`}); starting a fresh ringback worker`);
       const fresh = lab.ringbackWorker(`ringback recovering ${c.id}`, queueName);
       await fresh.waitStarted();
       const verdict = await lab.settle(data, [q], 45_000);
@@ -46,6 +46,7 @@ async function stall({ runs = 20, version = '6', log = () => {} } = {}) {
       await fresh.waitExit(15_000).catch(() => fresh.destroy());
       cases.push({
         case: c.id,
+        timings,
         died: died.signal || `exit ${died.code}`,
         recoveredMs: Date.now() - diedAt,
         ...verdict,
@@ -53,12 +54,12 @@ async function stall({ runs = 20, version = '6', log = () => {} } = {}) {
         ok: Boolean(died.signal) && stalled >= 1 && passed(verdict),
         stalledEvents: stalled,
       });
-      log(`[stall] ${c.id}: ${passed(verdict) ? 'ok' : 'FAILED'} (${verdict.texts} texts for ${verdict.runs} runs)`);
+      log(`[stall ${timings}] ${c.id}: ${passed(verdict) ? 'ok' : 'FAILED'} (${verdict.texts} texts for ${verdict.runs} runs)`);
     }
   } finally {
     await lab.stop();
   }
-  return { drill: 'stall', ok: cases.every((c) => c.ok), cases };
+  return { drill: 'stall', timings, ok: cases.every((c) => c.ok), cases };
 }
 
 module.exports = { stall, CASES };
