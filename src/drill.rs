@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 /// The drills `node-harness/lib/drill` knows, and `all`.
-pub const DRILLS: [&str; 4] = ["stall", "cutover", "chaos", "all"];
+pub const DRILLS: [&str; 6] = ["stall", "cutover", "chaos", "mixed", "rollback", "all"];
 
 /// Why a drill cannot start; each says what to do about it.
 #[derive(Debug, thiserror::Error)]

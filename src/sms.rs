@@ -935,7 +935,10 @@ mod tests {
             url(p("https://h/cb#rc=5&rp=5xx")),
             "https://h/cb?runId=r&attempt=t#rc=5&rp=5xx"
         );
-        assert_eq!(url(p("https://h/cb?x=1")), "https://h/cb?x=1&runId=r&attempt=t");
+        assert_eq!(
+            url(p("https://h/cb?x=1")),
+            "https://h/cb?x=1&runId=r&attempt=t"
+        );
     }
 
     #[test]
