@@ -509,9 +509,17 @@ pub struct SmsArgs {
     pub retry_later_ms: u64,
     #[arg(long, env = "RINGBACK_STATUS_CALLBACK_URL")]
     pub status_callback_url: Option<String>,
-    /// Drills only: `<point>[:<probability>]`.
+    /// Drills only: `<point>[:<probability>]`; honoured only with `RINGBACK_DRILL=1`.
     #[arg(long, env = "RINGBACK_CRASH_AT")]
     pub crash_at: Option<String>,
+    /// Drill mode: allows `RINGBACK_CRASH_AT` (a process that aborts on purpose).
+    #[arg(
+        long,
+        env = "RINGBACK_DRILL",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub drill: bool,
     /// BullMQ queue for escalation jobs (default `<queue>-escalations`).
     #[arg(long, env = "RINGBACK_ESCALATION_QUEUE")]
     pub escalation_queue: Option<String>,
@@ -536,6 +544,12 @@ impl SmsArgs {
             .map(str::parse)
             .transpose();
         let crash_at = errors.take(crash_at);
+        if matches!(crash_at, Some(Some(_))) && !self.drill {
+            errors.push(ConfigError::new(
+                "RINGBACK_CRASH_AT",
+                "honoured only in drill mode (RINGBACK_DRILL=1): it aborts this process on purpose",
+            ));
+        }
         let fallback_to = match self.fallback_to.as_deref().filter(|f| !f.is_empty()) {
             Some(f) if !crate::twilio::message::is_e164(f) => {
                 errors.push(ConfigError::new(
@@ -571,6 +585,11 @@ impl SmsArgs {
         let mut out = vec![
             ("RINGBACK_CLAIM_PREFIX", self.claim_prefix.clone()),
             ("RINGBACK_PENDING_TTL_MS", self.pending_ttl_ms.to_string()),
+            ("RINGBACK_CLAIM_LEASE_MS", self.claim_lease_ms.to_string()),
+            (
+                "RINGBACK_UNKNOWN_ESCALATE_MS",
+                self.unknown_escalate_ms.to_string(),
+            ),
             ("RINGBACK_SENT_TTL_MS", self.sent_ttl_ms.to_string()),
             (
                 "RINGBACK_RECONCILE_WINDOW_MS",

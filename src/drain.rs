@@ -27,6 +27,8 @@ pub struct DrainReport {
     pub adopted: usize,
     /// Runs still open at the deadline (escalated: they may or may not have been sent).
     pub still_open: Vec<String>,
+    /// Stopped by a signal between two attempts (the open attempts stay open).
+    pub interrupted: bool,
     pub elapsed_ms: u64,
 }
 
@@ -43,10 +45,13 @@ pub enum DrainError {
     Redis(#[from] Error),
 }
 
-/// Drain until no attempt is open or `timeout`; `progress` gets one line per round.
+/// Drain until no attempt is open, `timeout`, or `cancel` (checked between attempts, never
+/// inside one: a send is never cut between Twilio's answer and its sent marker); `progress`
+/// gets one line per round.
 pub async fn drain(
     processor: &SmsProcessor,
     timeout: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
     mut progress: impl FnMut(&str),
 ) -> Result<DrainReport, DrainError> {
     let window = processor.window();
@@ -62,6 +67,11 @@ pub async fn drain(
         report.adopted += crate::orphans::adopt_stall_failures(processor).await?;
         let open = window.open_runs().await?;
         if open.is_empty() {
+            break;
+        }
+        if cancel.is_cancelled() {
+            report.still_open = open;
+            report.interrupted = true;
             break;
         }
         if started.elapsed() >= timeout {
@@ -86,6 +96,9 @@ pub async fn drain(
             started.elapsed().as_secs()
         ));
         for run_id in open {
+            if cancel.is_cancelled() {
+                break;
+            }
             let Some(orphan) = window.take(&run_id).await? else {
                 continue;
             };
@@ -101,7 +114,10 @@ pub async fn drain(
                 Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,
             }
         }
-        tokio::time::sleep(processor.sweep_interval().min(Duration::from_secs(1))).await;
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = tokio::time::sleep(processor.sweep_interval().min(Duration::from_secs(1))) => {}
+        }
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)

@@ -203,6 +203,7 @@ fn check_config_names_every_missing_setting_in_one_run() {
         .env("RINGBACK_CONCURRENCY", "0")
         .env("RINGBACK_QUEUE", "a:b")
         .env("TWILIO_VALIDITY_PERIOD_S", "0")
+        .env("RINGBACK_CRASH_AT", "after-claim")
         .output()
         .unwrap();
     let (stdout, stderr) = (
@@ -214,6 +215,8 @@ fn check_config_names_every_missing_setting_in_one_run() {
         "RINGBACK_QUEUE",
         "RINGBACK_CONCURRENCY",
         "TWILIO_VALIDITY_PERIOD_S",
+        // a crash hook outside drill mode
+        "RINGBACK_CRASH_AT",
     ] {
         assert!(stderr.contains(&format!("  {name}: ")), "{stderr}");
     }
@@ -221,6 +224,30 @@ fn check_config_names_every_missing_setting_in_one_run() {
     assert!(stdout.contains("TWILIO_AUTH_TOKEN=*** (set)"));
     assert!(
         !stdout.contains("s3cret") && !stdout.contains(TOKEN),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_config_refuses_a_claim_lease_stall_recovery_could_outlive() {
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("RINGBACK_CLAIM_LEASE_MS", "100000")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    // 30 s lock + 2 × 30 s stall sweep + 15 s liveness = 105 s
+    assert!(
+        stderr.contains("RINGBACK_CLAIM_LEASE_MS") && stderr.contains("105000"),
+        "{stderr}"
+    );
+    let ok = twilio_env(&mut ringback(&["check-config"]))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert_eq!(ok.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("RINGBACK_CLAIM_LEASE_MS=600000"),
         "{stdout}"
     );
 }

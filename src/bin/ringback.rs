@@ -579,13 +579,8 @@ async fn drain(
             return ExitCode::FAILURE;
         }
     };
-    let report = tokio::select! {
-        r = ringback::drain::drain(&processor, timeout, |line| eprintln!("{line}")) => r,
-        _ = shutdown.cancelled() => {
-            eprintln!("ringback drain: interrupted; open attempts stay open (run it again)");
-            return ExitCode::from(4);
-        }
-    };
+    let report =
+        ringback::drain::drain(&processor, timeout, &shutdown, |line| eprintln!("{line}")).await;
     match report {
         Err(ringback::drain::DrainError::LiveWorkers(w)) => {
             eprintln!(
@@ -602,7 +597,13 @@ async fn drain(
             if json {
                 println!("{}", serde_json::to_string(&r).unwrap_or_default());
             }
-            if r.still_open.is_empty() {
+            if r.interrupted {
+                eprintln!(
+                    "drain: interrupted; {} attempt(s) stay open (run it again)",
+                    r.still_open.len()
+                );
+                ExitCode::from(4)
+            } else if r.still_open.is_empty() {
                 eprintln!(
                     "drain: done: no open attempt left ({} resolved, {} adopted from the failed set, {} ms)",
                     r.resolved.len(),

@@ -285,6 +285,7 @@ pub fn ringback_command(e: &Env, subcommand: &str, timings: Timings) -> std::pro
         .env("RINGBACK_RECONCILE_WINDOW_MS", "1500")
         .env("RINGBACK_RECONCILE_POLL_MS", "200")
         .env("RINGBACK_METRICS_LISTEN", "off")
+        .env("RINGBACK_DRILL", "1")
         .env("TWILIO_ACCOUNT_SID", ACCOUNT)
         .env("TWILIO_AUTH_TOKEN", TOKEN)
         .env("TWILIO_FROM", "+15005550006")

@@ -112,6 +112,8 @@ class Lab {
       REDIS_URL: this.redis.url,
       RINGBACK_QUEUE: queue,
       BULLMQ_VERSION: this.version,
+      // drill mode: RINGBACK_CRASH_AT is honoured only with it
+      RINGBACK_DRILL: '1',
       RINGBACK_LOCK_DURATION_MS: String(this.t.lockMs),
       RINGBACK_STALLED_INTERVAL_MS: String(this.t.stalledIntervalMs),
       // crashes are frequent in drills: a job may stall several times before it is done
