@@ -6,54 +6,41 @@
 //! difference. The worker core knows nothing about SMS: work plugs in as a [`Processor`].
 //!
 //! # Layout
-//! Floors, bottom up; imports point down only.
-//! - Redis and Lua: [`keys`] (the one place that builds key names), [`scripts`] (the Lua
-//!   wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), [`commands`] (one typed function
-//!   per queue script), [`connection`] (command and blocking connections, connecting until Redis
-//!   answers), [`json`] (JSON as JavaScript writes it), [`redact`] (phone numbers and URL
-//!   passwords out of logs).
-//! - The BullMQ worker core: [`job`], [`processor`] (the `Processor` trait and `Outcome`),
-//!   [`lock_manager`], [`stalled_checker`], [`fetcher`], [`worker`], [`scripted`] (a job-data
-//!   driven processor for tests and drills).
-//! - The callback window: [`callback`] (the job's data), [`window`] (claim, mark sent, release,
-//!   hold), [`sms`] (the SMS processor), [`orphans`] (the sweep of open attempts without a job),
-//!   [`receipts`] (ranked delivery records), [`reconcile`] (polling missing receipts),
-//!   [`escalation`], [`drain`] (resolve every open attempt before a rollback).
-//! - Wiring: [`service`] (a running SMS worker's processor, sweep and reconciliation).
-//! - Adapters at the edge: [`twilio`] (client, signatures), [`twilio_sim`] (the simulator),
-//!   [`api`] (`ringback serve`), [`metrics`] (the worker's `/metrics`), [`cli`] (flags and
-//!   environment), [`config`], [`error`], [`drill`] (runs the Node harness's drills).
+//! Floors, bottom up, one folder each; imports point down only. The modules are re-exported at
+//! the crate root (`crate::keys`, `crate::worker`, …), so a path names the concept, and the
+//! folder names the floor.
+//! - [`store`], Redis and Lua: [`keys`] (the one place that builds key names), [`scripts`] (the
+//!   Lua wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), [`commands`] (one typed
+//!   function per queue script), [`connection`] (command and blocking connections, connecting
+//!   until Redis answers), [`json`] (JSON as JavaScript writes it).
+//! - [`queue`], the BullMQ worker core: [`job`], [`processor`] (the `Processor` trait and
+//!   `Outcome`), [`lock_manager`], [`stalled_checker`], [`fetcher`], [`worker`], [`scripted`] (a
+//!   job-data driven processor for tests and drills).
+//! - [`callbacks`], the callback window: [`callback`] (the job's data), [`window`] (claim, mark
+//!   sent, release, hold), [`sms`] (the SMS processor), [`orphans`] (the sweep of open attempts
+//!   without a job), [`receipts`] (ranked delivery records), [`reconcile`] (polling missing
+//!   receipts), [`escalation`], [`drain`] (resolve every open attempt before a rollback),
+//!   [`service`] (a running SMS worker's processor, sweep and reconciliation).
+//! - [`edge`], adapters: [`twilio`] (client, signatures), [`twilio_sim`] (the simulator), [`api`]
+//!   (`ringback serve`), [`metrics`] (the worker's `/metrics`), [`cli`] (flags and environment),
+//!   [`drill`] (runs the Node harness's drills).
+//! - Across the floors: [`config`], [`error`], [`redact`] (phone numbers and URL passwords out
+//!   of logs).
 
-pub mod api;
-pub mod callback;
-pub mod cli;
-pub mod commands;
+pub mod callbacks;
 pub mod config;
-pub mod connection;
-pub mod drain;
-pub mod drill;
+pub mod edge;
 pub mod error;
-pub mod escalation;
-pub mod fetcher;
-pub mod job;
-pub mod json;
-pub mod keys;
-pub mod lock_manager;
-pub mod metrics;
-pub mod orphans;
-pub mod processor;
-pub mod receipts;
-pub mod reconcile;
+pub mod queue;
 pub mod redact;
-pub mod scripted;
-pub mod scripts;
-pub mod service;
-pub mod sms;
-pub mod stalled_checker;
-pub mod twilio;
-pub mod twilio_sim;
-pub mod window;
-pub mod worker;
+pub mod store;
+
+pub use callbacks::{
+    callback, drain, escalation, orphans, receipts, reconcile, service, sms, window,
+};
+pub use edge::{api, cli, drill, metrics, twilio, twilio_sim};
+pub use queue::{fetcher, job, lock_manager, processor, scripted, stalled_checker, worker};
+pub use store::{commands, connection, json, keys, scripts};
 
 pub use config::WorkerConfig;
 pub use error::{ConfigError, ConfigErrors, Error, ScriptCode};

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, Script, ToRedisArgs};
 
-const COMMON: &str = include_str!("../lua/include/common.lua");
+const COMMON: &str = include_str!("../../lua/include/common.lua");
 
 macro_rules! scripts {
     ($($(#[$doc:meta])* $name:ident => $file:literal),* $(,)?) => {
@@ -21,7 +21,7 @@ macro_rules! scripts {
         impl Scripts {
             fn load() -> Self {
                 Self { $($name: LuaScript::new($file, format!(
-                    "{COMMON}\n-- script: {}\n{}", $file, include_str!(concat!("../lua/", $file))
+                    "{COMMON}\n-- script: {}\n{}", $file, include_str!(concat!("../../lua/", $file))
                 )),)* }
             }
 

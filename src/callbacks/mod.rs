@@ -1,0 +1,15 @@
+//! The callback window: exactly one text per run. The job's data, the claim/sent window over the
+//! claim key shared with the legacy worker, the SMS processor, the orphan sweep, delivery
+//! receipts, reconciliation, escalation, `ringback drain`, and the wiring of a running SMS
+//! worker. A `Processor` of [`crate::queue`]; talks to Twilio through [`crate::edge::twilio`]'s
+//! client (the one edge module it uses).
+
+pub mod callback;
+pub mod drain;
+pub mod escalation;
+pub mod orphans;
+pub mod receipts;
+pub mod reconcile;
+pub mod service;
+pub mod sms;
+pub mod window;

@@ -1,0 +1,11 @@
+//! The BullMQ worker core: jobs, the `Processor` trait and its `Outcome`, lock renewal, stall
+//! recovery, the fetch driver and the worker's run loop (plus a job-data driven processor for
+//! tests and drills). Knows nothing about SMS; uses only [`crate::store`] below it.
+
+pub mod fetcher;
+pub mod job;
+pub mod lock_manager;
+pub mod processor;
+pub mod scripted;
+pub mod stalled_checker;
+pub mod worker;

@@ -1,0 +1,9 @@
+//! The bottom floor: Redis and Lua. Key names (built in one place), the Lua script wrapper, one
+//! typed function per queue script, the command and blocking connections, JSON as JavaScript
+//! writes it. Uses nothing of ringback's above it (only `error`, `config` and `redact`).
+
+pub mod commands;
+pub mod connection;
+pub mod json;
+pub mod keys;
+pub mod scripts;
