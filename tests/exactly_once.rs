@@ -318,13 +318,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
         .await
         .unwrap();
     assert!(w.hold(run, "amb", "timeout").await.unwrap());
-    let processor = SmsProcessor::new(
-        sms_config(),
-        conn,
-        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
-        "bull",
-        &e.queue,
-    );
+    let processor = processor(&e, conn, sms_config());
     let req = ringback::callback::CallbackRequest {
         run_id: run.into(),
         to: TO.into(),

@@ -12,8 +12,8 @@ use common::wait_for;
 use redis::AsyncCommands;
 use ringback::Worker;
 use ringback::keys::{QueueKeys, WindowKeys};
-use ringback::sms::SmsProcessor;
-use ringback::twilio::{Secret, TwilioClient};
+
+use ringback::twilio::Secret;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -336,13 +336,7 @@ async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
         .await
         .unwrap();
     assert!(matches!(claim, ringback::window::Claim::Claimed { .. }));
-    let processor = SmsProcessor::new(
-        sms_config(),
-        conn,
-        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
-        "bull",
-        &e.queue,
-    );
+    let processor = processor(&e, conn, sms_config());
     let resolved = wait_for(T, "the sweep to resolve the orphan", || {
         let p = processor.clone();
         async move {
@@ -453,13 +447,7 @@ async fn receipts_end_in_the_simulators_final_status() {
             .with_graceful_shutdown(cancel.cancelled_owned())
             .await
     });
-    let processor = SmsProcessor::new(
-        sms,
-        conn,
-        TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
-        "bull",
-        &e.queue,
-    );
+    let processor = processor(&e, conn, sms);
     tokio::spawn(
         processor
             .reconciler()

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::callback::CallbackRequest;
 use crate::error::Error;
 use crate::processor::Outcome;
 use crate::sms::{Caller, SmsProcessor};
@@ -102,13 +101,7 @@ pub async fn drain(
             let Some(orphan) = window.take(&run_id).await? else {
                 continue;
             };
-            let req = CallbackRequest {
-                run_id: run_id.clone(),
-                to: orphan.to,
-                body: orphan.body,
-                from: Some(orphan.from).filter(|f| !f.is_empty()),
-            };
-            let job_id = format!("ringback-drain:{}:{}", orphan.token, orphan.generation);
+            let (job_id, req) = orphan.job("drain", &run_id);
             match processor.attempt(&job_id, &req, Caller::Sweep).await {
                 Outcome::Completed(_) | Outcome::Failed(_) => report.resolved.push(run_id),
                 Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,

@@ -50,13 +50,7 @@ pub async fn sweep(
         let Some(orphan) = window.sweep(&run_id).await? else {
             continue;
         };
-        let req = CallbackRequest {
-            run_id: run_id.clone(),
-            to: orphan.to,
-            body: orphan.body,
-            from: Some(orphan.from).filter(|f| !f.is_empty()),
-        };
-        let job_id = format!("ringback-sweep:{}:{}", orphan.token, orphan.generation);
+        let (job_id, req) = orphan.job("sweep", &run_id);
         tracing::warn!(run_id = %run_id, "open attempt past its deadline: claim re-fenced, resolving it");
         match processor.attempt(&job_id, &req, Caller::Sweep).await {
             Outcome::Completed(v) => {

@@ -519,6 +519,21 @@ pub struct Orphan {
     pub body: String,
 }
 
+impl Orphan {
+    /// The job id (`ringback-<by>:<token>:<generation>`) and the callback that resolving this
+    /// orphan runs, `by` naming who took it (`sweep`, `drain`).
+    pub fn job(self, by: &str, run_id: &str) -> (String, crate::callback::CallbackRequest) {
+        let job_id = format!("ringback-{by}:{}:{}", self.token, self.generation);
+        let req = crate::callback::CallbackRequest {
+            run_id: run_id.to_string(),
+            to: self.to,
+            body: self.body,
+            from: Some(self.from).filter(|f| !f.is_empty()),
+        };
+        (job_id, req)
+    }
+}
+
 fn ms(d: Duration) -> String {
     d.as_millis().to_string()
 }

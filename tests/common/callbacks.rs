@@ -117,16 +117,21 @@ impl Running {
     }
 }
 
-pub async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
-    let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let processor = SmsProcessor::new(
+/// The SMS processor on the test's queue and simulator.
+pub fn processor(e: &Env, conn: redis::aio::ConnectionManager, sms: SmsConfig) -> SmsProcessor {
+    SmsProcessor::new(
         sms,
         conn,
         TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
         "bull",
         &e.queue,
-    );
+    )
+}
+
+pub async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let processor = processor(e, conn, sms);
     let stats = processor.stats();
     let worker = Worker::new(worker_config(e), processor).unwrap();
     let cancel = CancellationToken::new();
