@@ -11,7 +11,6 @@ use common::callbacks::*;
 use common::wait_for;
 use redis::AsyncCommands;
 use ringback::keys::WindowKeys;
-use ringback::sms::SmsProcessor;
 use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
 use ringback::window::{Claim, MarkSent, Marked};
 
