@@ -353,7 +353,10 @@ async fn serve_listens_at_once_while_redis_is_down_and_opens_when_it_answers() {
     let base = serve_base(&mut s).await;
     let (line, _) = s.stderr_line("waiting for Redis", T).await;
     assert!(line.contains(&redis.url()), "{line}");
-    assert!(line.contains("ringback::api"), "logged as serve's: {line}");
+    assert!(
+        line.contains("ringback::edge::api"),
+        "logged as serve's: {line}"
+    );
 
     let http = reqwest::Client::new();
     let health = http.get(format!("{base}/healthz")).send().await.unwrap();

@@ -81,6 +81,12 @@ async fn the_claim_outlives_an_unresolved_attempt_and_a_supersede_leaves_no_gap(
         .await
         .unwrap();
     assert_eq!(claim, Claim::Claimed { token: "t1".into() });
+    let open = w.open_attempts().await.unwrap();
+    assert_eq!(open.count, 1, "the gauge counts it");
+    assert!(
+        open.oldest_since
+            .is_some_and(|s| (w.now() - s).abs() < 5_000)
+    );
     let mut c = e.redis.conn().await;
     tokio::time::sleep(Duration::from_millis(400)).await;
     let legacy: Option<String> = redis::cmd("SET")

@@ -440,30 +440,33 @@ impl Window {
     /// Open attempts: how many, and the oldest one's start (ms on Redis's clock).
     pub async fn open_attempts(&self) -> Result<OpenAttempts, Error> {
         self.trips.add(1);
-        let (count, oldest): (u64, Vec<String>) = redis::pipe()
+        let (count, runs): (u64, Vec<String>) = redis::pipe()
             .cmd("ZCARD")
             .arg(self.index())
             .cmd("ZRANGE")
             .arg(self.index())
             .arg(0)
-            .arg(-1)
+            .arg(GAUGE_SAMPLE - 1)
             .query_async(&mut self.conn.clone())
             .await?;
-        let mut since: Option<i64> = None;
-        // the index is ordered by when to look, not by age: read each open record's start
-        for run in oldest.iter().take(1000) {
-            let s: Option<i64> = redis::cmd("HGET")
-                .arg(self.keys(run).attempt)
-                .arg("since")
-                .query_async(&mut self.conn.clone())
-                .await?;
-            if let Some(s) = s {
-                since = Some(since.map_or(s, |x: i64| x.min(s)));
-            }
+        // The index is ordered by when to look, not by age: read the records' starts, in one
+        // round trip, for up to GAUGE_SAMPLE runs (the oldest is almost always among the first
+        // to be looked at, since an open attempt is looked at every sweep).
+        if runs.is_empty() {
+            return Ok(OpenAttempts {
+                count,
+                oldest_since: None,
+            });
         }
+        let mut pipe = redis::pipe();
+        for run in &runs {
+            pipe.cmd("HGET").arg(self.keys(run).attempt).arg("since");
+        }
+        self.trips.add(1);
+        let starts: Vec<Option<i64>> = pipe.query_async(&mut self.conn.clone()).await?;
         Ok(OpenAttempts {
             count,
-            oldest_since: since,
+            oldest_since: starts.into_iter().flatten().min(),
         })
     }
 
@@ -480,6 +483,9 @@ impl Window {
         Ok(())
     }
 }
+
+/// How many open attempts the age gauge reads per refresh.
+const GAUGE_SAMPLE: isize = 200;
 
 /// How a sent marker came about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -107,8 +107,8 @@ class Lab {
     return {
       ...process.env,
       NO_COLOR: '1',
-      // info for ringback::worker: the drills wait for its "worker started" line
-      RUST_LOG: process.env.DRILL_RUST_LOG || 'warn,ringback::worker=info',
+      // info for ringback::queue::worker: the drills wait for its "worker started" line
+      RUST_LOG: process.env.DRILL_RUST_LOG || 'warn,ringback::queue::worker=info',
       REDIS_URL: this.redis.url,
       RINGBACK_QUEUE: queue,
       BULLMQ_VERSION: this.version,
