@@ -4,24 +4,27 @@
  *   spin -a -DV1 model/window.pml   the protocol before the production-timings fix
  *   spin -a -DV2 model/window.pml   the fix of docs/window-protocol.md (v2)
  *
- * Switches (see model/README.md for the assumptions, in one place):
+ * Switches (see docs/model.md for the assumptions, in one place):
  *   MAXCRASH n   crashes in a run, all processes together (default 2)
  *   MAXERR n     non-"accept" Twilio answers and failed lookups in a run (default 2)
  *   ATTEMPTS n   the job's BullMQ attempts (default 2: one retry)
  *   DRAIN        (v2) an operator drains, then rolls back to the legacy fleet (leases may end)
  *   LEASE_MAX    (v2) the ringback fleet may be lost for a whole lease without a drain
- *   F1_AS_WRITTEN (v2) window_release as the v2 design writes it (a release with a queue job
- *                behind it leaves the index); without it, the fix of docs/model-findings.md F1
- *                (a "released" attempt stays in the index as `retry`)
+ *   F1_AS_WRITTEN (v2) window_release as the v2 design first wrote it (lua/window_release.lua
+ *                at 2898d05: a release with a queue job behind it deletes C and leaves the index);
+ *                without it, the fix of docs/model-findings.md F1 as the tree runs it (a "released"
+ *                attempt keeps C and stays in the index as `retry`)
  *   F2_AS_WRITTEN (v2) a permanent refusal releases (send-failed) before it escalates, as
- *                sms.rs does; without it, the fix of F2 (escalate first)
+ *                src/sms.rs did at 2898d05; without it, the fix of F2 as the tree runs it (escalate first)
  *   AS_WRITTEN   both of the above
  *
  * d_step is deterministic (first true branch, like Lua's if/elseif); steps with a real choice
  * (Twilio's answer, a lookup) are atomic.
- * Every step names the script (lines of lua/ in this tree for v1; the v2 design) or the Rust
- * function it stands for. A Lua script is one d_step; between two steps anything interleaves,
- * and a process may crash between any two of its steps.
+ * Every step names the script and lines or the Rust function it stands for: for v2, lua/ and
+ * src/ of this tree (the final scripts, F1 and F2 included); for v1, the scripts and sms.rs of
+ * commit 0350ea0 (`git show 0350ea0:lua/window_claim.lua`), written "@0350ea0". A Lua script is
+ * one d_step; between two steps anything interleaves, and a process may crash between any two
+ * of its steps.
  */
 
 #ifdef AS_WRITTEN
@@ -48,7 +51,7 @@
 #define C_SENT 3                /* "sent" | "sent:<sid>" */
 byte C;
 byte ctok;
-bit  cshort;                    /* v1: C carries the pending TTL (window_claim:96), not the hold */
+bit  cshort;                    /* v1: C carries the pending TTL (window_claim.lua@0350ea0:96), not the hold */
 
 /* ---- the attempt record A = ringback:attempt:{C} ---- */
 #define A_NONE 0
@@ -120,7 +123,8 @@ inline newtoken(t) {
   od
 }
 
-/* a new attempt: v1 lua/window_claim.lua:96-103 (claim TTL = pending TTL); v2 fresh() (a lease) */
+/* a new attempt: v1 lua/window_claim.lua@0350ea0:96-103 (claim TTL = pending TTL);
+ * v2 fresh() of lua/window_claim.lua:69-78 (C a lease; due in I at claimed_at + pending TTL) */
 inline fresh(t) {
   C = C_RP; ctok = t;
 #ifdef V2
@@ -132,7 +136,8 @@ inline fresh(t) {
   tok[me] = t; sending[me] = 1; res = 3; rbClaimed = 1
 }
 
-/* resolveWith: v1 lua/window_claim.lua:48-57 (C held for `hold`); v2 the same with the lease */
+/* resolveWith: v1 lua/window_claim.lua@0350ea0:48-57 (C held for `hold`);
+ * v2 lua/window_claim.lua:57-66 (C held with the lease, record `ambiguous`, due at now + hold/2) */
 inline resolveWith(t, keepSince) {
   C = C_RP; ctok = t; cshort = 0;
   if :: !keepSince -> rwin = 0 :: else -> skip fi;
@@ -141,12 +146,12 @@ inline resolveWith(t, keepSince) {
 }
 
 #define DEAD_OR_AMBIG (atok == ctok && (ast == A_AMBIG || (ast == A_CLAIMED && aged)))
-/* res: 1 sent, 2 busy, 3 claimed, 4 resolve.  window.rs Window::claim */
+/* res: 1 sent, 2 busy, 3 claimed, 4 resolve.  src/callbacks/window.rs Window::claim */
 inline window_claim(sup) {
   d_step {
     tok[me] = 0; newtoken(nt);
 #ifndef V2
-    /* lua/window_claim.lua:63-103 */
+    /* lua/window_claim.lua@0350ea0:63-103 */
     if
     :: C == C_SENT -> inI = 0; res = 1                                   /* :64-69 */
     :: C == C_LP -> ast = A_NONE; resolveWith(nt, 0)                      /* :70-77 */
@@ -156,38 +161,45 @@ inline window_claim(sup) {
     :: C == C_NONE && !(ast == A_CLAIMED || ast == A_AMBIG) -> fresh(nt)  /* :96-103 */
     fi
 #else
-    /* v2 window_claim (docs/window-protocol.md v2 §1, §3) */
+    /* v2 lua/window_claim.lua:84-139 (docs/window-protocol.md v2 §1, §3) */
     if
-    :: C == C_SENT -> inI = 0; res = 1
-    :: C == C_LP -> ast = A_NONE; resolveWith(nt, 0)                      /* take the legacy claim over */
-    :: C == C_RP && (ast == A_NONE || atok != ctok) -> ast = A_NONE; resolveWith(ctok, 0)
+    :: C == C_SENT -> inI = 0; res = 1                                   /* :85-89, sent() :51-54 */
+    :: C == C_LP -> ast = A_NONE; resolveWith(nt, 0)                      /* :90-97 take the legacy claim over */
+    :: C == C_RP && (ast == A_NONE || atok != ctok) -> ast = A_NONE; resolveWith(ctok, 0)  /* :98-104 */
     :: C == C_RP && ast != A_NONE && atok == ctok ->
        if
-       :: sup != 0 && sup == ctok && ast == A_AMBIG -> fresh(nt)          /* supersede, atomic */
+       :: sup != 0 && sup == ctok && ast == A_AMBIG -> fresh(nt)          /* :105-109 supersede, atomic */
        :: else ->
           if
-          :: ast == A_CLAIMED && !aged -> res = 2                          /* busy until claimed_at + pending TTL */
-          :: ast == A_CLAIMED && aged -> resolveWith(ctok, 1)
-          :: ast == A_AMBIG -> resolveWith(ctok, 1)
-          :: ast == A_SENT -> C = C_SENT; inI = 0; res = 1
-          :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED -> fresh(nt)
+          :: ast == A_CLAIMED && !aged -> res = 2          /* :110-112 busy until claimed_at + pending TTL */
+          :: ast == A_CLAIMED && aged -> resolveWith(ctok, 1)              /* :113 */
+          :: ast == A_AMBIG -> resolveWith(ctok, 1)                        /* :115 */
+          :: ast == A_SENT -> C = C_SENT; inI = 0; res = 1                 /* :116-119 */
+          :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED -> fresh(nt)  /* :120-121 */
           fi
        fi
-    :: C == C_NONE && (ast == A_CLAIMED || ast == A_AMBIG) -> resolveWith(atok, 1)
-    :: C == C_NONE && ast == A_SENT -> C = C_SENT; inI = 0; res = 1
+    :: C == C_NONE && (ast == A_CLAIMED || ast == A_AMBIG) -> resolveWith(atok, 1)  /* :124-129 */
+    :: C == C_NONE && ast == A_SENT -> C = C_SENT; inI = 0; res = 1      /* :130-133 */
     :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && R ->
-         C = C_SENT; inI = 0; res = 1                                     /* a receipt proved a send */
+         C = C_SENT; inI = 0; res = 1                                     /* :134-138 a receipt proved a send */
 #if !defined(F1_AS_WRITTEN)
-    /* F1 fix: a `retry` whose fence is gone: someone else may have sent since; resolve first */
+    /* F1 fix, :81-82 and :124-129: a `retry` whose fence is gone: someone else may have sent
+     * since; resolve first. (The script tests this before the receipt of :134-138, and resolves
+     * with the record's own token and since when it has a token; the model resolves after the
+     * receipt test, with a new token and a new since. A `retry` with a token keeps its claim
+     * (window_release.lua:28-35), so under A3/A6 only an adopted `retry` (token "", since = the
+     * adoption) gets here; the script's order gives the same state space at model/check's bounds.) */
     :: C == C_NONE && ast == A_RETRY && !R -> resolveWith(nt, 0)
 #endif
-    :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && !R -> fresh(nt)
+    :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && !R -> fresh(nt)  /* :139 */
     fi
 #endif
   }
 }
 
-/* window_mark_sent: v1 lua/window_mark_sent.lua:26-37 (written whatever C holds) */
+/* window_mark_sent (Window::mark_sent): v1 lua/window_mark_sent.lua@0350ea0:26-37; v2
+ * lua/window_mark_sent.lua:33-40 (written whatever C holds; the "found" refusal of :29-32, a
+ * message linked to another run, is outside the one-run model) */
 inline window_mark_sent(t) {
   d_step {
     C = C_SENT; cshort = 0;
@@ -196,13 +208,17 @@ inline window_mark_sent(t) {
   }
 }
 
-/* window_release: v1 lua/window_release.lua:18-27; v2 with `retry in` for a caller with no
- * queue job (the sweep), and (unless AS_WRITTEN) for every caller: findings F1 */
+/* window_release (Window::release): v1 lua/window_release.lua@0350ea0:18-27 (deletes C, writes
+ * the state, out of I). v2 lua/window_release.lua:26-46, the F1 fix for every caller: "released"
+ * refreshes C (:28-35) and makes the record `retry`, in I at the retry time (:36-44);
+ * "send-failed" deletes C (:30-31) and takes the run out of I (:37-39). F1_AS_WRITTEN:
+ * lua/window_release.lua@2898d05:22-38 (C deleted; `retry` only for a caller with no queue job) */
 inline window_release(t, st, jobless) {
   d_step {
 #if defined(V2) && !defined(F1_AS_WRITTEN)
-    /* F1 fix: "not taken, retry" keeps the fence (C stays pending:<t>, lease) and the record
-     * becomes `retry` in I: whoever comes next (queue job or sweep) sends under the same fence */
+    /* F1 fix (:28-35): "not taken, retry" keeps the fence (C stays pending:<t>, lease refreshed)
+     * and the record becomes `retry` in I (:41-42): whoever comes next (queue job or sweep)
+     * sends under the same fence (lua/window_claim.lua:120-121) */
     if :: C == C_RP && ctok == t && st != A_RELEASED -> C = C_NONE :: else -> skip fi;
 #else
     if :: C == C_RP && ctok == t -> C = C_NONE :: else -> skip fi;
@@ -226,7 +242,8 @@ inline window_release(t, st, jobless) {
   }
 }
 
-/* window_hold: v1 lua/window_hold.lua:18-26; v2 also requires the record's token */
+/* window_hold (Window::hold): v1 lua/window_hold.lua@0350ea0:18-26; v2 lua/window_hold.lua:19-29,
+ * which also requires the record's token (:22) */
 inline window_hold(t) {
   d_step {
 #ifdef V2
@@ -256,8 +273,9 @@ inline rb_crash() {
 }
 #define CRASHPOINT if :: crashes < MAXCRASH -> rb_crash() :: true -> skip fi
 
-/* end of an attempt: processor.rs Outcome → BullMQ (move_to_finished.lua / move_to_delayed.lua),
- * or for the sweep (jobless) orphans.rs sweep: DelayUntil → revisit_at (ZADD XX) */
+/* end of an attempt: src/queue/processor.rs Outcome → BullMQ (lua/move_to_finished.lua /
+ * lua/move_to_delayed.lua), or for the sweep (jobless) src/callbacks/orphans.rs sweep (and drain.rs
+ * drain): DelayUntil → Window::revisit_at (ZADD XX) */
 #define O_DONE 1
 #define O_DELAY 2
 #define O_FAIL 3
@@ -286,13 +304,13 @@ end_idle:
   skip;
 end_idle2:
   do
-  :: d_step { alive[me] && !rolledBack && js == J_WAIT ->                 /* move_to_active.lua */
+  :: d_step { alive[me] && !rolledBack && js == J_WAIT ->                 /* lua/move_to_active.lua */
        js = J_ACTIVE; holder = me; lockDead = 0; jobless = 0; inAttempt++; busyAttempt = 1 }
      goto attempt
-  :: d_step { alive[me] && !rolledBack && inI ->                           /* orphans.rs sweep */
+  :: d_step { alive[me] && !rolledBack && inI ->       /* src/callbacks/orphans.rs sweep → Window::sweep */
        jobless = 0;
 #ifndef V2
-       /* lua/window_sweep.lua:18-36: an open attempt is re-fenced with the hold */
+       /* lua/window_sweep.lua@0350ea0:18-36: an open attempt is re-fenced with the hold */
        if
        :: !OPEN || C == C_SENT -> inI = 0                                  /* :22-30 settled */
        :: else ->
@@ -301,33 +319,36 @@ end_idle2:
           jobless = 1; inAttempt++; busyAttempt = 1
        fi
 #else
-       /* v2 window_sweep: claimed/ambiguous re-fenced (lease refreshed); retry taken too */
+       /* v2 lua/window_sweep.lua:21-40: claimed/ambiguous re-fenced (lease refreshed); retry
+        * taken too, re-fenced only under its own claim (a no-op here: the lease is not modelled);
+        * a `retry` with C absent is left to window_claim (:35-37) */
        if
-       :: !OPEN || C == C_SENT -> inI = 0
+       :: !OPEN || C == C_SENT -> inI = 0                                  /* :25-34 settled */
        :: else ->
           if :: ast != A_RETRY && (C == C_NONE || (C == C_RP && ctok == atok)) -> C = C_RP; ctok = atok
-             :: else -> skip fi;
-          jobless = 1; inAttempt++; busyAttempt = 1
+             :: else -> skip fi;                                            /* :35-37 */
+          jobless = 1; inAttempt++; busyAttempt = 1                         /* :38-40 */
        fi
 #endif
      }
      if :: jobless -> goto attempt :: else -> skip fi
 #ifdef V2
   :: d_step { alive[me] && !rolledBack && js == J_FAILED && stallFailed && !adopted ->
-       adopted = 1;                               /* orphans.rs adopt_stall_failures → window_adopt */
-       if
-       :: C == C_SENT || R || ast == A_SENT || ast == A_SFAILED -> skip
-       :: OPEN -> inI = 1
-       :: else -> ast = A_RETRY; atok = 0; inI = 1
+       adopted = 1;          /* src/callbacks/orphans.rs adopt_stall_failures → Window::adopt */
+       if                                                                  /* lua/window_adopt.lua:17-32 */
+       :: C == C_SENT || R || ast == A_SENT || ast == A_SFAILED -> skip     /* :18-22 */
+       :: OPEN -> inI = 1                                                   /* :23-26 */
+       :: else -> ast = A_RETRY; atok = 0; inI = 1                         /* :27-32 token "" */
        fi }
 #endif
-  :: d_step { alive[me] && !rolledBack && ast == A_SENT && !polled -> polled = 1 }  /* reconcile.rs run_once */
+  /* src/callbacks/reconcile.rs Reconciler::run_once */
+  :: d_step { alive[me] && !rolledBack && ast == A_SENT && !polled -> polled = 1 }
      if :: d_step { errs < MAXERR -> errs++; escalated = 1 }              /* delivery failed: escalated */
         :: true -> skip fi
   :: alive[me] && !rolledBack && crashes < MAXCRASH -> rb_crash()
   od;
 
-attempt:                                                                 /* sms.rs SmsProcessor::attempt */
+attempt:                                          /* src/callbacks/sms.rs SmsProcessor::attempt */
   loops = 0; sup = 0;
 claim:
   window_claim(sup);
@@ -341,7 +362,7 @@ claim:
 
 send:
   CRASHPOINT;                                                            /* RINGBACK_CRASH_AT=after-claim */
-  atomic {                                                               /* sms.rs send: create_message */
+  atomic {                                     /* src/callbacks/sms.rs SmsProcessor::send: create_message */
     if
     :: ans = 1                                                            /* accepted */
     :: errs < MAXERR -> ans = 2; errs++                                   /* permanent */
@@ -349,37 +370,40 @@ send:
     :: errs < MAXERR -> ans = 4; errs++                                   /* ambiguous, created */
     :: errs < MAXERR -> ans = 5; errs++                                   /* ambiguous, not created */
 #ifdef V2
-    :: errs < MAXERR -> ans = 6; errs++                                   /* auth refused (v2 §4) */
+    :: errs < MAXERR -> ans = 6; errs++                                   /* auth refused (AuthRefused, v2 §4) */
 #endif
     fi;
     if :: ans == 1 || ans == 4 -> texts++ :: else -> skip fi
   }
   CRASHPOINT;                                                            /* after-provider-accept */
   if
-  :: ans == 1 -> window_mark_sent(tok[me]); sending[me] = 0;              /* SendOutcome::Accepted */
+  :: ans == 1 -> window_mark_sent(tok[me]); sending[me] = 0;              /* SendOutcome::Accepted: mark_sent */
      CRASHPOINT;                                                         /* after-sent-marker */
      finish(O_DONE); goto end_idle
   :: ans == 2 ->                                                          /* SendOutcome::Permanent */
 #if defined(V2) && !defined(F2_AS_WRITTEN)
-     d_step { escalated = 1; sending[me] = 0 }      /* F2 fix: escalate first (idempotent per run) */
+     /* F2 fix, as src/callbacks/sms.rs SmsProcessor::send runs it: Escalator::escalate (job id
+      * from the run: idempotent), then release(send-failed); an escalation that fails delays the
+      * job with nothing released (not modelled: like a crash here, the attempt stays open) */
+     d_step { escalated = 1; sending[me] = 0 }
      CRASHPOINT;
      window_release(tok[me], A_SFAILED, jobless);
 #else
-     window_release(tok[me], A_SFAILED, jobless); sending[me] = 0;       /* sms.rs: release, */
+     window_release(tok[me], A_SFAILED, jobless); sending[me] = 0;       /* src/sms.rs@2898d05: release, */
      CRASHPOINT;
      d_step { escalated = 1 }                                            /* then escalation.rs escalate */
 #endif
      CRASHPOINT;
      finish(O_FAIL); goto end_idle
   :: ans == 3 || ans == 6 -> window_release(tok[me], A_RELEASED, jobless); sending[me] = 0;
-     CRASHPOINT;                                                         /* RetryLater; v2 auth: release, delay */
+     CRASHPOINT;                  /* RetryLater, v2 AuthRefused: release("released"), DelayUntil */
      finish(O_DELAY); goto end_idle
-  :: ans == 4 || ans == 5 -> window_hold(tok[me]); sending[me] = 0;       /* Ambiguous */
+  :: ans == 4 || ans == 5 -> window_hold(tok[me]); sending[me] = 0;       /* Ambiguous: hold */
      CRASHPOINT;
      finish(O_DELAY); goto end_idle
   fi;
 
-resolve:                                                                 /* sms.rs SmsProcessor::resolve */
+resolve:          /* src/callbacks/sms.rs SmsProcessor::resolve (Indistinct → settle_unknown: not modelled) */
   CRASHPOINT;
   atomic {
     if
@@ -389,17 +413,17 @@ resolve:                                                                 /* sms.
     fi
   }
   if
-  :: found -> window_mark_sent(tok[me]);                                 /* Resolution::Sent */
+  :: found -> window_mark_sent(tok[me]);                 /* Resolution::Sent: attempt's mark_sent(Found) */
      CRASHPOINT;
      finish(O_DONE); goto end_idle
   :: !found && res == 0 -> finish(O_DELAY); goto end_idle                /* Resolution::Wait */
   :: !found && res == 1 ->                                               /* Resolution::Lost */
 #ifndef V2
-     window_release(tok[me], A_RELEASED, jobless);                       /* then claim anew */
+     window_release(tok[me], A_RELEASED, jobless);      /* src/sms.rs@0350ea0 attempt: release, claim anew */
      CRASHPOINT;
      sup = 0;
 #else
-     sup = tok[me];                                                       /* supersede inside the claim */
+     sup = tok[me];                     /* supersede inside the claim (attempt; lua/window_claim.lua:105-109) */
 #endif
      if :: loops < 3 -> goto claim
         :: else -> finish(O_DELAY); goto end_idle fi
@@ -413,7 +437,7 @@ end_dead2:
   od
 }
 
-/* node-harness/bin/legacy-worker.js (the seed's worker, as it ran in production) */
+/* node-harness/bin/legacy-worker.js:46-72 (the seed's worker, as it ran in production) */
 inline leg_crash() {
   d_step {
     alive[2] = 0; crashes++; lpc = 0; lres = 0;
@@ -430,16 +454,16 @@ end_lidle:
   skip;
 end_lidle2:
   d_step { alive[2] && js == J_WAIT -> js = J_ACTIVE; holder = 2; lockDead = 0 }  /* BullMQ Worker */
-  d_step {                                                                /* :221-222 SET NX EX 600 */
+  d_step {                                                                /* :51-52 SET NX EX 600 */
     if
     :: C == C_NONE -> C = C_LP; lpc = 1
-    :: else -> lpc = 0;                                                   /* `if (!claimed) return;` */
+    :: else -> lpc = 0;                                                   /* :52 `if (!claimed) return;` */
        if :: js == J_ACTIVE && holder == 2 && !lockDead -> js = J_DONE :: else -> skip fi
     fi
   }
   if :: lpc == 0 -> goto end_lidle :: else -> skip fi;
-  LCRASH;                                                                 /* LEGACY_CRASH_AT=after-claim */
-  atomic {                                                                /* :226 messages.create */
+  LCRASH;                                                                 /* :53 LEGACY_CRASH_AT=after-claim */
+  atomic {                                                                /* :56-61 messages.create */
     if
     :: lres = 1                                                           /* accepted */
     :: errs < MAXERR -> errs++; lres = 2                                  /* refused / retry / lost, not created */
@@ -448,13 +472,13 @@ end_lidle2:
     if :: lres != 2 -> texts++ :: else -> skip fi;
     lpc = 2
   }
-  LCRASH;                                                                 /* after-provider-accept */
+  LCRASH;                                                                 /* :68 after-provider-accept */
   if
   :: lres == 1 ->
-     d_step { if :: C != C_NONE -> C = C_SENT :: else -> skip fi }       /* :239 SET XX sent */
-     LCRASH;                                                              /* before-complete */
+     d_step { if :: C != C_NONE -> C = C_SENT :: else -> skip fi }       /* :69 SET XX sent */
+     LCRASH;                                                              /* :70 before-complete */
      d_step { lpc = 0; lres = 0; if :: js == J_ACTIVE && holder == 2 && !lockDead -> js = J_DONE :: else -> skip fi }
-  :: lres != 1 ->                                                         /* :232-236 throw: BullMQ retry_job */
+  :: lres != 1 ->                                                         /* :62-67 throw: BullMQ retry_job */
      d_step {
        lpc = 0; lres = 0;
        if
@@ -472,15 +496,15 @@ end_ldead2:
 }
 
 /* time, and what happens without any worker: each is enabled only in the order the
- * configuration guarantees (model/README.md, "Assumptions") */
+ * configuration guarantees (docs/model.md, "Assumptions") */
 proctype Env() {
 end_env:
   do
   /* claimed_at + pending TTL: never while the attempt's live worker is still inside its call
-   * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, sms.rs SmsConfig::validate) */
+   * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, src/callbacks/sms.rs SmsConfig::validate) */
   :: d_step { ast == A_CLAIMED && !aged && !(sending[0] && tok[0] == atok) && !(sending[1] && tok[1] == atok) -> aged = 1 }
 #ifndef V2
-  /* v1: the claim written by window_claim:96 expires with the pending TTL */
+  /* v1: the claim written by window_claim.lua@0350ea0:96 expires with the pending TTL */
   :: d_step { C == C_RP && cshort && aged && ctok == atok -> C = C_NONE; cshort = 0 }
   /* v1: a held claim (hold = reconcile window + pending TTL) expires only untouched: no ringback alive */
   :: d_step { C == C_RP && !cshort && !alive[0] && !alive[1] -> C = C_NONE }
@@ -488,7 +512,7 @@ end_env:
   /* v2: the lease ends only after a drain and rollback, or (LEASE_MAX) a fleet lost for the lease */
   :: d_step { C == C_RP && (rolledBack
 #ifdef LEASE_MAX
-              || (!alive[0] && !alive[1] && js != J_ACTIVE)  /* after stall recovery (A2) */
+              || (!alive[0] && !alive[1] && js != J_ACTIVE)  /* after stall recovery (A3; A6 dropped) */
 #endif
               ) -> C = C_NONE }
 #endif
@@ -498,16 +522,18 @@ end_env:
               (!OPEN || rolledBack) -> C = C_NONE }
   /* since + reconcile window: after any legacy call that started before it (window > provider timeout) */
   :: d_step { ast == A_AMBIG && !rwin && lpc != 1 -> rwin = 1 }
-  /* the status webhook (api.rs → receipt_apply.lua): the callback record gets the sid */
+  /* the status webhook (src/edge/api.rs → lua/receipt_apply.lua): the callback record gets the sid */
   :: d_step { texts > 0 && !R -> R = 1 }
-  /* lock expiry + stall recovery (move_stalled_jobs_to_wait.lua, two sweeps): the job goes back to
+  /* lock expiry + stall recovery (lua/move_stalled_jobs_to_wait.lua, two sweeps): the job goes back to
    * wait, or past maxStalledCount to failed */
   :: d_step { js == J_ACTIVE && lockDead ->
        stc++; lockDead = 0; holder = 3;
        if :: stc > MAXSTALLED -> js = J_FAILED; stallFailed = 1 :: else -> js = J_WAIT fi }
 #ifdef DRAIN
-  /* the operator: `ringback drain` resolves every open attempt (the sweep, forced), then the
-   * fleet is rolled back to the legacy worker */
+  /* the operator: `ringback drain` (src/callbacks/drain.rs drain: refuses while ringback workers
+   * live; adopts, takes every indexed run with window_sweep forced, attempts it) resolves every
+   * open attempt, then the fleet is rolled back to the legacy worker. (A drain that reaches its
+   * deadline escalates what is still open and stops: not modelled, outside A6.) */
   :: d_step { !rolledBack && !OPEN && inAttempt == 0 -> rolledBack = 1; alive[0] = 0; alive[1] = 0;
               sending[0] = 0; sending[1] = 0;
               if :: js == J_ACTIVE && holder < 2 -> lockDead = 1 :: else -> skip fi }
