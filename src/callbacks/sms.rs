@@ -714,7 +714,7 @@ impl SmsProcessor {
                 }))
             }
             SendOutcome::AuthRefused(e) => {
-                // Twilio created nothing: give the claim up, keep the callback, use no attempt.
+                // Twilio created nothing: keep the claim and the callback (retry), use no attempt.
                 self.auth_refused("create", &e);
                 let wait = self.config.retry_later_default.max(AUTH_RETRY);
                 if let Err(re) = self
