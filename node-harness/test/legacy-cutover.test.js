@@ -12,7 +12,7 @@
 
 const assert = require('node:assert/strict');
 const { describe, it } = require('node:test');
-const { Lab, runData } = require('../lib/drill/lab');
+const { Lab, runData, timingProfiles } = require('../lib/drill/lab');
 const { VERSIONS } = require('../lib/bullmq');
 const { JOB_NAME, JOB_OPTIONS } = require('../lib/legacy');
 
@@ -21,10 +21,12 @@ const RINGBACK_POINTS = ['after-claim', 'after-provider-accept', 'after-sent-mar
 const LEGACY_POINTS = ['after-provider-accept', 'before-complete'];
 const QUEUE = 'cutover';
 
+// Each timing profile (compressed, and prod: the claim's liveness shorter than the lock).
+for (const timings of timingProfiles())
 for (const version of process.env.CUTOVER_VERSIONS ? process.env.CUTOVER_VERSIONS.split(',') : VERSIONS) {
-  describe(`legacy worker and ringback share a queue, crashing [bullmq v${version}]`, () => {
-    it('texts every run exactly once', { timeout: 120_000 }, async (t) => {
-      const lab = await new Lab({ name: `cutover-v${version}`, version }).start();
+  describe(`legacy worker and ringback share a queue, crashing [bullmq v${version}, ${timings}]`, () => {
+    it('texts every run exactly once', { timeout: 180_000 }, async (t) => {
+      const lab = await new Lab({ name: `cutover-v${version}-${timings}`, version, timings }).start();
       try {
         lab.supervise('ringback', (i) =>
           lab.ringbackWorker(`ringback#${i}`, QUEUE, {
