@@ -330,9 +330,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
         body: body(run),
         from: None,
     };
-    let out = processor
-        .attempt("j", &req, ringback::sms::Caller::Job)
-        .await;
+    let out = processor.attempt("j", &req).await;
     let ringback::Outcome::Completed(v) = out else {
         panic!("settled: {out:?}");
     };
@@ -346,9 +344,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
         .unwrap();
     assert!(exists, "escalated");
     // A later job for the run does not send either.
-    let again = processor
-        .attempt("j2", &req, ringback::sms::Caller::Job)
-        .await;
+    let again = processor.attempt("j2", &req).await;
     assert!(
         matches!(&again, ringback::Outcome::Completed(v) if v["deduplicated"] == true),
         "{again:?}"

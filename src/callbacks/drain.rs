@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::processor::Outcome;
-use crate::sms::{Caller, SmsProcessor};
+use crate::sms::SmsProcessor;
 
 /// How long since its last heartbeat a ringback worker counts as alive.
 pub fn alive_within(sweep_interval: Duration) -> Duration {
@@ -102,7 +102,7 @@ pub async fn drain(
                 continue;
             };
             let (job_id, req) = orphan.job("drain", &run_id);
-            match processor.attempt(&job_id, &req, Caller::Sweep).await {
+            match processor.attempt(&job_id, &req).await {
                 Outcome::Completed(_) | Outcome::Failed(_) => report.resolved.push(run_id),
                 Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,
             }

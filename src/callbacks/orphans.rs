@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::callback::CallbackRequest;
 use crate::processor::Outcome;
-use crate::sms::{Caller, SmsProcessor};
+use crate::sms::SmsProcessor;
 
 /// BullMQ's failedReason for a job failed by the stall limit (v5 and v6).
 pub const STALLED_LIMIT_REASON: &str = "job stalled more than allowable limit";
@@ -52,7 +52,7 @@ pub async fn sweep(
         };
         let (job_id, req) = orphan.job("sweep", &run_id);
         tracing::warn!(run_id = %run_id, "open attempt past its deadline: claim re-fenced, resolving it");
-        match processor.attempt(&job_id, &req, Caller::Sweep).await {
+        match processor.attempt(&job_id, &req).await {
             Outcome::Completed(v) => {
                 tracing::info!(run_id = %run_id, result = %v, "orphan resolved");
                 resolved.push(run_id);
@@ -96,18 +96,23 @@ pub async fn adopt_stall_failures(processor: &SmsProcessor) -> Result<usize, cra
     // page is short, so none is skipped by the exclusive cursor.
     let last = page.last().map(|(_, s)| *s);
     let full = page.len() == 200;
-    let mut upto = None;
-    for (job_id, score) in &page {
-        if full && Some(*score) == last {
-            break;
-        }
-        let (reason, data): (Option<String>, Option<String>) = redis::cmd("HMGET")
+    let page: Vec<(String, f64)> = page
+        .into_iter()
+        .take_while(|(_, score)| !(full && Some(*score) == last))
+        .collect();
+    let Some(upto) = page.last().map(|(_, s)| *s) else {
+        return Ok(0);
+    };
+    // One round trip for the page's failure reasons and data.
+    let mut pipe = redis::pipe();
+    for (job_id, _) in &page {
+        pipe.cmd("HMGET")
             .arg(keys.job(job_id))
             .arg("failedReason")
-            .arg("data")
-            .query_async(&mut conn)
-            .await?;
-        upto = Some(*score);
+            .arg("data");
+    }
+    let fields: Vec<(Option<String>, Option<String>)> = pipe.query_async(&mut conn).await?;
+    for ((job_id, _), (reason, data)) in page.iter().zip(fields) {
         if reason.as_deref() != Some(STALLED_LIMIT_REASON) {
             continue;
         }
@@ -119,13 +124,11 @@ pub async fn adopt_stall_failures(processor: &SmsProcessor) -> Result<usize, cra
             adopted += 1;
         }
     }
-    if let Some(u) = upto {
-        redis::cmd("SET")
-            .arg(&cursor_key)
-            .arg(u)
-            .query_async::<()>(&mut conn)
-            .await?;
-    }
+    redis::cmd("SET")
+        .arg(&cursor_key)
+        .arg(upto)
+        .query_async::<()>(&mut conn)
+        .await?;
     Ok(adopted)
 }
 

@@ -489,16 +489,10 @@ impl SmsProcessor {
     /// The StatusCallback URL: the run and the attempt token, so a receipt names the attempt
     /// that sent.
     fn status_callback(&self, run_id: &str, token: &str) -> Option<String> {
-        self.config.status_callback_url.as_ref().map(|url| {
-            // The query goes before any `#rc=…&rp=…` fragment: that part is Twilio's own
-            // connection overrides, which must stay last.
-            let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
-            let sep = if base.contains('?') { '&' } else { '?' };
-            let encoded: String =
-                serde_urlencoded::to_string([("runId", run_id), ("attempt", token)])
-                    .unwrap_or_default();
-            format!("{base}{sep}{encoded}{fragment}")
-        })
+        self.config
+            .status_callback_url
+            .as_deref()
+            .map(|url| status_callback_url(url, run_id, token))
     }
 
     /// A job delay of `d`, on Redis's clock (as the window last read it).
@@ -532,9 +526,9 @@ impl SmsProcessor {
         }
     }
 
-    /// Run one attempt of a callback for `job_id` (a queue job, or the orphan sweep: `caller`
-    /// says whether a queue job will retry what this attempt gives up).
-    pub async fn attempt(&self, job_id: &str, req: &CallbackRequest, caller: Caller) -> Outcome {
+    /// Run one attempt of a callback for `job_id` (a queue job, or the orphan sweep and the
+    /// drain: what an attempt gives up stays open in the window either way).
+    pub async fn attempt(&self, job_id: &str, req: &CallbackRequest) -> Outcome {
         let from = req.from.clone().unwrap_or_default();
         let mut supersede: Option<String> = None;
         // At most: resolve an unknown send, find it unproven past the window, claim anew.
@@ -575,7 +569,7 @@ impl SmsProcessor {
                 }
                 Ok(Claim::Claimed { token }) => {
                     self.crash(CrashPoint::AfterClaim, &req.run_id);
-                    return self.send(req, &token, caller).await;
+                    return self.send(req, &token).await;
                 }
                 Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {
                     Resolution::Sent(sid) => {
@@ -660,7 +654,7 @@ impl SmsProcessor {
         }
     }
 
-    async fn send(&self, req: &CallbackRequest, token: &str, caller: Caller) -> Outcome {
+    async fn send(&self, req: &CallbackRequest, token: &str) -> Outcome {
         let msg = CreateMessage {
             to: req.to.clone(),
             body: req.body.clone(),
@@ -707,7 +701,7 @@ impl SmsProcessor {
                 }
                 self.crash(CrashPoint::AfterSentMarker, &req.run_id);
                 self.stats.record(SmsEvent::Sent);
-                tracing::info!(sid = %m.sid, to = %mask(&req.to), by = ?caller, "sent");
+                tracing::info!(sid = %m.sid, to = %mask(&req.to), "sent");
                 self.crash(CrashPoint::BeforeComplete, &req.run_id);
                 Outcome::Completed(json!({
                     "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
@@ -871,6 +865,16 @@ impl SmsProcessor {
     }
 }
 
+/// `url` with the run and the attempt token in its query. The query goes before any
+/// `#rc=…&rp=…` fragment: that part is Twilio's own connection overrides, which must stay last.
+fn status_callback_url(url: &str, run_id: &str, token: &str) -> String {
+    let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let encoded: String =
+        serde_urlencoded::to_string([("runId", run_id), ("attempt", token)]).unwrap_or_default();
+    format!("{base}{sep}{encoded}{fragment}")
+}
+
 /// Whether Twilio's stored body is the one sent: equal, or equal after the prefix Twilio adds to
 /// a trial account's messages (a lookup must not miss a send because Twilio changed its body).
 fn same_body(stored: Option<&str>, sent: &str) -> bool {
@@ -884,14 +888,6 @@ const TRIAL_PREFIX: &str = "Sent from your Twilio trial account - ";
 /// While Twilio refuses the credentials: how often a callback tries again, and the error line.
 const AUTH_RETRY: Duration = Duration::from_secs(5);
 const AUTH_LOG_EVERY: Duration = Duration::from_secs(30);
-
-/// Who runs an attempt: a queue job (which BullMQ retries) or the orphan sweep (nothing retries
-/// what it gives up, so the window keeps it open).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
-    Job,
-    Sweep,
-}
 
 enum Resolution {
     Sent(String),
@@ -911,7 +907,7 @@ impl Processor for SmsProcessor {
             }
         };
         let span = tracing::info_span!("callback", run_id = %req.run_id);
-        tracing::Instrument::instrument(self.attempt(&job.id, &req, Caller::Job), span).await
+        tracing::Instrument::instrument(self.attempt(&job.id, &req), span).await
     }
 }
 
@@ -921,22 +917,12 @@ mod tests {
 
     #[test]
     fn the_status_callback_keeps_twilios_fragment_last() {
-        let p = |url: &str| SmsConfig {
-            status_callback_url: Some(url.into()),
-            ..SmsConfig::default()
-        };
-        let url = |c: SmsConfig| {
-            let url = c.status_callback_url.clone().unwrap_or_default();
-            let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
-            let sep = if base.contains('?') { '&' } else { '?' };
-            format!("{base}{sep}runId=r&attempt=t{fragment}")
-        };
         assert_eq!(
-            url(p("https://h/cb#rc=5&rp=5xx")),
+            status_callback_url("https://h/cb#rc=5&rp=5xx", "r", "t"),
             "https://h/cb?runId=r&attempt=t#rc=5&rp=5xx"
         );
         assert_eq!(
-            url(p("https://h/cb?x=1")),
+            status_callback_url("https://h/cb?x=1", "r", "t"),
             "https://h/cb?x=1&runId=r&attempt=t"
         );
     }
