@@ -547,3 +547,51 @@ async fn a_body_twilio_prefixed_for_a_trial_account_is_still_found() {
     );
     w.stop().await;
 }
+
+#[tokio::test]
+async fn sigterm_never_cuts_a_sweep_send_before_its_sent_marker() {
+    // Twilio takes the message at once and answers 1.5 s later.
+    let e = env(
+        "sweep-shutdown",
+        r#"{"create":[{"fault":"slow","delay_ms":1500}]}"#,
+    )
+    .await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    // An orphan: claimed by a worker that is gone, no job behind it.
+    let w = window(&e, conn, 200);
+    w.claim("sd", "gone", None, "j", "w", TO, "", &body("sd"))
+        .await
+        .unwrap();
+    let worker = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[
+            ("TWILIO_TIMEOUT_MS", "3000"),
+            ("RINGBACK_PENDING_TTL_MS", "6000"),
+        ],
+    );
+    // The sweep resolves it (dead after 6 s, no message found) and sends: SIGTERM mid-call.
+    wait_for(
+        Duration::from_secs(30),
+        "the sweep's create to reach Twilio",
+        || async { (texts(&e, "sd") == 1).then_some(()) },
+    )
+    .await;
+    let pid = worker.0.id().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = wait_exit(worker, Duration::from_secs(20)).await;
+    assert!(status.success(), "a clean stop: {status:?}");
+    let mut c = e.redis.conn().await;
+    let v: String = c.get(claim_key("sd")).await.unwrap();
+    assert!(
+        v.starts_with("sent:SM"),
+        "the send finished with its marker before the process exited: {v}"
+    );
+    assert_eq!(texts(&e, "sd"), 1);
+}
