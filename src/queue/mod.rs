@@ -2,6 +2,7 @@
 //! recovery, the fetch driver and the worker's run loop (plus a job-data driven processor for
 //! tests and drills). Knows nothing about SMS; uses only [`crate::store`] below it.
 
+pub mod cron;
 pub mod fetcher;
 pub mod job;
 pub mod lock_manager;
