@@ -1,9 +1,10 @@
 --[[
-  update_job_scheduler: when a worker activates a job of a job scheduler (`every`), create the
-  scheduler's next iteration, as a Node worker does at activation (bullmq-protocol.md §5). The
-  next iteration's options are derived from the producing job's, as Node derives them: `repeat`
-  gets count + 1 (and loses `immediately`), `repeatJobKey`, `timestamp`, `jobId`, `delay`.
-  Cron patterns are computed client-side by Node (cron-parser) and are not supported here.
+  update_job_scheduler: when a worker activates a job of a job scheduler (`every` or cron
+  `pattern`), create the scheduler's next iteration, as a Node worker does at activation
+  (bullmq-protocol.md §5). The next iteration's options are derived from the producing job's, as
+  Node derives them: `repeat` gets count + 1 (and loses `immediately`), `repeatJobKey`,
+  `timestamp`, `jobId`, `delay`. A cron pattern's next run is computed by the caller (Node does
+  it client-side with cron-parser; ringback in src/queue/cron) and passed as ARGV[7].
 
   KEYS[1] repeat       KEYS[5] meta         KEYS[9]  events
   KEYS[2] delayed      KEYS[6] prioritized  KEYS[10] pc
@@ -16,9 +17,11 @@
   ARGV[4] the producing job's id
   ARGV[5] the producing job's stored opts (JSON)
   ARGV[6] the producing job's data (JSON; v5 keeps it as the scheduler's template)
+  ARGV[7] a cron scheduler's next run (ms), already clamped to now; "" when there is none
 
   Returns {"created", nextJobId} | {"duplicate", nextJobId} | {"done"} (limit or end date reached)
-        | {"none"} (no such scheduler, or not its current iteration) | {"pattern"} (cron: unsupported)
+        | {"none"} (no such scheduler, or not its current iteration)
+        | {"pattern"} (a cron scheduler called without a next run in ARGV[7])
 ]]
 local q = {prefix = ARGV[3], repeatKey = KEYS[1], delayed = KEYS[2], wait = KEYS[3], paused = KEYS[4],
   meta = KEYS[5], prioritized = KEYS[6], marker = KEYS[7], events = KEYS[9], pc = KEYS[10],
@@ -27,7 +30,8 @@ local schedulerId, now = ARGV[1], tonumber(ARGV[2])
 local opts = cjson.decode(ARGV[5])
 local rep = opts["repeat"]
 if type(rep) ~= "table" then rep = {} end
-if rep["pattern"] then return {"pattern"} end
+local cronNext = ARGV[7] and tonumber(ARGV[7])
+if rep["pattern"] and not ARGV[7] then return {"pattern"} end
 
 -- What Node's JobScheduler.upsertJobScheduler checks and builds before calling its script.
 local count = tonumber(rep["count"])
@@ -51,16 +55,25 @@ prevMillis = tonumber(prevMillis)
 local schedulerKey = q.repeatKey .. ":" .. schedulerId
 local attrs = rcall("HMGET", schedulerKey, "name", "data", "every", "startDate", "offset")
 every = tonumber(attrs[3]) or every
-if not every then return {"pattern"} end
-local offset = tonumber(attrs[5] or rep["offset"] or 0)
-
--- the next slot after prevMillis, aligned to `every` plus the scheduler's offset
-local nextMillis = prevMillis + every
-if nextMillis < now then
-  local aligned = math.floor(now / every) * every + (offset or 0)
-  if aligned <= now then nextMillis = aligned + every else nextMillis = aligned end
+local nextMillis
+if every then
+  local offset = tonumber(attrs[5] or rep["offset"] or 0)
+  -- the next slot after prevMillis, aligned to `every` plus the scheduler's offset
+  nextMillis = prevMillis + every
+  if nextMillis < now then
+    local aligned = math.floor(now / every) * every + (offset or 0)
+    if aligned <= now then nextMillis = aligned + every else nextMillis = aligned end
+  end
+  nextMillis = math.floor(nextMillis)
+elseif not ARGV[7] then
+  return {"pattern"}
+elseif not cronNext then
+  return {"done"} -- cron-parser found no next run (past endDate): Node schedules nothing
+else
+  nextMillis = cronNext
+  -- Node's getNextJobOpts keeps the run time as prevMillis (undefined, so absent, for `every`)
+  opts["prevMillis"] = cronNext
 end
-nextMillis = math.floor(nextMillis)
 
 local nextId = "repeat:" .. schedulerId .. ":" .. nextMillis
 local current = "repeat:" .. schedulerId .. ":" .. prevMillis

@@ -86,7 +86,15 @@ fn next_runs_and_refusals_match_node_on_both_majors() {
          skipped), {} mismatches",
         mismatches.len()
     );
-    assert!(total > 0 && runs > total / 4, "the generator produced too few valid cases");
+    assert!(
+        total > 0 && runs > total / 4,
+        "the generator produced too few valid cases"
+    );
     let shown: Vec<_> = mismatches.iter().take(15).cloned().collect();
-    assert!(mismatches.is_empty(), "{} mismatches, first:\n{}", mismatches.len(), shown.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches, first:\n{}",
+        mismatches.len(),
+        shown.join("\n")
+    );
 }

@@ -702,7 +702,9 @@ async fn every_script_runs_after_script_flush() {
         assert_eq!(r.unwrap_err(), ringback::ScriptCode::JobMissing);
     }
     assert_eq!(
-        cmds.update_job_scheduler(&job, "none").await.unwrap(),
+        cmds.update_job_scheduler(&job, "none", ringback::commands::now_ms(), None)
+            .await
+            .unwrap(),
         "none"
     );
     let (id, created) = cmds
@@ -885,7 +887,7 @@ async fn the_binary_reports_metrics_and_readiness() {
 }
 
 #[tokio::test]
-async fn every_schedulers_get_their_next_iteration_and_cron_ones_are_refused() {
+async fn every_and_cron_schedulers_get_their_next_iteration_and_unreadable_patterns_fail() {
     let server = RedisServer::start();
     let q = queue_name("sched");
     let k = QueueKeys::new("bull", &q);
@@ -942,10 +944,33 @@ async fn every_schedulers_get_their_next_iteration_and_cron_ones_are_refused() {
     )
     .await;
     let _: () = c.hset(k.job(&cron_id), "rjk", "cron").await.unwrap();
+    // A cron scheduler whose pattern Node could not parse either (hand-made data).
+    let _: () = redis::pipe()
+        .hset_multiple(
+            format!("{}:bad", k.repeat()),
+            &[("name", "b"), ("pattern", "61 * * * *")],
+        )
+        .zadd(k.repeat(), "bad", slot)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let bad_id = format!("repeat:bad:{slot}");
+    add_job(
+        &mut c,
+        &k,
+        Add {
+            id: Some(&bad_id),
+            opts: r#"{"repeat":{"pattern":"61 * * * *"},"attempts":0}"#,
+            ..Default::default()
+        },
+    )
+    .await;
+    let _: () = c.hset(k.job(&bad_id), "rjk", "bad").await.unwrap();
 
     let w = Running::start(config(&server, &q));
     assert_eq!(finished(&mut c, &k, &id).await, "completed");
-    assert_eq!(finished(&mut c, &k, &cron_id).await, "failed");
+    assert_eq!(finished(&mut c, &k, &cron_id).await, "completed");
+    assert_eq!(finished(&mut c, &k, &bad_id).await, "failed");
     w.stop().await;
     // The next slot is slot + 1s, or a later aligned one when the worker started after it passed
     // (Node skips missed slots the same way).
@@ -970,9 +995,19 @@ async fn every_schedulers_get_their_next_iteration_and_cron_ones_are_refused() {
         .await
         .unwrap();
     assert_eq!(ic, "2");
-    let reason: String = c.hget(k.job(&cron_id), "failedReason").await.unwrap();
+    // The cron scheduler's next run is the next whole minute (cron-parser 5: no meta.version).
+    let cron_next: f64 = c.zscore(k.repeat(), "cron").await.unwrap();
+    let cron_next = cron_next as i64;
     assert!(
-        reason.contains("cron pattern are not supported"),
+        cron_next > now && cron_next % 60_000 == 0 && cron_next - now <= 60_000,
+        "{now} -> {cron_next}"
+    );
+    let h = job_hash(&mut c, &k, &format!("repeat:cron:{cron_next}")).await;
+    let opts: serde_json::Value = serde_json::from_str(&h["opts"]).unwrap();
+    assert_eq!(opts["prevMillis"], cron_next, "{opts}");
+    let reason: String = c.hget(k.job(&bad_id), "failedReason").await.unwrap();
+    assert!(
+        reason.contains("Constraint error, got value 61 expected range 0-59"),
         "{reason}"
     );
 }

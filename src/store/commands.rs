@@ -440,12 +440,16 @@ impl Commands {
     }
 
     /// Create the next iteration of the job scheduler that produced `job` (at activation, as
-    /// Node does). Returns the script's verdict: "created", "duplicate", "done", "none", or
-    /// "pattern" (a cron scheduler, which ringback cannot compute).
+    /// Node does). `now` is the iteration's timestamp; `cron_next` the next run of a cron
+    /// scheduler (computed by `queue::cron`; `None` when there is none). Returns the script's
+    /// verdict: "created", "duplicate", "done", "none", or "pattern" (a cron scheduler called
+    /// without `cron_next`).
     pub async fn update_job_scheduler(
         &self,
         job: &Job,
         scheduler_id: &str,
+        now: i64,
+        cron_next: Option<i64>,
     ) -> Result<String, Error> {
         let k = &self.keys;
         let keys = [
@@ -464,17 +468,28 @@ impl Commands {
         ];
         let args = [
             scheduler_id,
-            &now_ms().to_string(),
+            &now.to_string(),
             k.base(),
             &job.id,
             &job.raw_opts,
             &job.data,
+            &cron_next.map(|n| n.to_string()).unwrap_or_default(),
         ];
         let reply: Vec<String> = scripts()
             .update_job_scheduler
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)
             .await?;
         Ok(reply.into_iter().next().unwrap_or_default())
+    }
+
+    /// The queue's `meta.version` ("bullmq:5.81.5"), which names the cron dialect.
+    pub async fn meta_version(&self) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("HGET")
+            .arg(self.keys.meta())
+            .arg("version")
+            .query_async(&mut self.conn.clone())
+            .await?)
     }
 
     /// Whether a job with this id exists in the queue (any state).

@@ -10,6 +10,7 @@
 //   eventsTail        compare only the common tail of the events stream and QueueEvents (trimmed),
 //   tolerance         {ts, dur} in ms for timestamps and durations,
 //   expect[]          intended differences {key, field?, reason, versions?} (ringback subject only),
+//   versions          the bullmq majors it runs on (default: all),
 //   todo              a known ringback gap: the test is reported as TODO instead of failing,
 //   check({node, ringback, views})  extra assertions on both sides.
 'use strict';

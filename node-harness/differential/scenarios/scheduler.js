@@ -4,6 +4,27 @@
 
 const assert = require('node:assert/strict');
 
+/** Waits until 500 ms into a 2 s slot: both sides then add their schedule within one slot. */
+async function slotStart() {
+  const now = Date.now();
+  const target = now - (now % 2000) + 500 + (now % 2000 >= 500 ? 2000 : 0);
+  await new Promise((resolve) => setTimeout(resolve, target - now));
+}
+
+/** Ids of the delayed iterations, and their run times (the id's millis). */
+async function delayedIds(side) {
+  return (await side.queue.getJobs(['delayed'])).map((j) => j.id).sort();
+}
+
+/** Both sides created the same next iteration, at a run time the pattern allows. */
+async function sameNextIteration({ node, ringback }, id, periodMs) {
+  const [n, r] = [await delayedIds(node), await delayedIds(ringback)];
+  assert.equal(n.length, 1, 'Node created the next iteration at activation');
+  assert.match(n[0], new RegExp(`^repeat:${id}:\\d+$`));
+  assert.equal(Number(n[0].split(':').at(-1)) % periodMs, 0, 'on the pattern');
+  assert.deepEqual(r, n, 'ringback created the same iteration (same id, so same run time)');
+}
+
 module.exports = [
   {
     name: 'job-scheduler-every',
@@ -12,9 +33,7 @@ module.exports = [
     // within one slot. Both sides compute the same instant, 500 ms into a slot, in one tick (the
     // runner starts both produce calls before either awaits), and add the scheduler then.
     async produce(s) {
-      const now = Date.now();
-      const target = now - (now % 2000) + 500 + (now % 2000 >= 500 ? 2000 : 0);
-      await new Promise((resolve) => setTimeout(resolve, target - now));
+      await slotStart();
       await s.queue.upsertJobScheduler('every-2s', { every: 2000 }, { name: 'tick', data: { script: ['complete'] }, opts: { removeOnComplete: false } });
     },
     // Done when the first iteration completed (by then a Node worker has created the next one)
@@ -28,6 +47,65 @@ module.exports = [
       const delayed = await node.queue.getJobs(['delayed']);
       assert.equal(delayed.length, 1, 'Node created the next iteration at activation');
       assert.match(delayed[0].id, /^repeat:every-2s:\d+$/);
+    },
+  },
+  {
+    name: 'job-scheduler-cron',
+    covers: ['job scheduler with a cron pattern (seconds field): next iteration computed and upserted at activation, same id, delay, keys and events as Node'],
+    async produce(s) {
+      await slotStart();
+      await s.queue.upsertJobScheduler('cron-2s', { pattern: '*/2 * * * * *' }, { name: 'tick', data: { script: ['complete'] }, opts: { removeOnComplete: false } });
+    },
+    async done(s) {
+      const done = await s.queue.getJobs(['completed', 'failed']);
+      return done.length >= 1 && (await s.redis.zscore(s.key('marker'), '1')) === null;
+    },
+    // A Node process's first cron computation loads luxon and the zone data (about 50 ms), so
+    // its next iteration's delay (run time - now) is that much shorter than ringback's.
+    tolerance: { dur: 120 },
+    check: (sides) => sameNextIteration(sides, 'cron-2s', 2000),
+  },
+  {
+    name: 'job-scheduler-cron-options',
+    covers: ['cron scheduler options: tz, immediately, limit (the last iteration creates no next one), endDate'],
+    tolerance: { dur: 120 }, // as job-scheduler-cron
+    async produce(s) {
+      await slotStart();
+      await s.queue.upsertJobScheduler(
+        'cron-tz',
+        { pattern: '*/2 * * * * *', tz: 'Asia/Kolkata', immediately: true, limit: 2, endDate: Date.now() - (Date.now() % 2000) + 60_000 },
+        { name: 'tick', data: { script: ['complete'] }, opts: { removeOnComplete: false } },
+      );
+    },
+    async done(s) {
+      return (await s.queue.getJobs(['completed', 'failed'])).length >= 2 && (await s.idle());
+    },
+    async check({ node, ringback }) {
+      for (const side of [node, ringback]) {
+        const done = await side.queue.getJobs(['completed']);
+        assert.equal(done.length, 2, `[${side.label}] two iterations (limit 2), then none`);
+      }
+    },
+  },
+  {
+    name: 'repeat-cron-legacy',
+    versions: ['5'],
+    covers: ['v5 repeatable job (Queue.add with repeat.pattern): next iteration created at activation as Node does'],
+    tolerance: { dur: 120 }, // as job-scheduler-cron
+    async produce(s) {
+      await slotStart();
+      await s.add('tick', { script: ['complete'] }, { repeat: { pattern: '*/2 * * * * *' }, removeOnComplete: false });
+    },
+    async done(s) {
+      const done = await s.queue.getJobs(['completed', 'failed']);
+      return done.length >= 1 && (await s.redis.zscore(s.key('marker'), '1')) === null;
+    },
+    async check({ node, ringback }) {
+      const [n, r] = [await delayedIds(node), await delayedIds(ringback)];
+      assert.equal(n.length, 1, 'Node created the next iteration at activation');
+      assert.equal(r.length, 1, 'ringback created the next iteration at activation');
+      // the id's hash names the queue, so only the run times compare
+      assert.equal(r[0].split(':').at(-1), n[0].split(':').at(-1), 'same run time');
     },
   },
 ];

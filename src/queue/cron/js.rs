@@ -48,7 +48,11 @@ pub fn num_str(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
-        if v > 0.0 { "Infinity".into() } else { "-Infinity".into() }
+        if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        }
     } else if v == v.trunc() && v.abs() < 1e21 {
         format!("{}", v as i128)
     } else {
@@ -91,7 +95,9 @@ impl Val {
 
 /// Whether the number `v` is among the values (strict equality, as `===`).
 pub fn member(values: &[Val], v: i64) -> bool {
-    values.iter().any(|x| matches!(x, Val::N(n) if *n == v as f64))
+    values
+        .iter()
+        .any(|x| matches!(x, Val::N(n) if *n == v as f64))
 }
 
 /// Replace three-letter aliases (`jan`, `mon`) left to right, as `/[a-z]{3}/gi` does.

@@ -73,7 +73,9 @@ fn fixed_specifier(lower: &str) -> Option<i64> {
         return None;
     }
     let minutes = match m {
-        Some(m) if m.len() == 2 && m.bytes().all(|b| b.is_ascii_digit()) => m.parse::<i64>().ok()?,
+        Some(m) if m.len() == 2 && m.bytes().all(|b| b.is_ascii_digit()) => {
+            m.parse::<i64>().ok()?
+        }
         Some(_) => return None,
         None => 0,
     };
@@ -140,7 +142,11 @@ impl Civil {
         let year = self.year + m0.div_euclid(12);
         let month = m0.rem_euclid(12) + 1;
         let days = days_from_civil(year, month, 1) + self.day - 1;
-        days * MS_PER_DAY + self.hour * 3_600_000 + self.minute * 60_000 + self.second * 1000 + self.ms
+        days * MS_PER_DAY
+            + self.hour * 3_600_000
+            + self.minute * 60_000
+            + self.second * 1000
+            + self.ms
     }
 
     fn from_local_ts(local: i64) -> Civil {

@@ -41,7 +41,9 @@ pub enum CronError {
     Pattern { pattern: String, reason: String },
     #[error("time zone {0:?} is not known")]
     Zone(String),
-    #[error("{field} {value} is not a date ringback can read (use epoch milliseconds or an ISO 8601 instant)")]
+    #[error(
+        "{field} {value} is not a date ringback can read (use epoch milliseconds or an ISO 8601 instant)"
+    )]
     Date { field: &'static str, value: String },
 }
 
@@ -194,8 +196,14 @@ mod tests {
 
     #[test]
     fn dialect_from_meta_version() {
-        assert_eq!(Dialect::for_meta_version(Some("bullmq:5.81.5")), Dialect::CronParser4);
-        assert_eq!(Dialect::for_meta_version(Some("bullmq:6.7.0")), Dialect::CronParser5);
+        assert_eq!(
+            Dialect::for_meta_version(Some("bullmq:5.81.5")),
+            Dialect::CronParser4
+        );
+        assert_eq!(
+            Dialect::for_meta_version(Some("bullmq:6.7.0")),
+            Dialect::CronParser5
+        );
         assert_eq!(Dialect::for_meta_version(None), Dialect::CronParser5);
     }
 

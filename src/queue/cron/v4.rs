@@ -309,7 +309,11 @@ fn add_unit(d: &DateTime, unit: Unit) -> DateTime {
         Unit::Day => d.plus_calendar(0, 1).start_of(Unit::Day),
         Unit::Hour => {
             let n = d.plus_ms(3_600_000).start_of(Unit::Hour);
-            if n.ts <= d.ts { n.plus_ms(3_600_000) } else { n }
+            if n.ts <= d.ts {
+                n.plus_ms(3_600_000)
+            } else {
+                n
+            }
         }
         Unit::Minute => {
             let n = d.plus_ms(60_000).start_of(Unit::Minute);
@@ -323,8 +327,15 @@ fn add_unit(d: &DateTime, unit: Unit) -> DateTime {
 }
 
 fn subtract_hour(d: &DateTime) -> DateTime {
-    let n = d.plus_ms(-3_600_000).end_of(Unit::Hour).start_of(Unit::Second);
-    if n.ts >= d.ts { n.plus_ms(-3_600_000) } else { n }
+    let n = d
+        .plus_ms(-3_600_000)
+        .end_of(Unit::Hour)
+        .start_of(Unit::Second);
+    if n.ts >= d.ts {
+        n.plus_ms(-3_600_000)
+    } else {
+        n
+    }
 }
 
 impl Search<'_> {
@@ -356,7 +367,9 @@ impl Search<'_> {
 }
 
 fn has_l_in(values: &[Val]) -> bool {
-    values.iter().any(|v| matches!(v, Val::S(s) if s.contains('L')))
+    values
+        .iter()
+        .any(|v| matches!(v, Val::S(s) if s.contains('L')))
 }
 
 fn nth_day_match(d: &DateTime, nth: f64) -> bool {

@@ -62,11 +62,15 @@ pub struct CronField {
 impl CronField {
     fn new(f: Field, mut values: Vec<Val>, raw: &str) -> Result<CronField, String> {
         if values.is_empty() {
-            return Err(format!("{} Validation error, values contains no values", f.class_name()));
+            return Err(format!(
+                "{} Validation error, values contains no values",
+                f.class_name()
+            ));
         }
         values.sort_by(Val::sort_cmp);
         let wildcard = raw == "*" || raw == "?";
-        let has_last = raw.contains('L') || values.iter().any(|v| matches!(v, Val::S(s) if s == "L"));
+        let has_last =
+            raw.contains('L') || values.iter().any(|v| matches!(v, Val::S(s) if s == "L"));
         let (min, max, l) = f.bounds();
         for v in &values {
             let ok = match v {
@@ -265,7 +269,11 @@ fn parse_field(f: Field, value: &str) -> Result<Vec<Val>, String> {
                         num_str(max)
                     ));
                 }
-                stack.push(if f == Field::DayOfWeek { Val::N(n % 7.0) } else { v });
+                stack.push(if f == Field::DayOfWeek {
+                    Val::N(n % 7.0)
+                } else {
+                    v
+                });
             }
         }
     }
@@ -335,14 +343,22 @@ pub fn parse(expression: &str) -> Result<Expr, String> {
             .filter(|v| !matches!(v, Val::N(n) if *n > dim))
             .cloned()
             .collect();
-        CronField::new(Field::DayOfMonth, if days.is_empty() { dom } else { days }, raw[3])?
+        CronField::new(
+            Field::DayOfMonth,
+            if days.is_empty() { dom } else { days },
+            raw[3],
+        )?
     } else {
         CronField::new(Field::DayOfMonth, dom, raw[3])?
     };
     let month = CronField::new(Field::Month, month, raw[4])?;
     let dow = CronField::new(Field::DayOfWeek, dow, raw[5])?;
     if month.values.len() == 1 && !dom.has_last && dow.wildcard {
-        let first = dom.values.first().map(|v| parse_int(&v.js())).unwrap_or(f64::NAN);
+        let first = dom
+            .values
+            .first()
+            .map(|v| parse_int(&v.js()))
+            .unwrap_or(f64::NAN);
         let dim = DAYS_IN_MONTH[(month.first_num() as usize).clamp(1, 12) - 1] as f64;
         if !(first <= dim) {
             return Err("Invalid explicit day of month definition".into());
