@@ -360,7 +360,8 @@ pub fn parse(expression: &str) -> Result<Expr, String> {
             .map(|v| parse_int(&v.js()))
             .unwrap_or(f64::NAN);
         let dim = DAYS_IN_MONTH[(month.first_num() as usize).clamp(1, 12) - 1] as f64;
-        if !(first <= dim) {
+        // NaN (no number first) fails the comparison too, as in JavaScript
+        if first.is_nan() || first > dim {
             return Err("Invalid explicit day of month definition".into());
         }
     }
