@@ -9,6 +9,8 @@
 //   unrecoverable:<msg> -> throws UnrecoverableError(msg)
 //   sleep:<ms>          -> waits, then behaves as `complete`
 //   delay:<ms>          -> job.moveToDelayed(now + ms, token), throws DelayedError (no attempt used)
+//   progress:<json>     -> job.updateProgress(json), then behaves as `complete`
+//   logs:<n>            -> job.log('row 1') .. job.log('row n'), then behaves as `complete`
 //   crash               -> SIGKILLs this process at once
 // No script (or data not an object) -> returns undefined (stored as "null").
 'use strict';
@@ -71,6 +73,15 @@ function makeProcessor(bullmq, { onAction, allowCrash = true } = {}) {
         if (!Number.isFinite(ms) || ms < 0) throw new Error(`unknown script action ${JSON.stringify(action)}`);
         await job.moveToDelayed(Date.now() + ms, token);
         throw new DelayedError();
+      }
+      case 'progress':
+        await job.updateProgress(JSON.parse(arg ?? ''));
+        return completed(job);
+      case 'logs': {
+        const n = Number(arg);
+        if (!Number.isInteger(n) || n < 0) throw new Error(`unknown script action ${JSON.stringify(action)}`);
+        for (let i = 1; i <= n; i++) await job.log(`row ${i}`);
+        return completed(job);
       }
       case 'crash':
         if (!allowCrash) throw new Error(`refusing to crash this process (activation ${activation(job)})`);

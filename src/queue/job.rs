@@ -97,6 +97,8 @@ pub struct JobOptions {
     pub remove_on_fail: Option<KeepJobs>,
     /// Keep at most this many stack traces (`None` = all, `Some(0)` = none).
     pub stack_trace_limit: Option<usize>,
+    /// Keep at most this many log rows (`keepLogs`, stored as `kl`; `None` = all).
+    pub keep_logs: Option<u64>,
     /// Set when `opts` was present but not a JSON object.
     pub invalid: Option<String>,
 }
@@ -125,6 +127,12 @@ impl JobOptions {
                 .get("stackTraceLimit")
                 .and_then(number)
                 .map(|n| n.max(0.0) as usize),
+            // stored as `kl` (Node's short name), `keepLogs` when written by hand
+            keep_logs: v
+                .get("kl")
+                .or_else(|| v.get("keepLogs"))
+                .and_then(number)
+                .map(|n| n.max(0.0) as u64),
             invalid: None,
         }
     }

@@ -71,17 +71,27 @@ impl Failure {
     }
 }
 
-/// What a running job may do besides returning: report progress.
+/// What a running job may do besides returning: report progress, write log rows.
 #[derive(Clone)]
 pub struct JobContext {
     pub(crate) commands: Commands,
     pub(crate) job_id: String,
+    /// The job's `keepLogs`.
+    pub(crate) keep_logs: Option<u64>,
 }
 
 impl JobContext {
     /// Store progress on the job and emit the `progress` event QueueEvents listens for.
     pub async fn update_progress(&self, progress: &serde_json::Value) -> Result<(), Error> {
         self.commands.update_progress(&self.job_id, progress).await
+    }
+
+    /// Append a row to the job's log (Node's `job.log`), keeping the job's `keepLogs` last rows.
+    /// Returns the number of rows kept.
+    pub async fn log(&self, row: &str) -> Result<i64, Error> {
+        self.commands
+            .add_log(&self.job_id, row, self.keep_logs)
+            .await
     }
 }
 

@@ -5,7 +5,9 @@
 //! `min(attemptsStarted, len) - 1` (so the last entry repeats; activation counts stalls and
 //! delays too). Actions: `complete` (returns `{"ok":true,"attempt":N}`), `complete:<json>`,
 //! `fail:<msg>`, `unrecoverable:<msg>`, `sleep:<ms>` (then complete), `delay:<ms>` (run again
-//! later without using an attempt), `crash` (abort the process at once, as kill -9 would).
+//! later without using an attempt), `progress:<json>` (report progress, then complete),
+//! `logs:<n>` (write log rows `row 1`..`row n`, then complete), `crash` (abort the process at
+//! once, as kill -9 would).
 //! No `script`: complete with `null`.
 
 use std::time::Duration;
@@ -27,6 +29,8 @@ pub enum Action {
     Unrecoverable(String),
     Sleep(u64),
     Delay(u64),
+    Progress(Value),
+    Logs(u64),
     Crash,
 }
 
@@ -51,6 +55,13 @@ impl Action {
             "unrecoverable" => Ok(Action::Unrecoverable(arg.unwrap_or("").to_string())),
             "sleep" => ms(arg).map(Action::Sleep),
             "delay" => ms(arg).map(Action::Delay),
+            "progress" => serde_json::from_str(arg.unwrap_or(""))
+                .map(Action::Progress)
+                .map_err(|e| format!("progress:<json> is not JSON: {e}")),
+            "logs" => arg
+                .and_then(|a| a.parse::<u64>().ok())
+                .map(Action::Logs)
+                .ok_or_else(|| format!("logs needs a number of rows: {s:?}")),
             "crash" => Ok(Action::Crash),
             _ => Err(format!("unknown script action {s:?}")),
         }
@@ -83,7 +94,7 @@ pub fn action_for(job: &Job) -> Result<Option<Action>, String> {
 }
 
 impl Processor for ScriptedProcessor {
-    async fn process(&self, job: &Job, _ctx: &JobContext) -> Outcome {
+    async fn process(&self, job: &Job, ctx: &JobContext) -> Outcome {
         let completed = || Outcome::Completed(json!({"ok": true, "attempt": job.attempt()}));
         match action_for(job) {
             Err(problem) => Outcome::fail(problem),
@@ -98,6 +109,18 @@ impl Processor for ScriptedProcessor {
                     completed()
                 }
                 Action::Delay(ms) => Outcome::DelayUntil(now_ms() + ms as i64),
+                Action::Progress(p) => match ctx.update_progress(&p).await {
+                    Ok(()) => completed(),
+                    Err(e) => Outcome::fail(format!("updateProgress failed: {e}")),
+                },
+                Action::Logs(n) => {
+                    for i in 1..=n {
+                        if let Err(e) = ctx.log(&format!("row {i}")).await {
+                            return Outcome::fail(format!("log failed: {e}"));
+                        }
+                    }
+                    completed()
+                }
                 Action::Crash => {
                     tracing::error!(job_id = %job.id, "scripted crash: aborting the process");
                     std::process::abort()
@@ -139,6 +162,12 @@ mod tests {
         assert_eq!(Action::parse("sleep:10"), Ok(Action::Sleep(10)));
         assert_eq!(Action::parse("delay:5"), Ok(Action::Delay(5)));
         assert_eq!(Action::parse("crash"), Ok(Action::Crash));
+        assert_eq!(
+            Action::parse(r#"progress:{"pct":5}"#),
+            Ok(Action::Progress(json!({"pct":5})))
+        );
+        assert_eq!(Action::parse("logs:3"), Ok(Action::Logs(3)));
+        assert!(Action::parse("logs:x").is_err());
         assert!(Action::parse("sleep:x").is_err());
         assert!(Action::parse("dance").is_err());
     }

@@ -230,6 +230,7 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
             let ctx = JobContext {
                 commands: shared.commands.clone(),
                 job_id: job.id.clone(),
+                keep_logs: job.opts.keep_logs,
             };
             shared.processor.process(&job, &ctx).await
         }

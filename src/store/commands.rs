@@ -519,6 +519,34 @@ impl Commands {
             detail: c.to_string(),
         })
     }
+
+    /// Append a row to the job's log (`<job>:logs`), trimmed to the last `keep_logs` rows when
+    /// set, as Node's `job.log()`. Returns the number of rows kept.
+    pub async fn add_log(
+        &self,
+        job_id: &str,
+        row: &str,
+        keep_logs: Option<u64>,
+    ) -> Result<i64, Error> {
+        let k = &self.keys;
+        let job_key = k.job(job_id);
+        let keys = [job_key.clone(), format!("{job_key}:logs")];
+        let args = [
+            row.to_string(),
+            keep_logs.map(|n| n.to_string()).unwrap_or_default(),
+        ];
+        let count: i64 = scripts()
+            .add_log
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        if count < 0 {
+            return Err(Error::Reply {
+                script: "add_log",
+                detail: ScriptCode::from_code(count).to_string(),
+            });
+        }
+        Ok(count)
+    }
 }
 
 fn code_or(script: &'static str, reply: Value) -> Result<(), ScriptCode> {

@@ -41,6 +41,7 @@ scripts! {
     extend_locks => "extend_locks.lua",
     move_stalled_jobs_to_wait => "move_stalled_jobs_to_wait.lua",
     update_progress => "update_progress.lua",
+    add_log => "add_log.lua",
     add_job => "add_job.lua",
     update_job_scheduler => "update_job_scheduler.lua",
     window_claim => "window_claim.lua",

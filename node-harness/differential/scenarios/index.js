@@ -27,4 +27,5 @@ module.exports = [
   ...require('./delay'),
   ...require('./metrics'),
   ...require('./data'),
+  ...require('./surface'),
 ];

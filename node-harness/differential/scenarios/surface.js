@@ -1,0 +1,28 @@
+// The rest of a Node Worker's surface a processor uses: progress and log rows.
+'use strict';
+
+const assert = require('node:assert/strict');
+
+module.exports = [
+  {
+    name: 'logs-and-progress',
+    covers: [
+      'job.updateProgress from the processor (`progress` field and event)',
+      'job.log from the processor (`<id>:logs` list), trimmed to `keepLogs`',
+    ],
+    async produce(s) {
+      await s.add('p', { script: ['progress:{"pct":50,"step":"half"}'] });
+      await s.add('l', { script: ['logs:3'] });
+      await s.add('k', { script: ['logs:4'] }, { keepLogs: 2 });
+    },
+    async check({ node, ringback }) {
+      for (const side of [node, ringback]) {
+        const [p, l, k] = side.added;
+        const job = await side.bullmq.Job.fromId(side.queue, p);
+        assert.deepEqual(job.progress, { pct: 50, step: 'half' }, `[${side.label}] progress`);
+        assert.deepEqual((await side.queue.getJobLogs(l)).logs, ['row 1', 'row 2', 'row 3'], `[${side.label}] logs`);
+        assert.deepEqual((await side.queue.getJobLogs(k)).logs, ['row 3', 'row 4'], `[${side.label}] keepLogs 2`);
+      }
+    },
+  },
+];
