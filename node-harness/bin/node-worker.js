@@ -87,7 +87,7 @@ for (const k of Object.keys(optional)) if (optional[k] === undefined) delete opt
 
 const bullmq = load(config.bullmqVersion);
 
-const worker = new bullmq.Worker(config.queue, makeProcessor(bullmq), {
+const worker = new bullmq.Worker(config.queue, makeProcessor(bullmq, { worker: () => worker }), {
   connection: connectionFromUrl(config.redisUrl),
   prefix: config.prefix,
   concurrency: Math.max(1, config.concurrency),

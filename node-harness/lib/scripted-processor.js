@@ -11,6 +11,7 @@
 //   delay:<ms>          -> job.moveToDelayed(now + ms, token), throws DelayedError (no attempt used)
 //   progress:<json>     -> job.updateProgress(json), then behaves as `complete`
 //   logs:<n>            -> job.log('row 1') .. job.log('row n'), then behaves as `complete`
+//   ratelimit:<ms>      -> worker.rateLimit(ms), throws RateLimitError (back to wait, no attempt used)
 //   crash               -> SIGKILLs this process at once
 // No script (or data not an object) -> returns undefined (stored as "null").
 'use strict';
@@ -48,7 +49,8 @@ function completed(job) {
 //
 // `allowCrash: false` turns `crash` into a thrown error: in-process test workers
 // use it so a bad activation count cannot kill the test runner.
-function makeProcessor(bullmq, { onAction, allowCrash = true } = {}) {
+// `worker` (a function returning the Worker) is needed by `ratelimit`.
+function makeProcessor(bullmq, { onAction, allowCrash = true, worker } = {}) {
   const { UnrecoverableError, DelayedError } = bullmq;
   return async function scriptedProcessor(job, token) {
     const action = actionFor(job);
@@ -77,6 +79,12 @@ function makeProcessor(bullmq, { onAction, allowCrash = true } = {}) {
       case 'progress':
         await job.updateProgress(JSON.parse(arg ?? ''));
         return completed(job);
+      case 'ratelimit': {
+        const ms = Number(arg);
+        if (!Number.isFinite(ms) || ms < 0 || !worker) throw new Error(`unknown script action ${JSON.stringify(action)}`);
+        await worker().rateLimit(ms);
+        throw bullmq.Worker.RateLimitError();
+      }
       case 'logs': {
         const n = Number(arg);
         if (!Number.isInteger(n) || n < 0) throw new Error(`unknown script action ${JSON.stringify(action)}`);

@@ -4,6 +4,8 @@
 //! After every wake-up or timeout we call `move_to_active` again: one marker stands for many
 //! jobs, and pause/resume delete and re-add it.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -27,10 +29,17 @@ pub struct Fetcher {
     worker_id: String,
     fetches: u64,
     error_delay: Duration,
+    /// Set when a processor rate-limited the queue (ms since the epoch; 0 = not limited).
+    limit_until: Arc<AtomicI64>,
 }
 
 impl Fetcher {
-    pub fn new(client: redis::Client, commands: Commands, config: &WorkerConfig) -> Self {
+    pub fn new(
+        client: redis::Client,
+        commands: Commands,
+        config: &WorkerConfig,
+        limit_until: Arc<AtomicI64>,
+    ) -> Self {
         Self {
             client,
             commands,
@@ -40,6 +49,7 @@ impl Fetcher {
             worker_id: uuid::Uuid::new_v4().to_string(),
             fetches: 0,
             error_delay: Duration::ZERO,
+            limit_until,
         }
     }
 
@@ -54,6 +64,17 @@ impl Fetcher {
         loop {
             if cancel.is_cancelled() {
                 return None;
+            }
+            // a processor rate-limited the queue (Node's waitForRateLimit)
+            let until = self.limit_until.swap(0, Ordering::Relaxed);
+            let wait_ms = until - now_ms();
+            if wait_ms > 0 {
+                sleep(
+                    Duration::from_millis(wait_ms as u64).min(MAX_RATE_LIMIT_DELAY),
+                    cancel,
+                )
+                .await;
+                continue;
             }
             self.fetches += 1;
             let token = format!("{}:{}", self.worker_id, self.fetches);

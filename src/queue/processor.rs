@@ -6,6 +6,8 @@
 //! decides from it and the job's options whether to complete, retry, delay or fail.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::commands::Commands;
 use crate::error::Error;
@@ -71,19 +73,36 @@ impl Failure {
     }
 }
 
-/// What a running job may do besides returning: report progress, write log rows.
+/// What a running job may do besides returning: report progress, write log rows, rate-limit
+/// the queue.
 #[derive(Clone)]
 pub struct JobContext {
     pub(crate) commands: Commands,
     pub(crate) job_id: String,
     /// The job's `keepLogs`.
     pub(crate) keep_logs: Option<u64>,
+    /// Set by [`JobContext::rate_limit`]: the job goes back to wait, whatever it returns.
+    pub(crate) rate_limited: Arc<AtomicBool>,
 }
 
 impl JobContext {
     /// Store progress on the job and emit the `progress` event QueueEvents listens for.
     pub async fn update_progress(&self, progress: &serde_json::Value) -> Result<(), Error> {
         self.commands.update_progress(&self.job_id, progress).await
+    }
+
+    /// Rate-limit the queue for `ms` and put this job back to wait without using an attempt,
+    /// as Node's `await worker.rateLimit(ms); throw Worker.RateLimitError()`. Return the outcome
+    /// it gives (the worker ignores it once the queue is limited). On a Redis error the job
+    /// fails this attempt with the error.
+    pub async fn rate_limit(&self, ms: u64) -> Outcome {
+        match self.commands.set_rate_limit(ms).await {
+            Ok(()) => {
+                self.rate_limited.store(true, Ordering::Relaxed);
+                Outcome::DelayUntil(0)
+            }
+            Err(e) => Outcome::fail(format!("rateLimit failed: {e}")),
+        }
     }
 
     /// Append a row to the job's log (Node's `job.log`), keeping the job's `keepLogs` last rows.

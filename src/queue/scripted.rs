@@ -6,7 +6,8 @@
 //! delays too). Actions: `complete` (returns `{"ok":true,"attempt":N}`), `complete:<json>`,
 //! `fail:<msg>`, `unrecoverable:<msg>`, `sleep:<ms>` (then complete), `delay:<ms>` (run again
 //! later without using an attempt), `progress:<json>` (report progress, then complete),
-//! `logs:<n>` (write log rows `row 1`..`row n`, then complete), `crash` (abort the process at
+//! `logs:<n>` (write log rows `row 1`..`row n`, then complete), `ratelimit:<ms>` (rate-limit the
+//! queue; the job goes back to wait without using an attempt), `crash` (abort the process at
 //! once, as kill -9 would).
 //! No `script`: complete with `null`.
 
@@ -31,6 +32,7 @@ pub enum Action {
     Delay(u64),
     Progress(Value),
     Logs(u64),
+    RateLimit(u64),
     Crash,
 }
 
@@ -55,6 +57,7 @@ impl Action {
             "unrecoverable" => Ok(Action::Unrecoverable(arg.unwrap_or("").to_string())),
             "sleep" => ms(arg).map(Action::Sleep),
             "delay" => ms(arg).map(Action::Delay),
+            "ratelimit" => ms(arg).map(Action::RateLimit),
             "progress" => serde_json::from_str(arg.unwrap_or(""))
                 .map(Action::Progress)
                 .map_err(|e| format!("progress:<json> is not JSON: {e}")),
@@ -113,6 +116,7 @@ impl Processor for ScriptedProcessor {
                     Ok(()) => completed(),
                     Err(e) => Outcome::fail(format!("updateProgress failed: {e}")),
                 },
+                Action::RateLimit(ms) => ctx.rate_limit(ms).await,
                 Action::Logs(n) => {
                     for i in 1..=n {
                         if let Err(e) = ctx.log(&format!("row {i}")).await {
@@ -167,6 +171,7 @@ mod tests {
             Ok(Action::Progress(json!({"pct":5})))
         );
         assert_eq!(Action::parse("logs:3"), Ok(Action::Logs(3)));
+        assert_eq!(Action::parse("ratelimit:50"), Ok(Action::RateLimit(50)));
         assert!(Action::parse("logs:x").is_err());
         assert!(Action::parse("sleep:x").is_err());
         assert!(Action::parse("dance").is_err());

@@ -8,7 +8,7 @@
 //! runs with the same permit.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -65,6 +65,8 @@ struct Shared<P> {
     locks: Arc<LockManager>,
     stopping: CancellationToken,
     stats: Arc<WorkerStats>,
+    /// A processor rate-limited the queue until then (ms; 0 = not): no fetch before it.
+    limit_until: Arc<AtomicI64>,
 }
 
 impl<P: Processor> Worker<P> {
@@ -134,6 +136,7 @@ impl<P: Processor> Worker<P> {
             ));
         }
 
+        let limit_until = Arc::new(AtomicI64::new(0));
         let shared = Arc::new(Shared {
             config: cfg.clone(),
             processor: self.processor,
@@ -141,10 +144,11 @@ impl<P: Processor> Worker<P> {
             locks: locks.clone(),
             stopping: shutdown.clone(),
             stats: self.stats.clone(),
+            limit_until: limit_until.clone(),
         });
         let tracker = TaskTracker::new();
         let permits = self.permits;
-        let mut fetcher = Fetcher::new(client, commands, &cfg);
+        let mut fetcher = Fetcher::new(client, commands, &cfg, limit_until);
         tracing::info!(queue = %cfg.queue, prefix = %cfg.prefix, concurrency = cfg.concurrency,
             worker = %fetcher.worker_id(), "worker started");
 
@@ -231,8 +235,15 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
                 commands: shared.commands.clone(),
                 job_id: job.id.clone(),
                 keep_logs: job.opts.keep_logs,
+                rate_limited: Arc::new(AtomicBool::new(false)),
             };
-            shared.processor.process(&job, &ctx).await
+            let outcome = shared.processor.process(&job, &ctx).await;
+            if ctx.rate_limited.load(Ordering::Relaxed) {
+                shared.locks.untrack(&job.id);
+                back_to_wait_limited(shared, &job, token).await;
+                return None;
+            }
+            outcome
         }
     };
     let mut finish = decide(&job, outcome, rand::random::<f64>());
@@ -305,6 +316,20 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
                 return None;
             }
         }
+    }
+}
+
+/// The processor rate-limited the queue: the job goes back to wait without using an attempt,
+/// and this worker fetches nothing until the limit ends (Node's `RateLimitError`).
+async fn back_to_wait_limited<P: Processor>(shared: &Shared<P>, job: &Job, token: &str) {
+    match shared.commands.move_limited_to_wait(&job.id, token).await {
+        Ok(ttl) => {
+            let until = if ttl > 0 { now_ms() + ttl as i64 } else { 0 };
+            shared.limit_until.store(until, Ordering::Relaxed);
+            tracing::info!(ttl_ms = ttl, "rate limited: job back to wait");
+        }
+        Err(e) => tracing::error!(error = %e, "could not move the rate-limited job back to wait; \
+            stall recovery will"),
     }
 }
 

@@ -520,6 +520,50 @@ impl Commands {
         })
     }
 
+    /// Rate-limit the queue for `ms` (Node's `worker.rateLimit`): the `limiter` key, set as Node
+    /// sets it.
+    pub async fn set_rate_limit(&self, ms: u64) -> Result<(), Error> {
+        self.trips.add(1);
+        let () = redis::cmd("SET")
+            .arg(self.keys.limiter())
+            .arg(9_007_199_254_740_991_i64)
+            .arg("PX")
+            .arg(ms.max(1))
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// Put a rate-limited job back to wait without using an attempt (Node's `RateLimitError`).
+    /// Returns how long the limit still holds (ms).
+    pub async fn move_limited_to_wait(&self, job_id: &str, token: &str) -> Result<u64, Error> {
+        let k = &self.keys;
+        let keys = [
+            k.job(job_id),
+            k.active(),
+            k.wait(),
+            k.stalled(),
+            k.meta(),
+            k.limiter(),
+            k.prioritized(),
+            k.marker(),
+            k.events(),
+            k.paused(),
+        ];
+        let args = [job_id, token];
+        let code: i64 = scripts()
+            .move_limited_to_wait
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        if code < 0 {
+            return Err(Error::Reply {
+                script: "move_limited_to_wait",
+                detail: ScriptCode::from_code(code).to_string(),
+            });
+        }
+        Ok(code as u64)
+    }
+
     /// Append a row to the job's log (`<job>:logs`), trimmed to the last `keep_logs` rows when
     /// set, as Node's `job.log()`. Returns the number of rows kept.
     pub async fn add_log(

@@ -42,6 +42,7 @@ scripts! {
     move_stalled_jobs_to_wait => "move_stalled_jobs_to_wait.lua",
     update_progress => "update_progress.lua",
     add_log => "add_log.lua",
+    move_limited_to_wait => "move_limited_to_wait.lua",
     add_job => "add_job.lua",
     update_job_scheduler => "update_job_scheduler.lua",
     window_claim => "window_claim.lua",

@@ -26,3 +26,20 @@ module.exports = [
     },
   },
 ];
+
+module.exports.push({
+  name: 'rate-limit-error',
+  covers: ['processor rate limit (Worker.rateLimit + RateLimitError): the job back to wait without using an attempt, nothing fetched while the limit holds'],
+  async produce(s) {
+    await s.add('limited', { script: ['ratelimit:700', 'complete'] });
+    await s.add('next', { script: ['complete'] });
+  },
+  async check({ node, ringback }) {
+    for (const side of [node, ringback]) {
+      const [a, b] = await Promise.all(side.added.map((id) => side.bullmq.Job.fromId(side.queue, id)));
+      assert.equal(a.attemptsMade, 1, `[${side.label}] one attempt used (the completing one)`);
+      assert.equal(a.attemptsStarted, 2, `[${side.label}] activated twice`);
+      assert.ok(b.processedOn - a.timestamp >= 650, `[${side.label}] nothing started while the limit held`);
+    }
+  },
+});
