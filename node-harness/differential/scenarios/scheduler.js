@@ -108,4 +108,23 @@ module.exports = [
       assert.equal(r[0].split(':').at(-1), n[0].split(':').at(-1), 'same run time');
     },
   },
+  {
+    name: 'repeat-every-legacy',
+    versions: ['5'],
+    covers: ['v5 repeatable job with `every` (Queue.add with repeat.every): next iteration created at activation as Node does'],
+    async produce(s) {
+      await slotStart();
+      await s.add('tick', { script: ['complete'] }, { repeat: { every: 2000 }, removeOnComplete: false });
+    },
+    async done(s) {
+      const done = await s.queue.getJobs(['completed', 'failed']);
+      return done.length >= 1 && (await s.redis.zscore(s.key('marker'), '1')) === null;
+    },
+    async check({ node, ringback }) {
+      const [n, r] = [await delayedIds(node), await delayedIds(ringback)];
+      assert.equal(n.length, 1, 'Node created the next iteration at activation');
+      assert.equal(r.length, 1, 'ringback created the next iteration at activation');
+      assert.equal(r[0].split(':').at(-1), n[0].split(':').at(-1), 'same run time');
+    },
+  },
 ];
