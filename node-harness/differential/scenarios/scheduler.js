@@ -127,4 +127,26 @@ module.exports = [
       assert.equal(r[0].split(':').at(-1), n[0].split(':').at(-1), 'same run time');
     },
   },
+  {
+    name: 'repeat-cron-legacy-dates',
+    versions: ['5'],
+    covers: ['v5 repeatable job with a cron pattern and startDate/endDate given as Dates (stored as ISO text, read as ms)'],
+    tolerance: { dur: 120 }, // as job-scheduler-cron
+    async produce(s) {
+      await slotStart();
+      const slot = Date.now() - (Date.now() % 2000);
+      const repeat = { pattern: '*/2 * * * * *', startDate: new Date(slot + 3000), endDate: new Date(slot + 60_000) };
+      await s.add('tick', { script: ['complete'] }, { repeat, removeOnComplete: false });
+    },
+    async done(s) {
+      const done = await s.queue.getJobs(['completed', 'failed']);
+      return done.length >= 1 && (await s.redis.zscore(s.key('marker'), '1')) === null;
+    },
+    async check({ node, ringback }) {
+      const [n, r] = [await delayedIds(node), await delayedIds(ringback)];
+      assert.equal(n.length, 1, 'Node created the next iteration at activation');
+      assert.equal(r.length, 1, 'ringback created the next iteration at activation');
+      assert.equal(r[0].split(':').at(-1), n[0].split(':').at(-1), 'same run time');
+    },
+  },
 ];
