@@ -12,6 +12,8 @@
 //   progress:<json>     -> job.updateProgress(json), then behaves as `complete`
 //   logs:<n>            -> job.log('row 1') .. job.log('row n'), then behaves as `complete`
 //   ratelimit:<ms>      -> worker.rateLimit(ms), throws RateLimitError (back to wait, no attempt used)
+//   children:<n>        -> adds n children ({script: ['complete'], n: i}) with opts.parent, then
+//                          job.moveToWaitingChildren(token) and throws WaitingChildrenError
 //   crash               -> SIGKILLs this process at once
 // No script (or data not an object) -> returns undefined (stored as "null").
 'use strict';
@@ -84,6 +86,20 @@ function makeProcessor(bullmq, { onAction, allowCrash = true, worker } = {}) {
         if (!Number.isFinite(ms) || ms < 0 || !worker) throw new Error(`unknown script action ${JSON.stringify(action)}`);
         await worker().rateLimit(ms);
         throw bullmq.Worker.RateLimitError();
+      }
+      case 'children': {
+        const n = Number(arg);
+        if (!Number.isInteger(n) || n < 0) throw new Error(`unknown script action ${JSON.stringify(action)}`);
+        const queue = new bullmq.Queue(job.queueName, { connection: job.queue.opts.connection, prefix: job.queue.opts.prefix });
+        try {
+          for (let i = 1; i <= n; i++) {
+            await queue.add('child', { script: ['complete'], n: i }, { parent: { id: job.id, queue: job.queueQualifiedName } });
+          }
+        } finally {
+          await queue.close();
+        }
+        if (await job.moveToWaitingChildren(token)) throw new bullmq.WaitingChildrenError();
+        return completed(job);
       }
       case 'logs': {
         const n = Number(arg);

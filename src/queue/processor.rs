@@ -83,6 +83,11 @@ pub struct JobContext {
     pub(crate) keep_logs: Option<u64>,
     /// Set by [`JobContext::rate_limit`]: the job goes back to wait, whatever it returns.
     pub(crate) rate_limited: Arc<AtomicBool>,
+    /// The job's lock token (for moves a processor asks for).
+    pub(crate) token: String,
+    /// Set by [`JobContext::wait_for_children`]: the job is in waiting-children, nothing to
+    /// record.
+    pub(crate) waiting_children: Arc<AtomicBool>,
 }
 
 impl JobContext {
@@ -103,6 +108,30 @@ impl JobContext {
             }
             Err(e) => Outcome::fail(format!("rateLimit failed: {e}")),
         }
+    }
+
+    /// Add a child job of this job on the same queue (Node's `Queue.add` with `opts.parent`):
+    /// `opts` as Node stores them (must hold `attempts`). Returns the child's id.
+    pub async fn add_child(&self, name: &str, data: &str, opts: &str) -> Result<String, Error> {
+        self.commands
+            .add_child(&self.job_id, name, data, opts)
+            .await
+    }
+
+    /// Wait for this job's children (Node's `job.moveToWaitingChildren(token)` +
+    /// `WaitingChildrenError`): `Ok(Some(outcome))` when the job moved to waiting-children
+    /// (return that outcome; the worker records nothing, the job runs again when its children
+    /// are done), `Ok(None)` when no child is pending (go on processing).
+    pub async fn wait_for_children(&self) -> Result<Option<Outcome>, Error> {
+        if self
+            .commands
+            .move_to_waiting_children(&self.job_id, &self.token)
+            .await?
+        {
+            self.waiting_children.store(true, Ordering::Relaxed);
+            return Ok(Some(Outcome::DelayUntil(0)));
+        }
+        Ok(None)
     }
 
     /// Append a row to the job's log (Node's `job.log`), keeping the job's `keepLogs` last rows.

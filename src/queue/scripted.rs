@@ -7,7 +7,8 @@
 //! `fail:<msg>`, `unrecoverable:<msg>`, `sleep:<ms>` (then complete), `delay:<ms>` (run again
 //! later without using an attempt), `progress:<json>` (report progress, then complete),
 //! `logs:<n>` (write log rows `row 1`..`row n`, then complete), `ratelimit:<ms>` (rate-limit the
-//! queue; the job goes back to wait without using an attempt), `crash` (abort the process at
+//! queue; the job goes back to wait without using an attempt), `children:<n>` (add n children
+//! that complete, then wait for them in waiting-children), `crash` (abort the process at
 //! once, as kill -9 would).
 //! No `script`: complete with `null`.
 
@@ -33,6 +34,7 @@ pub enum Action {
     Progress(Value),
     Logs(u64),
     RateLimit(u64),
+    Children(u64),
     Crash,
 }
 
@@ -58,6 +60,10 @@ impl Action {
             "sleep" => ms(arg).map(Action::Sleep),
             "delay" => ms(arg).map(Action::Delay),
             "ratelimit" => ms(arg).map(Action::RateLimit),
+            "children" => arg
+                .and_then(|a| a.parse::<u64>().ok())
+                .map(Action::Children)
+                .ok_or_else(|| format!("children needs a number of children: {s:?}")),
             "progress" => serde_json::from_str(arg.unwrap_or(""))
                 .map(Action::Progress)
                 .map_err(|e| format!("progress:<json> is not JSON: {e}")),
@@ -117,6 +123,19 @@ impl Processor for ScriptedProcessor {
                     Err(e) => Outcome::fail(format!("updateProgress failed: {e}")),
                 },
                 Action::RateLimit(ms) => ctx.rate_limit(ms).await,
+                Action::Children(n) => {
+                    for i in 1..=n {
+                        let data = format!(r#"{{"script":["complete"],"n":{i}}}"#);
+                        if let Err(e) = ctx.add_child("child", &data, r#"{"attempts":0}"#).await {
+                            return Outcome::fail(format!("adding a child failed: {e}"));
+                        }
+                    }
+                    match ctx.wait_for_children().await {
+                        Ok(Some(outcome)) => outcome,
+                        Ok(None) => completed(),
+                        Err(e) => Outcome::fail(format!("moveToWaitingChildren failed: {e}")),
+                    }
+                }
                 Action::Logs(n) => {
                     for i in 1..=n {
                         if let Err(e) = ctx.log(&format!("row {i}")).await {
@@ -172,6 +191,7 @@ mod tests {
         );
         assert_eq!(Action::parse("logs:3"), Ok(Action::Logs(3)));
         assert_eq!(Action::parse("ratelimit:50"), Ok(Action::RateLimit(50)));
+        assert_eq!(Action::parse("children:2"), Ok(Action::Children(2)));
         assert!(Action::parse("logs:x").is_err());
         assert!(Action::parse("sleep:x").is_err());
         assert!(Action::parse("dance").is_err());

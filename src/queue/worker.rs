@@ -236,8 +236,16 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
                 job_id: job.id.clone(),
                 keep_logs: job.opts.keep_logs,
                 rate_limited: Arc::new(AtomicBool::new(false)),
+                token: token.to_string(),
+                waiting_children: Arc::new(AtomicBool::new(false)),
             };
             let outcome = shared.processor.process(&job, &ctx).await;
+            if ctx.waiting_children.load(Ordering::Relaxed) {
+                // moved to waiting-children with its lock released: nothing left to record
+                shared.locks.untrack(&job.id);
+                tracing::debug!("waiting for children");
+                return None;
+            }
             if ctx.rate_limited.load(Ordering::Relaxed) {
                 shared.locks.untrack(&job.id);
                 back_to_wait_limited(shared, &job, token).await;

@@ -564,6 +564,103 @@ impl Commands {
         Ok(code as u64)
     }
 
+    /// Add a child of `parent_id` (same queue), as Node's `Queue.add` with `opts.parent`.
+    /// Returns the child's id.
+    pub async fn add_child(
+        &self,
+        parent_id: &str,
+        name: &str,
+        data: &str,
+        opts: &str,
+    ) -> Result<String, Error> {
+        let k = &self.keys;
+        let parent_key = k.job(parent_id);
+        let keys = [
+            k.wait(),
+            k.meta(),
+            k.id(),
+            k.events(),
+            k.active(),
+            k.marker(),
+            k.paused(),
+            parent_key.clone(),
+            format!("{parent_key}:dependencies"),
+        ];
+        let queue_key = k.base().trim_end_matches(':').to_string();
+        // Node keeps `parent` ({id, queue}) in the child's opts too
+        let mut opts_value: serde_json::Value =
+            serde_json::from_str(opts).map_err(|e| Error::Reply {
+                script: "add_child",
+                detail: format!("child opts are not JSON: {e}"),
+            })?;
+        if let Some(o) = opts_value.as_object_mut() {
+            o.insert(
+                "parent".into(),
+                serde_json::json!({"id": parent_id, "queue": queue_key}),
+            );
+        }
+        let opts = opts_value.to_string();
+        let args = [
+            k.base(),
+            "",
+            name,
+            data,
+            &opts,
+            &now_ms().to_string(),
+            parent_id,
+            &queue_key,
+        ];
+        let reply: Value = scripts()
+            .add_child
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        match reply {
+            Value::Array(items) => match items.first() {
+                Some(Value::BulkString(id)) => Ok(String::from_utf8_lossy(id).into_owned()),
+                _ => Err(Error::Reply {
+                    script: "add_child",
+                    detail: format!("{items:?}"),
+                }),
+            },
+            other => Err(Error::Reply {
+                script: "add_child",
+                detail: match other {
+                    Value::Int(code) => ScriptCode::from_code(code).to_string(),
+                    v => format!("{v:?}"),
+                },
+            }),
+        }
+    }
+
+    /// Move an active job to `waiting-children` when it has pending children (Node's
+    /// `job.moveToWaitingChildren`). `Ok(true)` moved; `Ok(false)` none pending (still active).
+    pub async fn move_to_waiting_children(&self, job_id: &str, token: &str) -> Result<bool, Error> {
+        let k = &self.keys;
+        let job_key = k.job(job_id);
+        let keys = [
+            k.active(),
+            k.waiting_children(),
+            job_key.clone(),
+            format!("{job_key}:dependencies"),
+            format!("{job_key}:unsuccessful"),
+            k.stalled(),
+            k.events(),
+        ];
+        let args = [token.to_string(), now_ms().to_string(), job_id.to_string()];
+        let code: i64 = scripts()
+            .move_to_waiting_children
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        match code {
+            0 => Ok(true),
+            1 => Ok(false),
+            c => Err(Error::Reply {
+                script: "move_to_waiting_children",
+                detail: ScriptCode::from_code(c).to_string(),
+            }),
+        }
+    }
+
     /// Append a row to the job's log (`<job>:logs`), trimmed to the last `keep_logs` rows when
     /// set, as Node's `job.log()`. Returns the number of rows kept.
     pub async fn add_log(

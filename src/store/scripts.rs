@@ -43,6 +43,8 @@ scripts! {
     update_progress => "update_progress.lua",
     add_log => "add_log.lua",
     move_limited_to_wait => "move_limited_to_wait.lua",
+    add_child => "add_child.lua",
+    move_to_waiting_children => "move_to_waiting_children.lua",
     add_job => "add_job.lua",
     update_job_scheduler => "update_job_scheduler.lua",
     window_claim => "window_claim.lua",

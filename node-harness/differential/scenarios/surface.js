@@ -43,3 +43,20 @@ module.exports.push({
     }
   },
 });
+
+module.exports.push({
+  name: 'move-to-waiting-children',
+  covers: ['processor adds children (Queue.add with opts.parent) and waits for them (moveToWaitingChildren + WaitingChildrenError); the parent runs again when they are done'],
+  async produce(s) {
+    await s.add('parent', { script: ['children:2', 'complete'] });
+  },
+  async check({ node, ringback }) {
+    for (const side of [node, ringback]) {
+      const parent = await side.bullmq.Job.fromId(side.queue, side.added[0]);
+      assert.equal(await parent.getState(), 'completed', `[${side.label}] parent completed`);
+      assert.equal(parent.attemptsStarted, 2, `[${side.label}] parent activated twice`);
+      const values = await parent.getChildrenValues();
+      assert.equal(Object.keys(values).length, 2, `[${side.label}] two children done`);
+    }
+  },
+});
