@@ -10,12 +10,16 @@ use ringback::{Worker, scripted::ScriptedProcessor};
 struct Cli {
     #[command(flatten)]
     worker: WorkerArgs,
+    /// BullMQ's `maxStartedAttempts` (0 or unset: no limit).
+    #[arg(long, env = "RINGBACK_MAX_STARTED_ATTEMPTS")]
+    max_started_attempts: Option<u32>,
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     init_logging();
-    let config = match Cli::parse().worker.to_config() {
+    let cli = Cli::parse();
+    let config = match cli.worker.to_config() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("ringback: bad configuration: {e}");
@@ -23,7 +27,7 @@ async fn main() -> std::process::ExitCode {
         }
     };
     let worker = match Worker::new(config, ScriptedProcessor) {
-        Ok(w) => w,
+        Ok(w) => w.max_started_attempts(cli.max_started_attempts),
         Err(e) => {
             eprintln!("ringback: bad configuration: {e}");
             return std::process::ExitCode::from(2);

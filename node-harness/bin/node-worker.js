@@ -69,6 +69,7 @@ const config = {
   removeOnComplete: keepEnv('RINGBACK_REMOVE_ON_COMPLETE'),
   removeOnFail: keepEnv('RINGBACK_REMOVE_ON_FAIL'),
   metricsDataPoints: intEnv('RINGBACK_METRICS_DATA_POINTS', undefined),
+  maxStartedAttempts: intEnv('RINGBACK_MAX_STARTED_ATTEMPTS', undefined),
   bullmqVersion: defaultVersion(),
 };
 
@@ -82,6 +83,7 @@ const optional = {
   removeOnComplete: config.removeOnComplete,
   removeOnFail: config.removeOnFail,
   metrics: config.metricsDataPoints === undefined ? undefined : { maxDataPoints: config.metricsDataPoints },
+  maxStartedAttempts: config.maxStartedAttempts,
 };
 for (const k of Object.keys(optional)) if (optional[k] === undefined) delete optional[k];
 

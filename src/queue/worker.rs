@@ -44,6 +44,7 @@ pub struct Worker<P> {
     trips: Arc<RoundTrips>,
     stats: Arc<WorkerStats>,
     permits: Arc<Semaphore>,
+    max_started_attempts: Option<u32>,
 }
 
 /// Counters of one worker process, for `/metrics`.
@@ -67,9 +68,18 @@ struct Shared<P> {
     stats: Arc<WorkerStats>,
     /// A processor rate-limited the queue until then (ms; 0 = not): no fetch before it.
     limit_until: Arc<AtomicI64>,
+    max_started_attempts: Option<u32>,
 }
 
 impl<P: Processor> Worker<P> {
+    /// BullMQ's `maxStartedAttempts` worker option: a job activated more than `max` times fails
+    /// at once ("job started more than allowable limit"); on bullmq 6 queues a job started
+    /// `max` times is not retried either. `None` or 0: no limit.
+    pub fn max_started_attempts(mut self, max: Option<u32>) -> Self {
+        self.max_started_attempts = max.filter(|m| *m > 0);
+        self
+    }
+
     /// Validates `config`: a worker that would break an invariant never starts.
     pub fn new(config: WorkerConfig, processor: P) -> Result<Self, ConfigError> {
         config.validate()?;
@@ -79,6 +89,7 @@ impl<P: Processor> Worker<P> {
             processor: Arc::new(processor),
             trips: Arc::default(),
             stats: Arc::default(),
+            max_started_attempts: None,
         })
     }
 
@@ -145,6 +156,7 @@ impl<P: Processor> Worker<P> {
             stopping: shutdown.clone(),
             stats: self.stats.clone(),
             limit_until: limit_until.clone(),
+            max_started_attempts: self.max_started_attempts,
         });
         let tracker = TaskTracker::new();
         let permits = self.permits;
@@ -228,7 +240,13 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
         Some(id) => schedule_next(shared, &job, id).await,
         None => None,
     };
-    let outcome = match refused.or_else(|| precheck(&job)) {
+    let too_many_starts = || {
+        shared
+            .max_started_attempts
+            .filter(|max| *max < job.attempts_started)
+            .map(|_| Outcome::unrecoverable("job started more than allowable limit"))
+    };
+    let outcome = match refused.or_else(|| precheck(&job)).or_else(too_many_starts) {
         Some(outcome) => outcome,
         None => {
             let ctx = JobContext {
@@ -255,6 +273,29 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
         }
     };
     let mut finish = decide(&job, outcome, rand::random::<f64>());
+    if let Some(max) = shared.max_started_attempts
+        && max <= job.attempts_started
+        && matches!(
+            finish,
+            Finish::RetryNow { .. }
+                | Finish::Delay {
+                    failure: Some(_),
+                    ..
+                }
+        )
+        && started_limit_stops_retries(shared).await
+    {
+        finish = match finish {
+            Finish::RetryNow {
+                reason, stacktrace, ..
+            }
+            | Finish::Delay {
+                failure: Some((reason, stacktrace)),
+                ..
+            } => Finish::Failed { reason, stacktrace },
+            other => other,
+        };
+    }
     let keep_for = |finish: &Finish| match finish {
         Finish::Completed { .. } => KeepJobs::resolve(
             job.opts.remove_on_complete,
@@ -325,6 +366,13 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
             }
         }
     }
+}
+
+/// Whether a job started `maxStartedAttempts` times is no longer retried: bullmq 6's
+/// `shouldRetryJob` says so, 5.81.5's does not (it fails the job at its next activation).
+async fn started_limit_stops_retries<P: Processor>(shared: &Shared<P>) -> bool {
+    let version = shared.commands.meta_version().await.ok().flatten();
+    cron::Dialect::for_meta_version(version.as_deref()) == cron::Dialect::CronParser5
 }
 
 /// The processor rate-limited the queue: the job goes back to wait without using an attempt,

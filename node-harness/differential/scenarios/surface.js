@@ -60,3 +60,21 @@ module.exports.push({
     }
   },
 });
+
+module.exports.push({
+  name: 'max-started-attempts',
+  covers: ['worker option maxStartedAttempts: a job activated more often fails ("job started more than allowable limit"); bullmq 6 also stops retrying a job started that many times'],
+  worker: { maxStartedAttempts: 2 },
+  async produce(s) {
+    await s.add('retried', { script: ['fail:a', 'fail:b', 'fail:c', 'complete'] }, { attempts: 5 });
+    await s.add('delayed', { script: ['delay:100', 'delay:100', 'complete'] });
+  },
+  async check({ node, ringback }) {
+    for (const side of [node, ringback]) {
+      const [r, d] = await Promise.all(side.added.map((id) => side.bullmq.Job.fromId(side.queue, id)));
+      const want = side.version === '6' ? 'b' : 'job started more than allowable limit';
+      assert.equal(r.failedReason, want, `[${side.label}] retried job`);
+      assert.equal(d.failedReason, 'job started more than allowable limit', `[${side.label}] delayed job`);
+    }
+  },
+});

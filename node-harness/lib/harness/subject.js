@@ -57,6 +57,7 @@ function workerEnv({
   drainDelayMs,
   workerName,
   limiter,
+  maxStartedAttempts,
   removeOnComplete,
   removeOnFail,
   metricsDataPoints,
@@ -71,6 +72,7 @@ function workerEnv({
   set('RINGBACK_LOCK_DURATION_MS', lockDurationMs);
   set('RINGBACK_STALLED_INTERVAL_MS', stalledIntervalMs);
   set('RINGBACK_MAX_STALLED_COUNT', maxStalledCount);
+  set('RINGBACK_MAX_STARTED_ATTEMPTS', maxStartedAttempts);
   set('RINGBACK_SHUTDOWN_GRACE_MS', shutdownGraceMs);
   set('RINGBACK_LOCK_RENEW_TIME_MS', lockRenewTimeMs);
   set('RINGBACK_DRAIN_DELAY_MS', drainDelayMs);
