@@ -3,7 +3,7 @@
 // zones with DST changes, start times, startDate/endDate/utc) from a seed, and answers each with
 // BullMQ's own getNextMillis of both pinned releases (bullmq 5.81.5 -> cron-parser 4.x, bullmq
 // 6.7.0 -> cron-parser 5.x). One JSON line per case on stdout:
-//   {"pattern","tz","utc","startDate","endDate","millis","v4":{"next"}|{"error"},"v5":...}
+//   {"pattern","tz","utc","startDate","endDate","hashSeed","millis","v4":{"next"}|{"error"},"v5":...}
 // ("next": null when the parser found no run). Usage: cron-oracle.js --count N --seed S
 // Cases without tz use this process's zone: run it with TZ set and give the same zone to ours.
 'use strict';
@@ -59,6 +59,7 @@ function atom(i) {
   if (r < 0.68 && i === 3) return pick(['L', 'L', `${int(1, 31)}L`]);
   if (r < 0.68 && i === 5) return pick([`${int(0, 7)}L`, `${int(0, 7)}#${int(0, 6)}`, `${pick(DAYS)}#${int(1, 5)}`]);
   if (r < 0.72) return pick(['?', '*']);
+  if (r < 0.76) return pick(['H', `H/${int(0, 20)}`, `H(${int(lo - 1, hi)}-${int(lo, hi + 1)})`, `H(${int(lo, hi)}-${int(lo, hi)})/${int(0, 9)}`, `1H`, 'H(1-2']);
   if (r < 0.74) return pick(['', '-', '1-', '-1', '/5', '5/', '1/2/3', 'x', 'L-2', 'L/2', '7-0', '1--2', '05', '1.5', 'H']);
   return '*';
 }
@@ -109,6 +110,8 @@ for (let n = 0; n < count; n++) {
   if (chance(0.1)) opts.utc = true;
   if (chance(0.1)) opts.startDate = millis + int(-86_400_000, 30 * 86_400_000);
   if (chance(0.1)) opts.endDate = millis + int(-3_600_000, 60 * 86_400_000);
+  // cron-parser 5 hashes H values with hashSeed; without one they are random in Node too
+  if (opts.pattern.includes('H') && chance(0.8)) opts.hashSeed = pick(['job-1', 'scheduler', String(int(0, 99999)), 'é']);
   out.push(
     JSON.stringify({
       pattern: opts.pattern,
@@ -116,6 +119,7 @@ for (let n = 0; n < count; n++) {
       utc: !!opts.utc,
       startDate: opts.startDate ?? null,
       endDate: opts.endDate ?? null,
+      hashSeed: opts.hashSeed ?? null,
       millis,
       v4: answer(next4, millis, opts),
       v5: answer(next5, millis, opts),

@@ -1,7 +1,7 @@
 //! Cron schedules as BullMQ computes them: the next run of a job scheduler or repeatable job
 //! with a `pattern`, by the cron-parser major the queue's BullMQ release ships (4.x for bullmq
 //! 5, 5.x for bullmq 6), with its options (`tz`, `utc` for 4.x, `startDate`, `endDate`,
-//! `immediately`). Our own port of both parsers: no crate computes what cron-parser computes
+//! `immediately`, `hashSeed` for 5.x's `H`). Our own port of both parsers: no crate computes what cron-parser computes
 //! (its day-of-month/day-of-week rule, its DST steps, what it accepts), see README "Schedules".
 
 mod js;
@@ -57,6 +57,8 @@ pub struct Schedule {
     pub start_date: Option<i64>,
     pub end_date: Option<i64>,
     pub immediately: bool,
+    /// cron-parser 5's `hashSeed` for `H` values (random per computation without it, as in Node).
+    pub hash_seed: Option<String>,
 }
 
 impl Schedule {
@@ -87,6 +89,10 @@ impl Schedule {
             start_date: date_of(repeat.get("startDate"), "startDate")?,
             end_date: date_of(repeat.get("endDate"), "endDate")?,
             immediately: truthy("immediately"),
+            hash_seed: repeat
+                .get("hashSeed")
+                .and_then(|s| s.as_str())
+                .map(str::to_string),
         }))
     }
 }
@@ -118,7 +124,7 @@ fn date_of(v: Option<&serde_json::Value>, field: &'static str) -> Result<Option<
 pub fn validate(dialect: Dialect, pattern: &str) -> Result<(), String> {
     match dialect {
         Dialect::CronParser4 => v4::parse(pattern).map(|_| ()),
-        Dialect::CronParser5 => v5::parse(pattern).map(|_| ()),
+        Dialect::CronParser5 => v5::parse(pattern, None).map(|_| ()),
     }
 }
 
@@ -162,7 +168,7 @@ pub fn next_millis(
             Ok(v4::next(&expr, current, s.end_date, &zone).ok())
         }
         Dialect::CronParser5 => {
-            let expr = v5::parse(&s.pattern).map_err(refused)?;
+            let expr = v5::parse(&s.pattern, s.hash_seed.as_deref()).map_err(refused)?;
             if s.immediately {
                 return Ok(Some(now));
             }
