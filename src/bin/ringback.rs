@@ -323,19 +323,18 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
     let startup = ringback::api::Startup::new(ringback::connection::describe(&client));
     let state = move |conn: redis::aio::ConnectionManager| {
         let (receipts, escalator) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
-        std::sync::Arc::new(ringback::api::ApiState {
+        let commands = ringback::commands::Commands::new(
+            conn,
+            ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
+            Default::default(),
+        );
+        std::sync::Arc::new(ringback::api::ApiState::new(
             receipts,
-            queue: ringback::commands::Commands::new(
-                conn,
-                ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
-                Default::default(),
-            ),
+            commands,
+            &queue.queue,
             escalator,
-            twilio_auth_token: serve.twilio_auth_token,
-            public_url: serve.public_url,
-            api_token: serve.api_token,
-            metrics: Default::default(),
-        })
+            &serve,
+        ))
     };
     tokio::spawn(ringback::api::open_when_redis_answers(
         startup.clone(),
@@ -343,12 +342,7 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
         state,
         shutdown.clone(),
     ));
-    let app = ringback::api::app_starting(startup).layer(
-        tower_http::timeout::TimeoutLayer::with_status_code(
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            std::time::Duration::from_secs(10),
-        ),
-    );
+    let app = ringback::api::app_starting(startup);
     match axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
@@ -501,17 +495,17 @@ async fn serve_metrics<P: ringback::Processor>(
     let Ok(conn) = ringback::worker::connect_until(&client, shutdown).await else {
         return;
     };
-    let metrics = std::sync::Arc::new(ringback::metrics::Metrics {
-        queue: config.queue.clone(),
-        stats: worker.stats(),
-        trips: worker.round_trips(),
-        commands: ringback::commands::Commands::new(
+    let metrics = std::sync::Arc::new(ringback::metrics::Metrics::new(
+        config.queue.clone(),
+        worker.stats(),
+        worker.round_trips(),
+        ringback::commands::Commands::new(
             conn,
             ringback::keys::QueueKeys::new(&config.prefix, &config.queue),
             Default::default(),
         ),
         sms,
-    });
+    ));
     tracing::info!(%addr, "metrics on /metrics, /healthz, /readyz");
     tokio::spawn(ringback::metrics::serve(
         listener,

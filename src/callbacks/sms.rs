@@ -286,7 +286,7 @@ pub enum SmsEvent {
 }
 
 impl SmsEvent {
-    const ALL: [SmsEvent; 11] = [
+    pub const ALL: [SmsEvent; 11] = [
         SmsEvent::Sent,
         SmsEvent::Deduplicated,
         SmsEvent::Reconciled,
@@ -328,6 +328,14 @@ pub struct SmsStats {
     /// Open attempts of the queue's runs, and the oldest one's age (ms), as the sweep last saw.
     pub open_attempts: std::sync::atomic::AtomicU64,
     pub oldest_open_ms: std::sync::atomic::AtomicU64,
+    /// Of the open attempts the sweep sampled: released for another attempt, and in doubt.
+    pub open_retry: std::sync::atomic::AtomicU64,
+    pub open_in_doubt: std::sync::atomic::AtomicU64,
+    /// Jobs in the queue's delayed set.
+    pub delayed: std::sync::atomic::AtomicU64,
+    /// Messages waiting for a final receipt, and those of them past the delivery deadline.
+    pub reconcile_backlog: std::sync::atomic::AtomicU64,
+    pub receipts_missing: std::sync::atomic::AtomicU64,
 }
 
 impl SmsStats {
@@ -339,43 +347,6 @@ impl SmsStats {
     /// How many of `e` so far.
     pub fn get(&self, e: SmsEvent) -> u64 {
         self.counts[e as usize].load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// `ringback_sms_attempts_total{queue,outcome}` in Prometheus' text format.
-    pub fn render(&self, queue: &str) -> String {
-        let mut out = String::from(
-            "# HELP ringback_sms_attempts_total Callback attempts by what they did.\n\
-             # TYPE ringback_sms_attempts_total counter\n",
-        );
-        for e in SmsEvent::ALL {
-            out.push_str(&format!(
-                "ringback_sms_attempts_total{{queue=\"{queue}\",outcome=\"{}\"}} {}\n",
-                e.label(),
-                self.get(e)
-            ));
-        }
-        let gauge = |name: &str, help: &str, v: String| {
-            format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{queue=\"{queue}\"}} {v}\n")
-        };
-        out.push_str(&gauge(
-            "ringback_open_attempts",
-            "Callback attempts whose outcome is not resolved yet.",
-            self.open_attempts.load(Ordering::Relaxed).to_string(),
-        ));
-        out.push_str(&gauge(
-            "ringback_open_attempt_oldest_age_seconds",
-            "Age of the oldest unresolved attempt.",
-            format!(
-                "{:.3}",
-                self.oldest_open_ms.load(Ordering::Relaxed) as f64 / 1000.0
-            ),
-        ));
-        out.push_str(&gauge(
-            "ringback_twilio_auth_refused",
-            "1 while Twilio refuses this worker's credentials.",
-            u8::from(self.auth_refused_since.load(Ordering::Relaxed) != 0).to_string(),
-        ));
-        out
     }
 
     /// Why the worker is not ready, if it is not (Twilio refuses the credentials).
@@ -468,6 +439,11 @@ impl SmsProcessor {
     }
 
     /// Commands on the callback queue (for the scan of its failed set).
+    /// How long a sent message may go without a final receipt before it is escalated.
+    pub fn delivery_deadline(&self) -> Duration {
+        self.config.delivery_deadline
+    }
+
     pub fn queue_commands(&self) -> &crate::commands::Commands {
         &self.escalator.callbacks
     }
@@ -644,6 +620,7 @@ impl SmsProcessor {
                     reason: reason.to_string(),
                     last_status: None,
                     error_code: None,
+                    kind: crate::escalation::EscalationKind::Unknown,
                 };
                 if let Err(err) = self.escalator.escalate(&e).await {
                     tracing::error!(error = %err, "could not escalate an unknown send");
@@ -730,6 +707,7 @@ impl SmsProcessor {
                     reason: format!("send failed permanently: {e}"),
                     last_status: None,
                     error_code: e.code.map(|c| c.to_string()),
+                    kind: crate::escalation::EscalationKind::Permanent,
                 };
                 if let Err(err) = self.escalator.escalate(&escalation).await {
                     tracing::error!(error = %err, "could not escalate a permanent send failure; will try again");

@@ -131,6 +131,13 @@ pub fn callback_history(claim_prefix: &str, run_id: &str) -> String {
     format!("ringback:callback-history:{{{claim_prefix}{run_id}}}")
 }
 
+/// `ringback:escalated:{<claim>}`: set once a run's escalation exists, kept several times the
+/// record's lifetime, so a replayed status callback never escalates (or texts the fallback
+/// number) again after the record and the escalation jobs are gone.
+pub fn escalated_marker(claim_prefix: &str, run_id: &str) -> String {
+    format!("ringback:escalated:{{{claim_prefix}{run_id}}}")
+}
+
 /// A status callback already applied (by idempotency token or parameter hash).
 pub fn receipt_seen(id: &str) -> String {
     format!("ringback:receipt-seen:{id}")
