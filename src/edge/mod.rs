@@ -8,5 +8,6 @@ pub mod api;
 pub mod cli;
 pub mod drill;
 pub mod metrics;
+pub mod run;
 pub mod twilio;
 pub mod twilio_sim;
