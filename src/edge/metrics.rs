@@ -365,6 +365,25 @@ mod tests {
     }
 
     #[test]
+    fn repeated_warnings_are_logged_once_per_period() {
+        let at = AtomicI64::new(0);
+        let mut logged = 0;
+        for _ in 0..1000 {
+            log_rarely(&at, |_| logged += 1);
+        }
+        assert_eq!(
+            logged, 1,
+            "a flood writes one line per {READY_LOG_EVERY} ms"
+        );
+        at.store(
+            crate::commands::now_ms() - READY_LOG_EVERY,
+            Ordering::Relaxed,
+        );
+        log_rarely(&at, |_| logged += 1);
+        assert_eq!(logged, 2, "and the next one once the period is over");
+    }
+
+    #[test]
     fn counters_end_in_total_and_families_are_typed() {
         crate::telemetry::global().twilio_error("21211".into());
         crate::telemetry::global().twilio_call("create", std::time::Duration::from_millis(120));
