@@ -24,7 +24,8 @@
 //! - [`edge`], adapters: [`twilio`] (client, signatures), [`twilio_sim`] (the simulator), [`api`]
 //!   (`ringback serve`), [`access`] (its tokens, allowlist and rate limits), [`metrics`] (one
 //!   Prometheus registry for every `/metrics`), [`run`] (the worker and `serve` with everything
-//!   around them, so the binary stays thin), [`cli`] (flags and environment),
+//!   around them, so the binary stays thin), [`cli`] (flags and environment), [`console`] (the
+//!   operators' read-only pages of `serve`),
 //!   [`drill`] (runs the Node harness's drills).
 //! - Across the floors: [`config`], [`error`], [`redact`] (phone numbers and URL passwords out
 //!   of logs), [`telemetry`] (the labelled metric families every floor records into).
@@ -41,7 +42,7 @@ pub mod telemetry;
 pub use callbacks::{
     callback, drain, escalation, orphans, receipts, reconcile, service, sms, window,
 };
-pub use edge::{access, api, cli, drill, metrics, run, twilio, twilio_sim};
+pub use edge::{access, api, cli, console, drill, metrics, run, twilio, twilio_sim};
 pub use queue::{fetcher, job, lock_manager, processor, scripted, stalled_checker, worker};
 pub use store::{commands, connection, json, keys, scripts};
 

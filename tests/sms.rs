@@ -442,6 +442,7 @@ async fn receipts_end_in_the_simulators_final_status() {
         twilio_auth_token_secondary: None,
         tokens: ringback::access::Tokens::new(Secret::new("api-token-0123456789")),
         send_policy: Default::default(),
+        drill_reports: None,
     };
     let state = Arc::new(ringback::api::ApiState::new(
         receipts.clone(),

@@ -100,6 +100,11 @@ impl Receipts {
         }
     }
 
+    /// The claim prefix the records are keyed by (the console reads them directly).
+    pub fn claim_prefix(&self) -> &str {
+        &self.claim_prefix
+    }
+
     pub fn times(&self) -> &ReceiptTimes {
         &self.times
     }
@@ -326,7 +331,7 @@ pub struct CallbackRecord {
     pub history: Vec<serde_json::Value>,
 }
 
-fn derive_state(
+pub(crate) fn derive_state(
     rec: &HashMap<String, String>,
     attempt: &HashMap<String, String>,
     claim: Option<&str>,

@@ -143,9 +143,16 @@ impl Window {
             body,
             run_id,
             &ms(self.times.lease),
+            &crate::keys::RECENT_RUNS_CAP.to_string(),
         ];
         let k = self.keys(run_id);
-        let keys = [k.claim, k.attempt, k.record, self.index()];
+        let keys = [
+            k.claim,
+            k.attempt,
+            k.record,
+            self.index(),
+            crate::keys::recent_runs(&self.claim_prefix),
+        ];
         let reply: Vec<String> = scripts()
             .window_claim
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)

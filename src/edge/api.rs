@@ -6,6 +6,7 @@
 //! - `GET /api/notify/callbacks/{runId}`: the callback record.
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
+//! - `/console/…`: the operators' read-only pages ([`crate::console`]).
 //! - `GET /metrics`: responses by route and status (413s from the body limit included), status
 //!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format. (The window
 //!   overrun counter lives where sends happen: the worker's `/metrics`.)
@@ -58,6 +59,8 @@ pub struct ApiState {
     pub send_policy: SendPolicy,
     /// When a refused signature, and a readiness failure, were last logged (ms).
     pub logged: LoggedAt,
+    /// The operators' console (issue 17): its settings and session key.
+    pub console: crate::console::Console,
 }
 
 /// Rate-limited logging: when each kind of repeated warning was last written (ms).
@@ -87,6 +90,11 @@ impl ApiState {
             tokens: serve.tokens.clone(),
             send_policy: SendPolicy::new(serve.send_policy.clone()),
             logged: Default::default(),
+            console: crate::console::Console::new(
+                serve.drill_reports.clone(),
+                crate::sms::SmsConfig::default().delivery_deadline,
+                serve.public_url.starts_with("https://"),
+            ),
         }
     }
 }
@@ -167,6 +175,7 @@ pub fn app(state: Arc<ApiState>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .merge(crate::console::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             count_responses,

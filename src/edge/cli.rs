@@ -674,6 +674,9 @@ pub struct ServeArgs {
     /// never retries: a refusal is a lost callback).
     #[arg(long, env = "RINGBACK_SEND_LIMITS_LEGACY", default_value_t = false)]
     pub send_limits_legacy: bool,
+    /// The directory of saved `ringback drill … --json` reports the console shows.
+    #[arg(long, env = "RINGBACK_DRILL_REPORTS")]
+    pub drill_reports: Option<std::path::PathBuf>,
 }
 
 /// What `ringback serve` needs, validated.
@@ -684,6 +687,8 @@ pub struct ServeConfig {
     pub twilio_auth_token_secondary: Option<crate::twilio::Secret>,
     pub tokens: crate::access::Tokens,
     pub send_policy: crate::access::SendPolicyConfig,
+    /// `RINGBACK_DRILL_REPORTS`: the console's drill reports (an existing directory).
+    pub drill_reports: Option<std::path::PathBuf>,
 }
 
 impl ServeArgs {
@@ -747,6 +752,16 @@ impl ServeArgs {
             self.send_rate_per_destination.as_deref(),
             self.send_limits_legacy,
         ));
+        let drill_reports = self
+            .drill_reports
+            .clone()
+            .filter(|d| !d.as_os_str().is_empty());
+        if let Some(d) = drill_reports.as_ref().filter(|d| !d.is_dir()) {
+            errors.push(ConfigError::new(
+                "RINGBACK_DRILL_REPORTS",
+                format!("{}: not a directory (create it, or unset it)", d.display()),
+            ));
+        }
         let parts = public_url.zip(api_token).zip(twilio_auth_token).zip(policy);
         let (((public_url, api_token), twilio_auth_token), send_policy) = errors.or(parts)?;
         Ok(ServeConfig {
@@ -760,6 +775,7 @@ impl ServeArgs {
                 read,
             },
             send_policy,
+            drill_reports,
         })
     }
 }

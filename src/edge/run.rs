@@ -118,9 +118,9 @@ pub async fn serve(
         let (prefix, name) = &queue;
         let (receipts, escalator) = sms.after_send(conn.clone(), prefix, name);
         let commands = Commands::new(conn, QueueKeys::new(prefix, name), Default::default());
-        Arc::new(crate::api::ApiState::new(
-            receipts, commands, name, escalator, &serve,
-        ))
+        let mut state = crate::api::ApiState::new(receipts, commands, name, escalator, &serve);
+        state.console.delivery_deadline = sms.delivery_deadline;
+        Arc::new(state)
     };
     tokio::spawn(crate::api::open_when_redis_answers(
         startup.clone(),

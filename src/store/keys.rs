@@ -154,6 +154,17 @@ pub fn open_attempts(claim_prefix: &str) -> String {
     format!("ringback:open-attempts:{claim_prefix}")
 }
 
+/// ZSET runId → when its latest fresh attempt was claimed (ms), capped at
+/// [`RECENT_RUNS_CAP`]: the operators' console lists runs newest first from it (issue 17). Like
+/// [`open_attempts`] it is global to the claim prefix, so under Redis Cluster it lives in another
+/// slot than the per-run keys `window_claim.lua` writes with it (not supported yet).
+pub fn recent_runs(claim_prefix: &str) -> String {
+    format!("ringback:recent-runs:{claim_prefix}")
+}
+
+/// How many runs [`recent_runs`] keeps (the oldest are dropped past it).
+pub const RECENT_RUNS_CAP: usize = 20_000;
+
 /// ZSET of live ringback workers (name → last heartbeat, ms): `ringback drain` refuses while
 /// one is alive.
 pub fn ringback_workers(claim_prefix: &str) -> String {

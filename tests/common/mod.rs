@@ -354,6 +354,7 @@ pub fn serve_config() -> ringback::cli::ServeConfig {
         twilio_auth_token_secondary: None,
         tokens: ringback::access::Tokens::new(ringback::twilio::Secret::new(API_TOKEN)),
         send_policy: Default::default(),
+        drill_reports: None,
     }
 }
 pub mod api;
