@@ -359,3 +359,4 @@ pub fn serve_config() -> ringback::cli::ServeConfig {
 }
 pub mod api;
 pub mod callbacks;
+pub mod console;

@@ -228,8 +228,8 @@ pub fn judge(history: &[serde_json::Value]) -> Vec<Receipt> {
             let verdict = match r {
                 None => "unknown status",
                 _ if outcome == "other" => "another message",
-                Some(r) if best.get(&sid).is_some_and(|b| r < *b) => "out of order",
                 _ if seen.contains(&(sid.clone(), status.clone())) => "repeat",
+                Some(r) if best.get(&sid).is_some_and(|b| r < *b) => "out of order",
                 _ if outcome == "conflict" => "conflict",
                 _ => "in order",
             };
