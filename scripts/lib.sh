@@ -14,6 +14,17 @@ ensure_redis() {
   # Debian's package may start a system instance on 6379; ours run on random ports, so it is left alone.
 }
 
+# Headless Chromium from Debian's packages, for the console's browser test
+# (node-harness/test/console.test.js drives it with playwright-core).
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1; then return; fi
+  say "installing chromium from Debian's packages (about a minute)"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}
+
 ensure_node_harness() {
   if [ ! -d node-harness/node_modules ] || [ node-harness/package-lock.json -nt node-harness/node_modules ]; then
     say "installing the Node harness (npm ci; about 30 seconds)"

@@ -206,7 +206,8 @@ pub struct Receipt {
     pub status: String,
     pub sid: String,
     pub rank: Option<u8>,
-    /// in order, out of order, repeat, conflict, another message, unknown status.
+    /// in order, out of order, repeat, conflict, another message, unknown status, answered
+    /// after the callbacks.
     pub verdict: &'static str,
     pub error_code: Option<String>,
     pub attempt: Option<String>,
@@ -229,6 +230,11 @@ pub fn judge(history: &[serde_json::Value]) -> Vec<Receipt> {
                 None => "unknown status",
                 _ if outcome == "other" => "another message",
                 _ if seen.contains(&(sid.clone(), status.clone())) => "repeat",
+                // Twilio's own answer to the send is recorded when the worker gets it, which
+                // may be after the first callbacks: late, but not a callback out of order
+                Some(r) if best.get(&sid).is_some_and(|b| r < *b) && s("source") == "send" => {
+                    "answered after the callbacks"
+                }
                 Some(r) if best.get(&sid).is_some_and(|b| r < *b) => "out of order",
                 _ if outcome == "conflict" => "conflict",
                 _ => "in order",

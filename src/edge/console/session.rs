@@ -154,11 +154,13 @@ fn decode_hex(s: &str) -> Option<Vec<u8>> {
 }
 
 /// A form post comes from this console, not another site (login CSRF): a browser's
-/// `Sec-Fetch-Site` says so, or its `Origin` names the host asked.
+/// `Sec-Fetch-Site` says so; without it, its `Origin` names the host asked. (A browser sends
+/// `Origin: null` under some referrer policies, so fetch metadata is asked first; a client
+/// that sends neither, like curl, is not a browser another site can drive.)
 pub fn same_origin(headers: &HeaderMap) -> bool {
     let get = |h: &str| headers.get(h).and_then(|v| v.to_str().ok());
-    if get("sec-fetch-site").is_some_and(|s| s == "cross-site" || s == "same-site") {
-        return false;
+    if let Some(site) = get("sec-fetch-site") {
+        return site == "same-origin" || site == "none";
     }
     match (get("origin"), get("host")) {
         (Some(origin), Some(host)) => origin
@@ -228,7 +230,10 @@ mod tests {
         assert!(same_origin(&h));
         h.insert("origin", HeaderValue::from_static("https://evil.example"));
         assert!(!same_origin(&h));
-        h.remove("origin");
+        h.insert("origin", HeaderValue::from_static("null"));
+        assert!(!same_origin(&h));
+        h.insert("sec-fetch-site", HeaderValue::from_static("same-origin"));
+        assert!(same_origin(&h), "fetch metadata first: Origin may be null");
         h.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
         assert!(!same_origin(&h));
     }
