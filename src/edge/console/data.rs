@@ -143,32 +143,32 @@ impl Reads {
             .await?)
     }
 
-    /// One line per run, in `ids` order: one pipelined round trip.
+    /// One line per run, in `ids` order: two pipelined round trips (the open-attempts index
+    /// once, then two `HMGET`s per run). The claim key is not read: every indexed run has an
+    /// attempt record until it expires, and then its line says `unknown`.
     pub async fn rows(&self, ids: &[(String, i64)]) -> Result<Vec<RunRow>, Error> {
         if ids.is_empty() {
             return Ok(vec![]);
         }
-        let open = keys::open_attempts(&self.claim_prefix);
+        let open: std::collections::HashSet<String> = redis::cmd("ZRANGE")
+            .arg(keys::open_attempts(&self.claim_prefix))
+            .arg(0)
+            .arg(-1)
+            .query_async::<Vec<String>>(&mut self.conn.clone())
+            .await?
+            .into_iter()
+            .collect();
         let mut pipe = redis::pipe();
         for (id, _) in ids {
             let w = WindowKeys::new(&self.claim_prefix, id);
             pipe.cmd("HMGET").arg(&w.record).arg(&RECORD_FIELDS[..]);
             pipe.cmd("HMGET").arg(&w.attempt).arg(&ATTEMPT_FIELDS[..]);
-            pipe.cmd("GET").arg(&w.claim);
-            pipe.cmd("ZSCORE").arg(&open).arg(id);
         }
-        type Parts = (
-            Vec<Option<String>>,
-            Vec<Option<String>>,
-            Option<String>,
-            Option<String>,
-        );
-        let replies: Vec<redis::Value> = pipe.query_async(&mut self.conn.clone()).await?;
+        let replies: Vec<Vec<Option<String>>> = pipe.query_async(&mut self.conn.clone()).await?;
         let mut rows = Vec::with_capacity(ids.len());
-        for ((id, score), chunk) in ids.iter().zip(replies.chunks(4)) {
-            let (rec, att, claim, open): Parts =
-                redis::from_redis_value(redis::Value::Array(chunk.to_vec()))
-                    .map_err(redis::RedisError::from)?;
+        for ((id, score), pair) in ids.iter().zip(replies.chunks(2)) {
+            let [rec, att] = pair else { break };
+            let (claim, open): (Option<String>, bool) = (None, open.contains(id));
             let map = |names: &[&str], vals: &[Option<String>]| -> HashMap<String, String> {
                 names
                     .iter()
@@ -182,11 +182,11 @@ impl Reads {
             rows.push(RunRow {
                 run_id: id.clone(),
                 state,
-                open: open.is_some(),
+                open,
                 escalated: record.get("escalated").cloned(),
                 claimed_at: Some(*score),
-                sent_at: int(&att[1].clone()),
-                updated_at: int(&rec[2].clone()),
+                sent_at: int(&att[1]),
+                updated_at: int(&rec[2]),
                 status: record.get("status").cloned(),
                 attempt_state: attempt.get("state").cloned(),
                 to: att[4]
@@ -194,7 +194,7 @@ impl Reads {
                     .map(crate::redact::mask)
                     .unwrap_or_default(),
                 worker: attempt.get("worker").cloned(),
-                since: int(&att[3].clone()).or(int(&att[2].clone())),
+                since: int(&att[3]).or(int(&att[2])),
             });
         }
         Ok(rows)

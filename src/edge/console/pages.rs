@@ -507,6 +507,8 @@ pub fn chart(sent: &[u32], delivered: &[u32]) -> Markup {
                 rect.delivered x=(x + 5) y=(h - 10 - scale(*d)) width="5" height=(scale(*d)) { title { (d) " delivered, " (60 - i) " min ago" } }
             }
             text x="2" y="12" { "max " (max) "/min" }
+            text x="2" y=(h - 1) { "60 min ago" }
+            text x=(w - 2) y=(h - 1) text-anchor="end" { "now" }
         }
         p.legend { span.key.sent-key { "■" } " sent (" (sent.iter().sum::<u32>()) ") " span.key.delivered-key { "■" } " delivered (" (delivered.iter().sum::<u32>()) ") in the last hour" }
     }
