@@ -176,8 +176,8 @@ impl Reads {
                     .filter_map(|(n, v)| v.clone().map(|v| (n.to_string(), v)))
                     .collect()
             };
-            let record = map(&RECORD_FIELDS, &rec);
-            let attempt = map(&ATTEMPT_FIELDS, &att);
+            let record = map(&RECORD_FIELDS, rec);
+            let attempt = map(&ATTEMPT_FIELDS, att);
             let state = crate::receipts::derive_state(&record, &attempt, claim.as_deref(), false);
             rows.push(RunRow {
                 run_id: id.clone(),

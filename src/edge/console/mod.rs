@@ -118,19 +118,19 @@ fn html(code: StatusCode, m: Markup) -> Response {
     (code, Html(m.into_string())).into_response()
 }
 
-/// The caller may read, or the page that says why not.
-fn reader(s: &ApiState, headers: &HeaderMap) -> Result<(), Response> {
+/// `None` when the caller may read, else the page that says why not.
+fn refused(s: &ApiState, headers: &HeaderMap) -> Option<Response> {
     match s.console.sessions.caller(&s.tokens, headers, now_ms()) {
-        Caller::Reader(_) => Ok(()),
-        Caller::Anonymous => Err(html(
+        Caller::Reader(_) => None,
+        Caller::Anonymous => Some(html(
             StatusCode::UNAUTHORIZED,
             pages::login(Some("Sign in to see the console.")),
         )),
-        Caller::WrongToken => Err(html(
+        Caller::WrongToken => Some(html(
             StatusCode::UNAUTHORIZED,
             pages::login(Some("That token is not one of this server's tokens.")),
         )),
-        Caller::NotAllowed(_) => Err(html(
+        Caller::NotAllowed(_) => Some(html(
             StatusCode::FORBIDDEN,
             pages::message(
                 "Not allowed",
@@ -254,7 +254,7 @@ async fn callbacks(
     headers: HeaderMap,
     params: Result<Query<ListParams>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
-    if let Err(page) = reader(&s, &headers) {
+    if let Some(page) = refused(&s, &headers) {
         return page;
     }
     let Ok(Query(p)) = params else {
@@ -367,7 +367,7 @@ async fn run(
     headers: HeaderMap,
     run_id: Result<Path<String>, axum::extract::rejection::PathRejection>,
 ) -> Response {
-    if let Err(page) = reader(&s, &headers) {
+    if let Some(page) = refused(&s, &headers) {
         return page;
     }
     let Ok(Path(run_id)) = run_id else {
@@ -414,7 +414,7 @@ async fn run(
 const DAY_MS: i64 = 24 * 3600 * 1000;
 
 async fn now(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
-    if let Err(page) = reader(&s, &headers) {
+    if let Some(page) = refused(&s, &headers) {
         return page;
     }
     match now_figures(&s).await {
@@ -441,10 +441,10 @@ async fn now_figures(s: &ApiState) -> Result<pages::Now, crate::error::Error> {
         if let Some(t) = row.sent_at.filter(|t| *t >= hour_start) {
             sent[minute(t)] += 1;
         }
-        if row.state == "delivered" {
-            if let Some(t) = row.updated_at.filter(|t| *t >= hour_start) {
-                delivered[minute(t)] += 1;
-            }
+        if row.state == "delivered"
+            && let Some(t) = row.updated_at.filter(|t| *t >= hour_start)
+        {
+            delivered[minute(t)] += 1;
         }
     }
     let escalated_at = |row: &data::RunRow| {
@@ -491,7 +491,7 @@ async fn now_figures(s: &ApiState) -> Result<pages::Now, crate::error::Error> {
 }
 
 async fn drills(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
-    if let Err(page) = reader(&s, &headers) {
+    if let Some(page) = refused(&s, &headers) {
         return page;
     }
     let dir = s.console.drill_reports.clone();

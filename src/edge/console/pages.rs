@@ -357,25 +357,25 @@ fn events(d: &RunDetail, receipts: &[Receipt]) -> Vec<Event> {
             });
         }
     }
-    if let Some((t, reason)) = d.record.get("escalated").and_then(|e| e.split_once(':')) {
-        if let Ok(t) = t.parse() {
-            ev.push(Event {
-                at: t,
-                kind: "escalated",
-                title: "Escalated".into(),
-                detail: crate::redact::redact(reason),
-            });
-        }
+    if let Some((t, reason)) = d.record.get("escalated").and_then(|e| e.split_once(':'))
+        && let Ok(t) = t.parse()
+    {
+        ev.push(Event {
+            at: t,
+            kind: "escalated",
+            title: "Escalated".into(),
+            detail: crate::redact::redact(reason),
+        });
     }
-    if let Some(j) = &d.job {
-        if let Some(t) = j.finished_on {
-            ev.push(Event {
-                at: t,
-                kind: "finished",
-                title: format!("Job {}", j.state),
-                detail: j.failed_reason.clone().unwrap_or_default(),
-            });
-        }
+    if let Some(j) = &d.job
+        && let Some(t) = j.finished_on
+    {
+        ev.push(Event {
+            at: t,
+            kind: "finished",
+            title: format!("Job {}", j.state),
+            detail: j.failed_reason.clone().unwrap_or_default(),
+        });
     }
     ev.sort_by_key(|e| e.at);
     ev
