@@ -470,3 +470,25 @@ async fn drills_page_shows_saved_reports_and_says_what_it_cannot_read() {
     assert!(body.contains("unreadable: not JSON"), "{body}");
     assert!(!body.contains("<b>not json"), "{body}");
 }
+
+#[test]
+fn a_drill_reports_setting_that_is_not_a_directory_is_named_with_the_rest() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
+        .arg("serve")
+        .env_clear()
+        .env("RINGBACK_DRILL_REPORTS", "/nonexistent/ringback-reports")
+        .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+        .env("TWILIO_AUTH_TOKEN", "twilio-auth-token")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("RINGBACK_DRILL_REPORTS") && stderr.contains("not a directory"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("RINGBACK_PUBLIC_URL"),
+        "every broken setting at once: {stderr}"
+    );
+}
