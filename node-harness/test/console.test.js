@@ -189,6 +189,8 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
     assert.equal(await page.locator('#run-id').innerText(), REVERSED);
     assert.match(await page.locator('#run-state').innerText(), /delivered/);
     assert.equal(await page.locator('#job-state').innerText(), 'completed');
+    // which worker: the live worker's heartbeat name (pid and host), not only its id
+    assert.match(await page.locator('#worker').innerText(), new RegExp(`pid ${worker.pid}\\b`));
     // arrival order as the simulator sent them (reversed), and the ranking's order. Twilio's
     // own answer (queued) is recorded when the worker gets it: before or after the callbacks.
     const arrival = await texts(page, '#arrival-order li');

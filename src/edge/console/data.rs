@@ -225,14 +225,16 @@ impl Reads {
             Option<String>,
             Option<String>,
             Option<i64>,
+            Vec<String>,
         );
-        let (record, attempt, history, claim, open, claimed): Parts = redis::pipe()
+        let (record, attempt, history, claim, open, claimed, workers): Parts = redis::pipe()
             .hgetall(&w.record)
             .hgetall(&w.attempt)
             .lrange(keys::callback_history(&self.claim_prefix, run_id), 0, -1)
             .get(&w.claim)
             .zscore(keys::open_attempts(&self.claim_prefix), run_id)
             .zscore(self.recent(), run_id)
+            .zrange(keys::ringback_workers(&self.claim_prefix), 0, -1)
             .query_async(&mut self.conn.clone())
             .await?;
         let job_id = attempt
@@ -251,6 +253,11 @@ impl Reads {
                 )
             }),
         );
+        // heartbeats are "<name> (<worker id>)": a person reads the name (pid and host)
+        let worker_name = attempt.get("worker").and_then(|id| {
+            let tail = format!("({id})");
+            workers.into_iter().find(|w| w.ends_with(&tail))
+        });
         let known = !record.is_empty() || !attempt.is_empty() || job.is_some() || claim.is_some();
         Ok(RunDetail {
             run_id: run_id.to_string(),
@@ -265,6 +272,7 @@ impl Reads {
             claim,
             open: open.is_some(),
             claimed_at: claimed,
+            worker_name,
             job_id,
             job,
         })
@@ -359,6 +367,8 @@ pub struct RunDetail {
     pub claim: Option<String>,
     pub open: bool,
     pub claimed_at: Option<i64>,
+    /// The attempt's worker as its heartbeat names it (pid and host), while it heartbeats.
+    pub worker_name: Option<String>,
     pub job_id: String,
     pub job: Option<JobView>,
 }

@@ -279,7 +279,11 @@ fn short(token: &str) -> &str {
 fn events(d: &RunDetail, receipts: &[Receipt]) -> Vec<Event> {
     let a = |k: &str| d.attempt.get(k).cloned();
     let ai = |k: &str| a(k).and_then(|v| v.parse::<i64>().ok());
-    let worker = a("worker").unwrap_or_else(|| "?".into());
+    let worker = d
+        .worker_name
+        .clone()
+        .or_else(|| a("worker"))
+        .unwrap_or_else(|| "?".into());
     let mut ev = vec![];
     if let Some(j) = &d.job {
         if let Some(t) = j.timestamp {
@@ -413,7 +417,7 @@ pub fn run(d: &RunDetail, now_ms: i64) -> Markup {
             dt { "MessageSid" } dd.mono { (d.record.get("sid").or(d.attempt.get("sid")).map(String::as_str).unwrap_or("—")) }
             dt { "Twilio status" } dd { (d.record.get("status").map(String::as_str).unwrap_or("—")) @if let Some(c) = d.record.get("error_code") { " (error " (c) ")" } }
             dt { "to" } dd.mono { (to) }
-            dt { "attempt" } dd { (d.attempt.get("state").map(String::as_str).unwrap_or("none")) @if let Some(w) = d.attempt.get("worker") { " · worker " span.mono { (w) } } @if d.open { @if let Some(s) = d.attempt.get("since").and_then(|s| s.parse::<i64>().ok()) { " · open for " (age(now_ms - s)) } } }
+            dt { "attempt" } dd { (d.attempt.get("state").map(String::as_str).unwrap_or("none")) @if let Some(w) = d.attempt.get("worker") { " · worker " span.mono #worker { (d.worker_name.as_deref().unwrap_or(w)) } @if d.worker_name.is_none() { " " span.small { "(no heartbeat now)" } } } @if d.open { @if let Some(s) = d.attempt.get("since").and_then(|s| s.parse::<i64>().ok()) { " · open for " (age(now_ms - s)) } } }
             dt { "claim key" } dd.mono { (d.claim.as_deref().map(|c| c.split(':').next().unwrap_or(c)).unwrap_or("none")) }
             (job_view(d.job.as_ref(), &d.job_id))
         }
