@@ -179,10 +179,10 @@ pub fn callbacks(
                             td { a href=(run_href(&r.run_id)) { (r.run_id) } }
                             td { (state_badge(&r.state)) }
                             td { (r.status.as_deref().unwrap_or("—")) }
-                            td.mono { (r.to) }
+                            td.mono.nowrap { (r.to) }
                             td { (r.claimed_at.map(at).unwrap_or_default()) }
                             td { (r.sent_at.map(at).unwrap_or_default()) }
-                            td.small { (r.worker.as_deref().unwrap_or("")) }
+                            td.small.mono title=(r.worker.as_deref().unwrap_or("")) { (r.worker.as_deref().map(short).unwrap_or("")) }
                             td { (flags(r)) }
                         }
                     }
