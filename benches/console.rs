@@ -30,9 +30,12 @@ fn main() {
 async fn bench(runs: usize) {
     let server = common::RedisServer::start();
     let reports = tempfile::tempdir().expect("temp dir");
-    std::fs::write(
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/drill-stall-report.json"
+        ),
         reports.path().join("stall.json"),
-        r#"[{"drill":"stall","timings":"prod","ok":true,"ms":41234,"cases":[{"case":"after-claim","ok":true,"died":"SIGKILL","recoveredMs":1234,"settleMs":812,"runs":12,"texts":12,"duplicates":[],"lost":[]}]}]"#,
     )
     .expect("report");
     let mut serve = common::serve_config();

@@ -446,9 +446,13 @@ async fn callbacks_page_lists_newest_first_filters_pages_and_shows_disorder() {
 async fn drills_page_shows_saved_reports_and_says_what_it_cannot_read() {
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("20261130.json"),
-        r#"[{"drill":"stall","timings":"prod","ok":true,"ms":4200,"cases":[{"case":"after-claim","ok":true,"died":"SIGKILL","recoveredMs":812,"settleMs":300,"runs":12,"texts":12,"duplicates":[],"lost":[]}]}]"#,
+    // the output of `DRILL_TIMINGS=compressed ringback drill stall --runs 6 --json`, as saved
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/drill-stall-report.json"
+        ),
+        dir.path().join("20261130T230000Z.json"),
     )
     .unwrap();
     std::fs::write(dir.path().join("broken.json"), "<b>not json").unwrap();
@@ -464,7 +468,10 @@ async fn drills_page_shows_saved_reports_and_says_what_it_cannot_read() {
     assert_eq!(res.status(), StatusCode::OK);
     assert_protected(&res, &body);
     assert!(
-        body.contains("drill stall") && body.contains("after-claim") && body.contains("812"),
+        body.contains("drill stall · timings compressed")
+            && body.contains("ringback@after-claim")
+            && body.contains("legacy@after-provider-accept")
+            && body.contains("<td>3120</td>"),
         "{body}"
     );
     assert!(body.contains("unreadable: not JSON"), "{body}");

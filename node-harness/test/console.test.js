@@ -63,11 +63,9 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
     const port = await freePort();
     base = `http://127.0.0.1:${port}`;
     reportsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringback-drill-reports-'));
-    // the shape `ringback drill stall --json` prints (a drill run takes minutes; its own test runs it)
-    fs.writeFileSync(
-      path.join(reportsDir, 'stall.json'),
-      JSON.stringify([{ drill: 'stall', timings: 'prod', ok: true, ms: 41234, cases: [{ case: 'after-claim', timings: 'prod', ok: true, died: 'SIGKILL', recoveredMs: 1234, stalledEvents: 1, runs: 12, texts: 12, duplicates: [], lost: [], settled: true, settleMs: 812 }] }]),
-    );
+    // saved output of `DRILL_TIMINGS=compressed ringback drill stall --runs 6 --json` (a drill
+    // run takes its own time; node-harness/test/drill.test.js runs them)
+    fs.copyFileSync(path.join(__dirname, '..', '..', 'tests', 'fixtures', 'drill-stall-report.json'), path.join(reportsDir, 'stall.json'));
     const env = {
       ...process.env,
       NO_COLOR: '1',
@@ -244,8 +242,8 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
     // Drills: the saved report
     await page.click('nav a[href="/console/drills"]');
     await page.waitForURL(`${base}/console/drills`);
-    assert.match(await page.locator('main').innerText(), /drill stall · timings prod · passed/);
-    assert.match(await page.locator('table.cases').innerText(), /after-claim/);
+    assert.match(await page.locator('main').innerText(), /drill stall · timings compressed · passed/);
+    assert.match(await page.locator('table.cases').innerText(), /ringback@after-claim/);
     await shot(page, 'drills');
 
     // the stylesheet applied (served by ringback), nothing fetched elsewhere, no CSP complaint
