@@ -311,6 +311,11 @@ async fn hostile_and_unknown_run_ids_get_a_clear_page_and_are_never_executed() {
 async fn callbacks_page_lists_newest_first_filters_pages_and_shows_disorder() {
     let server = RedisServer::start();
     let s = state(&server, "console-list").await;
+    let mut s = s;
+    std::sync::Arc::get_mut(&mut s)
+        .expect("not shared yet")
+        .console
+        .delivery_deadline = std::time::Duration::ZERO;
     let router = app(s.clone());
     let w = window(&s);
     let auth = bearer(READ_TOKEN);
@@ -327,6 +332,31 @@ async fn callbacks_page_lists_newest_first_filters_pages_and_shows_disorder() {
         )
         .await;
     }
+    // one settled as unknown (escalated first, as the window does), one with no final
+    // receipt yet (missing past the zero deadline), one escalated after an undelivered receipt
+    record_run(&s, &w, 400, "run-unknown", "+15550000005", false, &[]).await;
+    assert!(
+        w.settle_unknown("run-unknown", "token-400", "several messages match")
+            .await
+            .unwrap()
+    );
+    record_run(&s, &w, 401, "run-pending", "+15550000006", true, &["sent"]).await;
+    record_run(
+        &s,
+        &w,
+        402,
+        "run-escalated",
+        "+15550000007",
+        true,
+        &["sent", "undelivered"],
+    )
+    .await;
+    assert!(
+        s.receipts
+            .mark_escalated("run-escalated", "delivery undelivered")
+            .await
+            .unwrap()
+    );
     // distinct claim times for the newest three (the index orders by Redis's ms clock)
     let tick = || tokio::time::sleep(std::time::Duration::from_millis(3));
     for i in 0..3 {
@@ -370,15 +400,18 @@ async fn callbacks_page_lists_newest_first_filters_pages_and_shows_disorder() {
         "newest first"
     );
     assert!(
-        body.contains("65 run(s) match") && body.contains("page 1 of 2"),
+        body.contains("68 run(s) match") && body.contains("page 1 of 2"),
         "{body}"
     );
     let (_, page2) = call(&router, get("/console/callbacks?page=2", Some(&auth))).await;
-    assert_eq!(page2.matches("data-run=").count(), 15);
+    assert_eq!(page2.matches("data-run=").count(), 18);
     assert!(page2.contains("run-ok-000"));
 
     for (state, n, example) in [
-        ("undelivered", 3, "run-bad-0"),
+        ("undelivered", 4, "run-bad-0"),
+        ("unknown", 1, "run-unknown"),
+        ("escalated", 1, "run-escalated"),
+        ("sent", 1, "run-pending"),
         ("open", 1, "run-open"),
         ("delivered", 61, "run-disorder"),
     ] {
@@ -437,7 +470,34 @@ async fn callbacks_page_lists_newest_first_filters_pages_and_shows_disorder() {
     assert_eq!(res.status(), StatusCode::OK);
     assert!(body.contains("id=\"open-count\">1<"), "{body}");
     assert!(
-        body.contains("sent (64)") && body.contains("delivered (61)"),
+        body.contains("sent (66)") && body.contains("delivered (61)"),
+        "{body}"
+    );
+    let section = |id: &str| -> String {
+        let part = body.split(&format!("id=\"{id}\"")).nth(1).unwrap_or("");
+        part.split("</ul>").next().unwrap_or("").to_string()
+    };
+    for (count, list, run) in [
+        ("unknown-count", "unknown", "run-unknown"),
+        ("escalated-count", "escalations", "run-escalated"),
+        ("missing-count", "missing", "run-pending"),
+    ] {
+        assert!(
+            body.contains(&format!("id=\"{count}\">1<")),
+            "{count}: {body}"
+        );
+        assert!(section(list).contains(run), "{list}: {body}");
+    }
+
+    // the escalated run's timeline says so, and why
+    let (_, body) = call(&router, get("/console/runs/run-escalated", Some(&auth))).await;
+    assert!(
+        body.contains("Escalated</strong>") && body.contains("delivery undelivered"),
+        "{body}"
+    );
+    let (_, body) = call(&router, get("/console/runs/run-unknown", Some(&auth))).await;
+    assert!(
+        body.contains("state-unknown") && body.contains("Settled as unknown"),
         "{body}"
     );
 }

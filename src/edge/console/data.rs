@@ -22,6 +22,21 @@ pub fn rank(status: &str) -> Option<u8> {
     })
 }
 
+/// A run's state as the API derives it, except that an attempt settled as unknown (the send
+/// can be proven neither way; its claim says `sent:` to fence the legacy worker off) reads
+/// `unknown` rather than `accepted`.
+fn state_of(
+    record: &HashMap<String, String>,
+    attempt: &HashMap<String, String>,
+    claim: Option<&str>,
+    queued: bool,
+) -> String {
+    if !record.contains_key("status") && attempt.get("state").is_some_and(|s| s == "unknown") {
+        return "unknown".into();
+    }
+    crate::receipts::derive_state(record, attempt, claim, queued)
+}
+
 /// The states the Callbacks page filters by.
 pub const FILTERS: [&str; 8] = [
     "sent",
@@ -178,7 +193,7 @@ impl Reads {
             };
             let record = map(&RECORD_FIELDS, rec);
             let attempt = map(&ATTEMPT_FIELDS, att);
-            let state = crate::receipts::derive_state(&record, &attempt, claim.as_deref(), false);
+            let state = state_of(&record, &attempt, claim.as_deref(), false);
             rows.push(RunRow {
                 run_id: id.clone(),
                 state,
@@ -242,7 +257,7 @@ impl Reads {
             .cloned()
             .unwrap_or_else(|| run_id.to_string());
         let job = self.job(&job_id).await?;
-        let state = crate::receipts::derive_state(
+        let state = state_of(
             &record,
             &attempt,
             claim.as_deref(),
