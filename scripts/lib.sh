@@ -58,3 +58,14 @@ ensure_spin() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq spin >/dev/null
 }
+
+# promtool (Prometheus' rule and metrics checker, for scripts/check-deploy and the metrics scrape
+# test) from Debian's `prometheus` package. The package's own server is not started here.
+ensure_promtool() {
+  if command -v promtool >/dev/null 2>&1; then return; fi
+  say "installing promtool from Debian's prometheus package (about a minute)"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+}
