@@ -6,7 +6,8 @@
 // deploy/alerts.yml names, with the `queue` label its alerts group by. The counters the alerts
 // watch with increase() must be exported from 0 before their first event (a series born at 1
 // has no increase: the first escalation after a restart would never alert). The Dockerfile's
-// HEALTHCHECK command is run against both processes too.
+// HEALTHCHECK command is run against both processes too, and `ringback check-config` reads
+// deploy/ringback.env.example.
 //
 // promtool comes from Debian's `prometheus` package (scripts/check-deploy installs it): without
 // it the promtool test is skipped, saying so; every other test runs.
@@ -248,6 +249,21 @@ describe('metrics scrape: what deploy/alerts.yml watches, on a real worker and s
       else assert.equal(s.value, 0, `${name}${JSON.stringify(labels)} counted without that event happening`);
     }
     assert.deepEqual(absent, [], 'the worker must export these series from its start (a series born at 1 has no increase(): its first event would not alert)');
+  });
+
+  it('deploy/ringback.env.example: check-config refuses it as shipped, naming the empty secrets, and accepts it once they are set', async () => {
+    const settings = {};
+    for (const line of fs.readFileSync(path.join(REPO, 'deploy', 'ringback.env.example'), 'utf8').split('\n')) {
+      const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line);
+      if (m) settings[m[1]] = m[2];
+    }
+    const base = { PATH: process.env.PATH, NO_COLOR: '1' };
+    const shipped = await runToEnd(lab.bin, ['check-config'], { env: { ...base, ...settings } });
+    assert.equal(shipped.code, 2, `as shipped: ${shipped.out}${shipped.err}`);
+    for (const name of ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN']) assert.match(shipped.err, new RegExp(`${name}:`), `names ${name}`);
+    const filled = { ...settings, TWILIO_ACCOUNT_SID: ACCOUNT_SID, TWILIO_AUTH_TOKEN: AUTH_TOKEN, RINGBACK_API_TOKEN: API_TOKEN };
+    const ok = await runToEnd(lab.bin, ['check-config'], { env: { ...base, ...filled } });
+    assert.equal(ok.code, 0, `filled in: ${ok.out}${ok.err}`);
   });
 
   it('the Dockerfile\'s HEALTHCHECK command answers for the worker and serve, and fails on a closed port', async () => {
