@@ -58,3 +58,24 @@ ensure_spin() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq spin >/dev/null
 }
+
+# promtool (Prometheus' rule and metrics checker, for scripts/check-deploy and the metrics scrape
+# test) from Debian's `prometheus` package. The package's own server is not started here.
+ensure_promtool() {
+  if command -v promtool >/dev/null 2>&1; then return; fi
+  say "installing promtool from Debian's prometheus package (about a minute)"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+}
+
+# PyYAML for Debian's own python3 (scripts/check-deploy reads the alert files with it).
+ensure_python_yaml() {
+  if /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1; then return; fi
+  say "installing python3-yaml from Debian's packages"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-yaml >/dev/null
+}
