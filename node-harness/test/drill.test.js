@@ -128,6 +128,20 @@ describe('ringback drill', () => {
     }
   });
 
+  it('cutover: a machine that refuses network namespaces is told so, with what else it lacks, exit 2', async () => {
+    // an `unshare` that fails as a container without CLONE_NEWNET does; no ip, no nft
+    const bin = fs.mkdtempSync(path.join(os.tmpdir(), 'drill-path-'));
+    try {
+      fs.symlinkSync(execSync('command -v sh', { encoding: 'utf8' }).trim(), path.join(bin, 'sh'));
+      fs.writeFileSync(path.join(bin, 'unshare'), '#!/bin/sh\necho "unshare: unshare failed: Operation not permitted" >&2\nexit 1\n', { mode: 0o755 });
+      const r = await drill(['cutover', '--timings', 'compressed'], { node: true, env: { PATH: bin } });
+      assert.equal(r.code, 2, `${r.out}\n${r.stderr}`);
+      assert.match(r.stderr, /not on PATH: ip, nft .*; cannot create a network namespace \(unshare (--user --map-root-user )?--net: unshare: unshare failed: Operation not permitted; .*\): run the drill as root on a machine that allows CLONE_NEWNET/);
+    } finally {
+      fs.rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
   it('the runbook shows the very ruleset the cutover drill loads, ports filled in', () => {
     const file = fs.readFileSync(RULESET, 'utf8').replaceAll('$legacy_port', '3000').replaceAll('$serve_port', '3001');
     const runbook = fs.readFileSync(path.join(HARNESS, '..', 'docs', 'runbook.md'), 'utf8');
