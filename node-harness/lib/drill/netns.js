@@ -24,7 +24,7 @@ function unshareFlags() {
   return root ? ['--net'] : ['--user', '--map-root-user', '--net'];
 }
 
-const firstLine = (r) => `${r.stderr || ''}${r.stdout || ''}${r.error ? r.error.message : ''}`.trim().split('\n').slice(-3).join(' / ') || `exit ${r.status}`;
+const lastLines = (r) => `${r.stderr || ''}${r.stdout || ''}${r.error ? r.error.message : ''}`.trim().split('\n').slice(-3).join(' / ') || `exit ${r.status}`;
 
 /**
  * What the machine lacks for the port handover drill, every piece at once: {netns, problems}.
@@ -45,7 +45,7 @@ function preflight() {
   const ns = spawnSync('unshare', [...flags, '--', 'true'], { encoding: 'utf8', timeout: 10_000 });
   if (ns.status !== 0) {
     const how = flags.includes('--user') ? 'not root, and unprivileged user namespaces are refused' : 'root, but the kernel or container refuses';
-    problems.push(`cannot create a network namespace (unshare ${flags.join(' ')}: ${firstLine(ns)}; ${how}): run the drill as root on a machine that allows CLONE_NEWNET`);
+    problems.push(`cannot create a network namespace (unshare ${flags.join(' ')}: ${lastLines(ns)}; ${how}): run the drill as root on a machine that allows CLONE_NEWNET`);
     return { netns: false, problems };
   }
   if (!missing.length) {
@@ -55,7 +55,7 @@ function preflight() {
       timeout: 10_000,
     });
     if (probe.status !== 0 || !/redirect to :3001/.test(probe.stdout)) {
-      problems.push(`the kernel refused the handover ruleset in a fresh network namespace (needs nf_tables with NAT redirect for IPv4 and IPv6: CONFIG_NF_TABLES, CONFIG_NF_TABLES_INET, CONFIG_NFT_NAT, CONFIG_NFT_REDIR): ${firstLine(probe)}`);
+      problems.push(`the kernel refused the handover ruleset in a fresh network namespace (needs nf_tables with NAT redirect for IPv4 and IPv6: CONFIG_NF_TABLES, CONFIG_NF_TABLES_INET, CONFIG_NFT_NAT, CONFIG_NFT_REDIR): ${lastLines(probe)}`);
     }
   }
   return { netns: true, problems };
@@ -97,7 +97,7 @@ function runInside(args, { log = () => {}, env = process.env } = {}) {
 /** Loads the handover ruleset in this namespace: new connections to `legacyPort` go to `servePort`. */
 function redirect(legacyPort, servePort) {
   const r = spawnSync('nft', ['-D', `legacy_port=${legacyPort}`, '-D', `serve_port=${servePort}`, '-f', RULESET], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`nft -f ${RULESET}: ${firstLine(r)}`);
+  if (r.status !== 0) throw new Error(`nft -f ${RULESET}: ${lastLines(r)}`);
   return listTable();
 }
 
