@@ -14,6 +14,18 @@ ensure_redis() {
   # Debian's package may start a system instance on 6379; ours run on random ports, so it is left alone.
 }
 
+# nft (nftables) from Debian's packages: the cutover drill hands the legacy API's port to
+# `ringback serve` with an nftables redirect in a network namespace of its own (issue 15). The
+# drill itself checks root and the kernel's features, and says what is missing.
+ensure_nft() {
+  if command -v nft >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1; then return; fi
+  say "installing nftables, iproute2 and util-linux from Debian's packages"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nftables iproute2 util-linux >/dev/null
+}
+
 ensure_node_harness() {
   if [ ! -d node-harness/node_modules ] || [ node-harness/package-lock.json -nt node-harness/node_modules ]; then
     say "installing the Node harness (npm ci; about 30 seconds)"
