@@ -50,7 +50,8 @@ fn cpu(c: &mut Criterion) {
             assert!(matches!(f, Finish::Completed { .. }));
         })
     });
-    let data = r#"{"runId":"run-123","to":"+15005550006","body":"Build finished: 3 actions need you"}"#;
+    let data =
+        r#"{"runId":"run-123","to":"+15005550006","body":"Build finished: 3 actions need you"}"#;
     g.bench_function("parse_callback", |b| {
         b.iter(|| ringback::callback::CallbackRequest::parse(std::hint::black_box(data)).unwrap())
     });
