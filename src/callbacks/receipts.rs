@@ -351,6 +351,8 @@ pub(crate) fn derive_state(
     match attempt.get("state").map(String::as_str) {
         Some("sent") => "accepted".into(),
         Some("send-failed") => "send-failed".into(),
+        // settled as unknown: the claim says `sent:` (fenced for good), but nobody knows
+        Some("unknown") => "unknown".into(),
         Some("claimed" | "ambiguous") => "claimed".into(),
         _ if claim.is_some_and(|c| c.starts_with("sent")) => "accepted".into(),
         _ if queued => "queued".into(),
