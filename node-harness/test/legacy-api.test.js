@@ -65,7 +65,9 @@ describe('legacy API graceful stop', () => {
       assert.equal(second.headers.connection, 'close');
       const info = await api.waitExit(15_000);
       assert.equal(info.code, 0);
-      assert.match(api.output(), /legacy api stopped cleanly after \d+ ms: 1 connection\(s\) open at SIGTERM, 1 request\(s\) answered while stopping/);
+      // The pooled socket, and possibly one of the probes above that connected just before the
+      // listener closed: which one comes first is a race, so the count is 1 or 2.
+      assert.match(api.output(), /legacy api stopped cleanly after \d+ ms: [12] connection\(s\) open at SIGTERM, 1 request\(s\) answered while stopping/);
     } finally {
       agent.destroy();
       await api.destroy();
