@@ -50,6 +50,34 @@ fn cpu(c: &mut Criterion) {
             assert!(matches!(f, Finish::Completed { .. }));
         })
     });
+    let data =
+        r#"{"runId":"run-123","to":"+15005550006","body":"Build finished: 3 actions need you"}"#;
+    g.bench_function("parse_callback", |b| {
+        b.iter(|| ringback::callback::CallbackRequest::parse(std::hint::black_box(data)).unwrap())
+    });
+    // A status callback as Twilio sends it: form parsing, then the signature check.
+    let form = "AccountSid=AC0123456789abcdef0123456789abcdef&ApiVersion=2010-04-01&From=%2B15005550006&MessageSid=SM0123456789abcdef0123456789abcdef&MessageStatus=delivered&SmsSid=SM0123456789abcdef0123456789abcdef&SmsStatus=delivered&To=%2B15558675310";
+    g.bench_function("parse_status_form", |b| {
+        b.iter(|| {
+            serde_urlencoded::from_str::<Vec<(String, String)>>(std::hint::black_box(form)).unwrap()
+        })
+    });
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(form).unwrap();
+    let url = "https://ringback.example.com/api/notify/webhook/status?runId=run-123&attempt=t1";
+    let sig = ringback::twilio::signature::sign("auth-token", url, &params);
+    g.bench_function("verify_signature", |b| {
+        b.iter(|| {
+            assert!(ringback::twilio::signature::verify(
+                "auth-token",
+                url,
+                std::hint::black_box(&params),
+                &sig
+            ))
+        })
+    });
+    g.bench_function("encode_metrics", |b| {
+        b.iter(|| ringback::metrics::encode("agent-callback", vec![]))
+    });
     g.finish();
 }
 

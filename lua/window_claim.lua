@@ -18,6 +18,8 @@
   KEYS[2] attempt record  (ringback:attempt:{<claim key>})
   KEYS[3] callback record (ringback:callback:{<claim key>}; field `sid` = a receipt's MessageSid)
   KEYS[4] open-attempts index (ZSET runId -> when the orphan sweep must look at the attempt)
+  KEYS[5] recent-runs index (ZSET runId -> when its latest fresh attempt was claimed, ms; capped
+          at ARGV[13] members, oldest dropped): the operators' console lists runs from it
 
   ARGV[1] new attempt token        ARGV[7] record TTL (ms), the sent TTL
   ARGV[2] job id                   ARGV[8] to
@@ -25,7 +27,7 @@
   ARGV[4] supersede: the token of  ARGV[10] body
           an attempt the caller    ARGV[11] runId
           resolved as never sent   ARGV[12] claim lease (ms)
-          ("" = none)
+          ("" = none)             ARGV[13] recent-runs cap (members)
   ARGV[5] pending TTL (ms)
   ARGV[6] hold (ms): how long a resolver may go without touching the attempt
 
@@ -74,6 +76,10 @@ local function fresh(token)
   rcall("PEXPIRE", attemptKey, ARGV[7])
   -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
   rcall("ZADD", index, now + pendingTtl, runId)
+  -- the console's newest-first list; ZCARD is O(1), the trim runs once per claim past the cap
+  rcall("ZADD", KEYS[5], now, runId)
+  local over = rcall("ZCARD", KEYS[5]) - tonumber(ARGV[13])
+  if over > 0 then rcall("ZREMRANGEBYRANK", KEYS[5], 0, over - 1) end
   return {"claimed", token, now}
 end
 

@@ -14,6 +14,29 @@ ensure_redis() {
   # Debian's package may start a system instance on 6379; ours run on random ports, so it is left alone.
 }
 
+# Headless Chromium from Debian's packages, for the console's browser test
+# (node-harness/test/console.test.js drives it with playwright-core).
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1; then return; fi
+  say "installing chromium from Debian's packages (about a minute)"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}
+
+# nft (nftables) from Debian's packages: the cutover drill hands the legacy API's port to
+# `ringback serve` with an nftables redirect in a network namespace of its own (issue 15). The
+# drill itself checks root and the kernel's features, and says what is missing.
+ensure_nft() {
+  if command -v nft >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1; then return; fi
+  say "installing nftables, iproute2 and util-linux from Debian's packages"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq nftables iproute2 util-linux >/dev/null
+}
+
 ensure_node_harness() {
   if [ ! -d node-harness/node_modules ] || [ node-harness/package-lock.json -nt node-harness/node_modules ]; then
     say "installing the Node harness (npm ci; about 30 seconds)"
@@ -57,4 +80,25 @@ ensure_spin() {
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq spin >/dev/null
+}
+
+# promtool (Prometheus' rule and metrics checker, for scripts/check-deploy and the metrics scrape
+# test) from Debian's `prometheus` package. The package's own server is not started here.
+ensure_promtool() {
+  if command -v promtool >/dev/null 2>&1; then return; fi
+  say "installing promtool from Debian's prometheus package (about a minute)"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+}
+
+# PyYAML for Debian's own python3 (scripts/check-deploy reads the alert files with it).
+ensure_python_yaml() {
+  if /usr/bin/python3 -c 'import yaml' >/dev/null 2>&1; then return; fi
+  say "installing python3-yaml from Debian's packages"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-yaml >/dev/null
 }

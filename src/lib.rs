@@ -22,10 +22,13 @@
 //!   receipts), [`escalation`], [`drain`] (resolve every open attempt before a rollback),
 //!   [`service`] (a running SMS worker's processor, sweep and reconciliation).
 //! - [`edge`], adapters: [`twilio`] (client, signatures), [`twilio_sim`] (the simulator), [`api`]
-//!   (`ringback serve`), [`metrics`] (the worker's `/metrics`), [`cli`] (flags and environment),
+//!   (`ringback serve`), [`access`] (its tokens, allowlist and rate limits), [`metrics`] (one
+//!   Prometheus registry for every `/metrics`), [`run`] (the worker and `serve` with everything
+//!   around them, so the binary stays thin), [`cli`] (flags and environment), [`console`] (the
+//!   operators' read-only pages of `serve`),
 //!   [`drill`] (runs the Node harness's drills).
 //! - Across the floors: [`config`], [`error`], [`redact`] (phone numbers and URL passwords out
-//!   of logs).
+//!   of logs), [`telemetry`] (the labelled metric families every floor records into).
 
 pub mod callbacks;
 pub mod config;
@@ -34,11 +37,12 @@ pub mod error;
 pub mod queue;
 pub mod redact;
 pub mod store;
+pub mod telemetry;
 
 pub use callbacks::{
     callback, drain, escalation, orphans, receipts, reconcile, service, sms, window,
 };
-pub use edge::{api, cli, drill, metrics, twilio, twilio_sim};
+pub use edge::{access, api, cli, console, drill, metrics, run, twilio, twilio_sim};
 pub use queue::{fetcher, job, lock_manager, processor, scripted, stalled_checker, worker};
 pub use store::{commands, connection, json, keys, scripts};
 

@@ -4,65 +4,18 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::{RedisServer, queue_name};
 use rand::seq::{IndexedRandom, SliceRandom};
 use redis::AsyncCommands;
-use ringback::api::{ApiState, app};
+use ringback::api::app;
 use ringback::keys::QueueKeys;
 use ringback::receipts::{Receipts, Source, StatusUpdate};
 use ringback::sms::SmsConfig;
-use ringback::twilio::signature;
 use tower::ServiceExt;
 
-const TOKEN: &str = common::TWILIO_TOKEN;
-const API_TOKEN: &str = common::API_TOKEN;
-const PUBLIC: &str = common::PUBLIC_URL;
-const SID: &str = "SM0123456789abcdef0123456789abcdef";
-
-async fn state(server: &RedisServer, queue: &str) -> Arc<ApiState> {
-    common::api_state(server, queue).await
-}
-
-fn form(params: &[(&str, &str)]) -> (Vec<(String, String)>, String) {
-    let owned: Vec<(String, String)> = params
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let body = serde_urlencoded::to_string(&owned).unwrap();
-    (owned, body)
-}
-
-fn callback(path: &str, params: &[(&str, &str)], token: Option<&str>) -> Request<Body> {
-    let (owned, body) = form(params);
-    let sig = signature::sign(TOKEN, &format!("{PUBLIC}{path}"), &owned);
-    let mut req = Request::post(path)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("X-Twilio-Signature", sig);
-    if let Some(t) = token {
-        req = req.header("I-Twilio-Idempotency-Token", t);
-    }
-    req.body(Body::from(body)).unwrap()
-}
-
-fn status_params<'a>(status: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-    let mut p = vec![
-        ("MessageSid", SID),
-        ("SmsSid", SID),
-        ("MessageStatus", status),
-        ("SmsStatus", status),
-        ("AccountSid", "AC0123456789abcdef0123456789abcdef"),
-    ];
-    p.extend_from_slice(extra);
-    p
-}
-
-async fn record(s: &ApiState, run: &str) -> ringback::receipts::CallbackRecord {
-    s.receipts.record(run, None).await.unwrap()
-}
+use common::api::*;
 
 #[tokio::test]
 async fn webhook_refuses_bad_signatures_bodies_and_sizes() {
@@ -248,14 +201,6 @@ async fn a_failed_delivery_escalates_once() {
         (Some("undelivered"), Some("30003"))
     );
     assert!(record(&s, "r9").await.escalated);
-}
-
-fn send_req(body: &str, token: Option<&str>) -> Request<Body> {
-    let mut r = Request::post("/api/notify/send").header("content-type", "application/json");
-    if let Some(t) = token {
-        r = r.header("Authorization", format!("Bearer {t}"));
-    }
-    r.body(Body::from(body.to_string())).unwrap()
 }
 
 #[tokio::test]
@@ -500,6 +445,7 @@ async fn escalation_can_text_a_fallback_number_through_the_window() {
         reason: "delivery undelivered".into(),
         last_status: Some("undelivered".into()),
         error_code: Some("30003".into()),
+        kind: ringback::escalation::EscalationKind::Undelivered,
     };
     assert!(escalator.escalate(&e).await.unwrap());
     assert!(!escalator.escalate(&e).await.unwrap(), "exactly once");
@@ -520,9 +466,43 @@ async fn escalation_can_text_a_fallback_number_through_the_window() {
     // the fallback itself failing is not escalated again
     let again = ringback::escalation::Escalation {
         run_id: "f1:escalation".into(),
-        ..e
+        ..e.clone()
     };
     assert!(!escalator.escalate(&again).await.unwrap());
+
+    // Later: the record expired and both jobs were removed (removeOnComplete, or a person).
+    // The run's escalation is still remembered: nothing is escalated or texted again.
+    let esc = QueueKeys::new("bull", &format!("{q}-escalations"));
+    let _: () = redis::cmd("DEL")
+        .arg(k.job("f1:escalation"))
+        .arg(k.wait())
+        .arg(esc.job("escalation:f1"))
+        .arg(esc.wait())
+        .arg(ringback::keys::WindowKeys::new("agent-callback:", "f1").record)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    assert!(
+        !escalator.escalate(&e).await.unwrap(),
+        "once, beyond the record"
+    );
+    let waiting: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+    assert!(waiting.is_empty(), "no second fallback text: {waiting:?}");
+    let escalations: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
+    assert!(
+        escalations.is_empty(),
+        "no second escalation job: {escalations:?}"
+    );
+    let ttl: i64 = redis::cmd("PTTL")
+        .arg(ringback::keys::escalated_marker("agent-callback:", "f1"))
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let record_ttl = SmsConfig::default().sent_ttl.as_millis() as i64;
+    assert!(
+        ttl > 3 * record_ttl,
+        "the marker outlives the record: {ttl} ms"
+    );
 }
 
 #[tokio::test]
@@ -577,72 +557,4 @@ async fn replicas_never_take_the_same_due_poll() {
         (200, 200),
         "every message taken exactly once"
     );
-}
-
-#[tokio::test]
-async fn metrics_count_responses_callbacks_sends_and_escalations() {
-    let server = RedisServer::start();
-    let s = state(&server, &queue_name("metrics")).await;
-    let router = app(s.clone());
-    let path = "/api/notify/webhook/status?runId=m1";
-    let status = |req: Request<Body>| {
-        let router = router.clone();
-        async move { router.oneshot(req).await.unwrap().status() }
-    };
-    let (_, body) = form(&status_params("sent", &[]));
-    let unsigned = Request::post(path)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(Body::from(body))
-        .unwrap();
-    assert_eq!(status(unsigned).await, StatusCode::FORBIDDEN);
-    let huge = "x".repeat(70 * 1024);
-    let big = callback(path, &status_params("sent", &[("Padding", &huge)]), None);
-    assert_eq!(status(big).await, StatusCode::PAYLOAD_TOO_LARGE);
-    for token in ["t1", "t1"] {
-        let sent = callback(path, &status_params("sent", &[]), Some(token));
-        assert_eq!(status(sent).await, StatusCode::OK);
-    }
-    let failed = callback(
-        path,
-        &status_params("undelivered", &[("ErrorCode", "30003")]),
-        Some("t2"),
-    );
-    assert_eq!(status(failed).await, StatusCode::OK);
-    let good = r#"{"runId":"run-m","to":"+15558675310","body":"Run m finished"}"#;
-    for _ in 0..2 {
-        assert_eq!(
-            status(send_req(good, Some(API_TOKEN))).await,
-            StatusCode::ACCEPTED
-        );
-    }
-
-    let resp = router
-        .clone()
-        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    let text = String::from_utf8(
-        axum::body::to_bytes(resp.into_body(), 1 << 20)
-            .await
-            .unwrap()
-            .to_vec(),
-    )
-    .unwrap();
-    for line in [
-        r#"ringback_http_responses_total{route="/api/notify/webhook/status",status="403"} 1"#,
-        r#"ringback_http_responses_total{route="/api/notify/webhook/status",status="413"} 1"#,
-        r#"ringback_http_responses_total{route="/api/notify/webhook/status",status="200"} 3"#,
-        r#"ringback_http_responses_total{route="/api/notify/send",status="202"} 2"#,
-        r#"ringback_status_callbacks_total{outcome="applied"} 2"#,
-        r#"ringback_status_callbacks_total{outcome="repeat"} 1"#,
-        r#"ringback_sends_enqueued_total{created="true"} 1"#,
-        r#"ringback_sends_enqueued_total{created="false"} 1"#,
-        "ringback_escalations_total 1",
-    ] {
-        assert!(
-            text.lines().any(|l| l == line),
-            "missing `{line}` in:\n{text}"
-        );
-    }
 }

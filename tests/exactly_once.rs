@@ -350,6 +350,9 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
         "{again:?}"
     );
     assert_eq!(e.sim.store.all().len(), 2);
+    // What a person reads (`ringback status`, the API): unknown, not "accepted".
+    let record = processor.receipts().record(run, None).await.unwrap();
+    assert_eq!(record.state, "unknown");
 }
 
 #[tokio::test]

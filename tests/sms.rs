@@ -56,7 +56,10 @@ async fn sends_once_and_a_repeat_is_deduplicated() {
         ),
         (1, 1)
     );
-    let metrics = w.stats.render(&e.queue);
+    let metrics = ringback::metrics::encode(
+        &e.queue,
+        vec![Box::new(ringback::metrics::SmsCollector(w.stats.clone()))],
+    );
     assert!(
         metrics.contains(&format!(
             "ringback_sms_attempts_total{{queue=\"{}\",outcome=\"deduplicated\"}} 1\n",
@@ -432,15 +435,22 @@ async fn receipts_end_in_the_simulators_final_status() {
     sms.receipt_poll_after = Duration::from_millis(300);
     sms.delivery_deadline = Duration::from_millis(1500);
     let (receipts, escalator) = sms.after_send(conn.clone(), "bull", &e.queue);
-    let state = Arc::new(ringback::api::ApiState {
-        receipts: receipts.clone(),
-        queue: ringback::commands::Commands::new(conn.clone(), e.keys.clone(), Default::default()),
-        escalator,
-        twilio_auth_token: Secret::new(TOKEN),
+    let serve = ringback::cli::ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
         public_url: api_base.clone(),
-        api_token: Secret::new("api-token-0123456789"),
-        metrics: Default::default(),
-    });
+        twilio_auth_token: Secret::new(TOKEN),
+        twilio_auth_token_secondary: None,
+        tokens: ringback::access::Tokens::new(Secret::new("api-token-0123456789")),
+        send_policy: Default::default(),
+        drill_reports: None,
+    };
+    let state = Arc::new(ringback::api::ApiState::new(
+        receipts.clone(),
+        ringback::commands::Commands::new(conn.clone(), e.keys.clone(), Default::default()),
+        &e.queue,
+        escalator,
+        &serve,
+    ));
     let cancel = e.cancel.clone();
     tokio::spawn(async move {
         axum::serve(listener, ringback::api::app(state))

@@ -10,7 +10,7 @@ use ringback::cli::{
     QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
     shutdown_on_signals,
 };
-use ringback::{ConfigError, ConfigErrors, Worker, WorkerConfig};
+use ringback::{ConfigError, ConfigErrors, WorkerConfig};
 
 #[derive(Parser)]
 #[command(
@@ -252,7 +252,6 @@ async fn worker(args: &RunArgs) -> ExitCode {
                 shutdown,
                 v.metrics,
                 None,
-                None,
             )
             .await
         }
@@ -271,17 +270,8 @@ async fn worker(args: &RunArgs) -> ExitCode {
                 Ok(p) => p,
                 Err(e) => return failed(e),
             };
-            let stats = processor.stats();
             let background = processor.clone();
-            run_until(
-                v.worker,
-                processor,
-                shutdown,
-                v.metrics,
-                Some(stats),
-                Some(background),
-            )
-            .await
+            run_until(v.worker, processor, shutdown, v.metrics, Some(background)).await
         }
     }
 }
@@ -310,7 +300,6 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
         Ok(p) => p,
         Err(e) => return bad_config(e),
     };
-    let shutdown = shutdown_on_signals();
     let listener = match tokio::net::TcpListener::bind(serve.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -320,39 +309,8 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
     };
     let addr = listener.local_addr().map_or(serve.listen, |a| a);
     println!("ringback serve listening on http://{addr}");
-    let startup = ringback::api::Startup::new(ringback::connection::describe(&client));
-    let state = move |conn: redis::aio::ConnectionManager| {
-        let (receipts, escalator) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
-        std::sync::Arc::new(ringback::api::ApiState {
-            receipts,
-            queue: ringback::commands::Commands::new(
-                conn,
-                ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
-                Default::default(),
-            ),
-            escalator,
-            twilio_auth_token: serve.twilio_auth_token,
-            public_url: serve.public_url,
-            api_token: serve.api_token,
-            metrics: Default::default(),
-        })
-    };
-    tokio::spawn(ringback::api::open_when_redis_answers(
-        startup.clone(),
-        client,
-        state,
-        shutdown.clone(),
-    ));
-    let app = ringback::api::app_starting(startup).layer(
-        tower_http::timeout::TimeoutLayer::with_status_code(
-            axum::http::StatusCode::REQUEST_TIMEOUT,
-            std::time::Duration::from_secs(10),
-        ),
-    );
-    match axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-    {
+    let queue = (queue.prefix, queue.queue);
+    match ringback::run::serve(listener, client, queue, sms, serve, shutdown_on_signals()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringback: serve: {e}");
@@ -450,74 +408,17 @@ async fn run_until<P: ringback::Processor>(
     processor: P,
     shutdown: tokio_util::sync::CancellationToken,
     metrics: Option<std::net::SocketAddr>,
-    sms: Option<std::sync::Arc<ringback::sms::SmsStats>>,
-    background: Option<ringback::sms::SmsProcessor>,
+    sms: Option<ringback::sms::SmsProcessor>,
 ) -> ExitCode {
-    let worker = match Worker::new(config.clone(), processor) {
-        Ok(w) => w,
-        Err(e) => return bad_config(e.into()),
-    };
-    if let Some(addr) = metrics {
-        serve_metrics(addr, &config, &worker, sms, &shutdown).await;
-    }
-    // The orphan sweep and the reconciliation: inside the concurrency limit and the shutdown.
-    let tracker = tokio_util::task::TaskTracker::new();
-    if let Some(p) = &background {
-        ringback::service::start(p, Some(worker.permits()), &shutdown, &tracker);
-    }
-    tracker.close();
-    let code = match worker.run(shutdown).await {
+    match ringback::run::worker(config, processor, shutdown, metrics, sms).await {
         Ok(_) => ExitCode::SUCCESS,
-        Err(e) => failed(e),
-    };
-    if tokio::time::timeout(config.shutdown_grace, tracker.wait())
-        .await
-        .is_err()
-    {
-        tracing::warn!("grace period over: the orphan sweep's attempt is left to its record");
-    }
-    code
-}
-
-/// Start the metrics listener; failing to bind is logged, not fatal (a worker that cannot be
-/// observed still delivers).
-async fn serve_metrics<P: ringback::Processor>(
-    addr: std::net::SocketAddr,
-    config: &WorkerConfig,
-    worker: &Worker<P>,
-    sms: Option<std::sync::Arc<ringback::sms::SmsStats>>,
-    shutdown: &tokio_util::sync::CancellationToken,
-) {
-    let listener = match tokio::net::TcpListener::bind(addr).await {
-        Ok(l) => l,
+        Err(ringback::run::RunError::Config(e)) => bad_config(e.into()),
+        Err(ringback::run::RunError::Worker(e)) => failed(e),
         Err(e) => {
-            tracing::error!(%addr, error = %e, "cannot listen for metrics; running without /metrics");
-            return;
+            eprintln!("ringback: {e}");
+            ExitCode::FAILURE
         }
-    };
-    let Ok(client) = ringback::connection::client(&config.redis_url, &config.redis_tls) else {
-        return;
-    };
-    let Ok(conn) = ringback::worker::connect_until(&client, shutdown).await else {
-        return;
-    };
-    let metrics = std::sync::Arc::new(ringback::metrics::Metrics {
-        queue: config.queue.clone(),
-        stats: worker.stats(),
-        trips: worker.round_trips(),
-        commands: ringback::commands::Commands::new(
-            conn,
-            ringback::keys::QueueKeys::new(&config.prefix, &config.queue),
-            Default::default(),
-        ),
-        sms,
-    });
-    tracing::info!(%addr, "metrics on /metrics, /healthz, /readyz");
-    tokio::spawn(ringback::metrics::serve(
-        listener,
-        metrics,
-        shutdown.clone(),
-    ));
+    }
 }
 
 /// Runs the drill in the Node harness, which takes this process's place (so a signal to

@@ -80,6 +80,7 @@ pub async fn drain(
                     reason: "still unresolved when `ringback drain` gave up: the callback may or may not have been sent".into(),
                     last_status: None,
                     error_code: None,
+                    kind: crate::escalation::EscalationKind::Drain,
                 };
                 if let Err(err) = processor.escalator().escalate(&e).await {
                     tracing::error!(run_id = %run, error = %err, "could not escalate");

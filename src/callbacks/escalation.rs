@@ -10,6 +10,7 @@ use crate::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
 use crate::commands::Commands;
 use crate::error::Error;
 use crate::receipts::Receipts;
+pub use crate::telemetry::EscalationKind;
 
 /// Options of an escalation job: kept until handled, retried as a callback is.
 const ESCALATION_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000}}"#;
@@ -29,13 +30,23 @@ pub struct Escalation {
     pub reason: String,
     pub last_status: Option<String>,
     pub error_code: Option<String>,
+    /// The `reason` label it is counted under.
+    pub kind: EscalationKind,
 }
 
 impl Escalator {
     /// Escalate once; returns true when this call created the escalation.
+    ///
+    /// Once per run, for longer than the run's record lives: the marker
+    /// ([`crate::keys::escalated_marker`]) is checked first and written last, and the jobs in
+    /// between are deduplicated by their ids, so a crash between two steps escalates once too.
     pub async fn escalate(&self, e: &Escalation) -> Result<bool, Error> {
         if e.run_id.ends_with(":escalation") {
             tracing::error!(run_id = %e.run_id, reason = %crate::redact::redact(&e.reason), "the fallback text itself failed; not escalating further");
+            return Ok(false);
+        }
+        if self.receipts.was_escalated(&e.run_id).await? {
+            tracing::debug!(run_id = %e.run_id, "already escalated");
             return Ok(false);
         }
         let data = serde_json::json!({
@@ -68,7 +79,9 @@ impl Escalator {
                 .await?;
         }
         self.receipts.mark_escalated(&e.run_id, &e.reason).await?;
+        self.receipts.remember_escalated(&e.run_id).await?;
         if created {
+            crate::telemetry::global().escalated(e.kind);
             tracing::warn!(run_id = %e.run_id, reason = %crate::redact::redact(&e.reason), "callback escalated");
         }
         Ok(created)

@@ -141,6 +141,16 @@ async fn gauges(processor: &SmsProcessor) -> Result<(), crate::error::Error> {
         .oldest_since
         .map_or(0, |s| (processor.window().now() - s).max(0) as u64);
     stats.oldest_open_ms.store(age, Ordering::Relaxed);
+    stats.open_retry.store(open.retry, Ordering::Relaxed);
+    stats.open_in_doubt.store(open.in_doubt, Ordering::Relaxed);
+    let delayed = processor.queue_commands().delayed_count().await?;
+    stats.delayed.store(delayed, Ordering::Relaxed);
+    let (backlog, missing) = processor
+        .receipts()
+        .receipt_backlog(processor.delivery_deadline())
+        .await?;
+    stats.reconcile_backlog.store(backlog, Ordering::Relaxed);
+    stats.receipts_missing.store(missing, Ordering::Relaxed);
     Ok(())
 }
 

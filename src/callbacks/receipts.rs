@@ -74,6 +74,13 @@ pub struct ReceiptTimes {
     pub poll_after: Duration,
 }
 
+/// The escalation marker lives this many times the record's lifetime (`RINGBACK_SENT_TTL_MS`):
+/// a replayed status callback after the record expired finds the marker and escalates nothing.
+pub const ESCALATED_MARKER_LIVES: u64 = 4;
+
+/// How many scheduled messages the receipts-missing gauge reads per refresh.
+const RECEIPT_SAMPLE: isize = 200;
+
 /// The callback records.
 #[derive(Clone)]
 pub struct Receipts {
@@ -91,6 +98,11 @@ impl Receipts {
             claim_prefix,
             times,
         }
+    }
+
+    /// The claim prefix the records are keyed by (the console reads them directly).
+    pub fn claim_prefix(&self) -> &str {
+        &self.claim_prefix
     }
 
     pub fn times(&self) -> &ReceiptTimes {
@@ -188,6 +200,67 @@ impl Receipts {
         Ok(first == 1)
     }
 
+    /// The reconciliation backlog: messages waiting for a final receipt, and how many of them
+    /// (among the first `RECEIPT_SAMPLE` scheduled) were sent more than `deadline` ago.
+    pub async fn receipt_backlog(&self, deadline: Duration) -> Result<(u64, u64), Error> {
+        let schedule = keys::reconcile_schedule(&self.claim_prefix);
+        self.trips.add(1);
+        let (count, sids): (u64, Vec<String>) = redis::pipe()
+            .cmd("ZCARD")
+            .arg(&schedule)
+            .cmd("ZRANGE")
+            .arg(&schedule)
+            .arg(0)
+            .arg(RECEIPT_SAMPLE - 1)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        if sids.is_empty() {
+            return Ok((count, 0));
+        }
+        let mut pipe = redis::pipe();
+        for sid in &sids {
+            pipe.cmd("GET").arg(keys::message_link(sid));
+        }
+        self.trips.add(1);
+        let runs: Vec<Option<String>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let mut pipe = redis::pipe();
+        for run in runs.iter().flatten() {
+            pipe.cmd("HGET")
+                .arg(WindowKeys::new(&self.claim_prefix, run).attempt)
+                .arg("sent_at");
+        }
+        self.trips.add(1);
+        let sent: Vec<Option<i64>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let before = now_ms() - deadline.as_millis() as i64;
+        let missing = sent.into_iter().flatten().filter(|t| *t < before).count() as u64;
+        Ok((count, missing))
+    }
+
+    /// Whether this run's escalation was already created (its marker outlives the record).
+    pub async fn was_escalated(&self, run_id: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let n: i64 = redis::cmd("EXISTS")
+            .arg(keys::escalated_marker(&self.claim_prefix, run_id))
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// Remember that this run's escalation exists, for [`ESCALATED_MARKER_LIVES`] times the
+    /// record's lifetime.
+    pub async fn remember_escalated(&self, run_id: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        let ttl = self.times.record_ttl.as_millis().max(1) as u64 * ESCALATED_MARKER_LIVES;
+        let _: () = redis::cmd("SET")
+            .arg(keys::escalated_marker(&self.claim_prefix, run_id))
+            .arg(now_ms())
+            .arg("PX")
+            .arg(ttl)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
     /// The callback record of a run, for people and the API.
     pub async fn record(
         &self,
@@ -258,7 +331,7 @@ pub struct CallbackRecord {
     pub history: Vec<serde_json::Value>,
 }
 
-fn derive_state(
+pub(crate) fn derive_state(
     rec: &HashMap<String, String>,
     attempt: &HashMap<String, String>,
     claim: Option<&str>,
@@ -278,6 +351,8 @@ fn derive_state(
     match attempt.get("state").map(String::as_str) {
         Some("sent") => "accepted".into(),
         Some("send-failed") => "send-failed".into(),
+        // settled as unknown: the claim says `sent:` (fenced for good), but nobody knows
+        Some("unknown") => "unknown".into(),
         Some("claimed" | "ambiguous") => "claimed".into(),
         _ if claim.is_some_and(|c| c.starts_with("sent")) => "accepted".into(),
         _ if queued => "queued".into(),

@@ -66,6 +66,7 @@ impl Reconciler {
                         reason: format!("delivery {status}"),
                         last_status: Some(status.clone()),
                         error_code: record.error_code.clone(),
+                        kind: crate::escalation::EscalationKind::Undelivered,
                     })
                     .await?;
             } else if !terminal && self.past_deadline(&record) {
@@ -78,6 +79,7 @@ impl Reconciler {
                         ),
                         last_status: record.status.clone(),
                         error_code: record.error_code.clone(),
+                        kind: crate::escalation::EscalationKind::ReceiptMissing,
                     })
                     .await?;
             }

@@ -143,9 +143,16 @@ impl Window {
             body,
             run_id,
             &ms(self.times.lease),
+            &crate::keys::RECENT_RUNS_CAP.to_string(),
         ];
         let k = self.keys(run_id);
-        let keys = [k.claim, k.attempt, k.record, self.index()];
+        let keys = [
+            k.claim,
+            k.attempt,
+            k.record,
+            self.index(),
+            crate::keys::recent_runs(&self.claim_prefix),
+        ];
         let reply: Vec<String> = scripts()
             .window_claim
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)
@@ -455,18 +462,29 @@ impl Window {
         if runs.is_empty() {
             return Ok(OpenAttempts {
                 count,
-                oldest_since: None,
+                ..Default::default()
             });
         }
         let mut pipe = redis::pipe();
         for run in &runs {
-            pipe.cmd("HGET").arg(self.keys(run).attempt).arg("since");
+            pipe.cmd("HMGET")
+                .arg(self.keys(run).attempt)
+                .arg("since")
+                .arg("state");
         }
         self.trips.add(1);
-        let starts: Vec<Option<i64>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let rows: Vec<(Option<i64>, Option<String>)> =
+            pipe.query_async(&mut self.conn.clone()).await?;
+        let state_is = |want: &[&str]| {
+            rows.iter()
+                .filter(|(_, s)| s.as_deref().is_some_and(|s| want.contains(&s)))
+                .count() as u64
+        };
         Ok(OpenAttempts {
             count,
-            oldest_since: starts.into_iter().flatten().min(),
+            oldest_since: rows.iter().filter_map(|(since, _)| *since).min(),
+            retry: state_is(&["retry"]),
+            in_doubt: state_is(&["ambiguous", "unknown"]),
         })
     }
 
@@ -506,12 +524,17 @@ pub enum MarkSent {
     OtherRun,
 }
 
-/// The open-attempts gauge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The open-attempts gauges (states read from up to `GAUGE_SAMPLE` records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpenAttempts {
     pub count: u64,
     /// When the oldest open attempt started (ms, Redis's clock).
     pub oldest_since: Option<i64>,
+    /// Released for another attempt (`retry`): their jobs wait in delayed for the next one.
+    pub retry: u64,
+    /// An earlier send not proven either way (`ambiguous`, `unknown`): their jobs wait in
+    /// delayed while lookups and receipts decide.
+    pub in_doubt: u64,
 }
 
 /// An open attempt the sweep took: what its re-enqueued job needs.

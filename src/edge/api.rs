@@ -6,6 +6,7 @@
 //! - `GET /api/notify/callbacks/{runId}`: the callback record.
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
+//! - `/console/…`: the operators' read-only pages ([`crate::console`]).
 //! - `GET /metrics`: responses by route and status (413s from the body limit included), status
 //!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format. (The window
 //!   overrun counter lives where sends happen: the worker's `/metrics`.)
@@ -25,6 +26,7 @@ use axum::routing::{get, post};
 use serde_json::json;
 use sha1::Digest;
 
+use crate::access::{Refusal, Role, SendPolicy, Tokens};
 use crate::callback::CallbackRequest;
 use crate::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
 use crate::commands::Commands;
@@ -42,103 +44,78 @@ pub struct ApiState {
     pub receipts: Receipts,
     /// The callback queue (for `/send`, and to tell a queued callback).
     pub queue: Commands,
+    /// The queue's name: the `queue` label of `/metrics`.
+    pub queue_name: String,
     pub escalator: Escalator,
     /// The account's auth token: the key of `X-Twilio-Signature`.
     pub twilio_auth_token: Secret,
+    /// During a rotation, the other accepted key (`TWILIO_AUTH_TOKEN_SECONDARY`).
+    pub twilio_auth_token_secondary: Option<Secret>,
     /// The public base URL Twilio calls (scheme, host, port), e.g. `https://ringback.example.com`.
     pub public_url: String,
-    /// Bearer token of `/api/notify/send` and `/api/notify/callbacks`.
-    pub api_token: Secret,
-    /// What `/metrics` reports.
-    pub metrics: ApiMetrics,
+    /// Bearer tokens by role.
+    pub tokens: Tokens,
+    /// The allowlist and rate limits of `/api/notify/send`.
+    pub send_policy: SendPolicy,
+    /// When a refused signature, and a readiness failure, were last logged (ms).
+    pub logged: LoggedAt,
+    /// The operators' console (issue 17): its settings and session key.
+    pub console: crate::console::Console,
 }
 
-/// Counters of `ringback serve`, read by `/metrics`. Label sets are small and bounded (routes
-/// are the router's patterns, outcomes the receipt script's words).
-#[derive(Default)]
-pub struct ApiMetrics {
-    responses: std::sync::Mutex<std::collections::BTreeMap<(String, u16), u64>>,
-    callbacks: std::sync::Mutex<std::collections::BTreeMap<String, u64>>,
-    sends_created: std::sync::atomic::AtomicU64,
-    sends_repeated: std::sync::atomic::AtomicU64,
-    escalations: std::sync::atomic::AtomicU64,
+/// Rate-limited logging: when each kind of repeated warning was last written (ms).
+#[derive(Debug, Default)]
+pub struct LoggedAt {
+    pub bad_signature: std::sync::atomic::AtomicI64,
+    pub not_ready: std::sync::atomic::AtomicI64,
 }
 
-impl ApiMetrics {
-    fn count<K: Ord>(map: &std::sync::Mutex<std::collections::BTreeMap<K, u64>>, key: K) {
-        // a poisoned lock only means a panic elsewhere mid-increment: keep counting
-        let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
-        *m.entry(key).or_insert(0) += 1;
-    }
-
-    /// The Prometheus text exposition of every counter.
-    pub fn render(&self) -> String {
-        use std::fmt::Write;
-        use std::sync::atomic::Ordering::Relaxed;
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# HELP ringback_http_responses_total Responses of ringback serve by route and status.\n\
-             # TYPE ringback_http_responses_total counter"
-        );
-        for ((route, code), n) in self
-            .responses
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            let _ = writeln!(
-                out,
-                "ringback_http_responses_total{{route=\"{route}\",status=\"{code}\"}} {n}"
-            );
+impl ApiState {
+    /// The state from its parts and `serve`'s validated settings.
+    pub fn new(
+        receipts: Receipts,
+        queue: Commands,
+        queue_name: &str,
+        escalator: Escalator,
+        serve: &crate::cli::ServeConfig,
+    ) -> Self {
+        Self {
+            receipts,
+            queue,
+            queue_name: queue_name.to_string(),
+            escalator,
+            twilio_auth_token: serve.twilio_auth_token.clone(),
+            twilio_auth_token_secondary: serve.twilio_auth_token_secondary.clone(),
+            public_url: serve.public_url.clone(),
+            tokens: serve.tokens.clone(),
+            send_policy: SendPolicy::new(serve.send_policy.clone()),
+            logged: Default::default(),
+            console: crate::console::Console::new(
+                serve.drill_reports.clone(),
+                crate::sms::SmsConfig::default().delivery_deadline,
+                serve.public_url.starts_with("https://"),
+            ),
         }
-        let _ = writeln!(
-            out,
-            "# HELP ringback_status_callbacks_total Signed status callbacks by what they did to the record.\n\
-             # TYPE ringback_status_callbacks_total counter"
-        );
-        for (outcome, n) in self
-            .callbacks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-        {
-            let _ = writeln!(
-                out,
-                "ringback_status_callbacks_total{{outcome=\"{outcome}\"}} {n}"
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP ringback_sends_enqueued_total Legacy send calls by whether they enqueued a job.\n\
-             # TYPE ringback_sends_enqueued_total counter\n\
-             ringback_sends_enqueued_total{{created=\"true\"}} {}\n\
-             ringback_sends_enqueued_total{{created=\"false\"}} {}",
-            self.sends_created.load(Relaxed),
-            self.sends_repeated.load(Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "# HELP ringback_escalations_total Failed deliveries escalated by status callbacks.\n\
-             # TYPE ringback_escalations_total counter\n\
-             ringback_escalations_total {}",
-            self.escalations.load(Relaxed)
-        );
-        out
     }
 }
 
 /// Counts every response of a matched route by its pattern and status (a route layer: requests
 /// that match no route, 404 and 405, are not counted).
 async fn count_responses(
-    State(s): State<Arc<ApiState>>,
+    State(_): State<Arc<ApiState>>,
     matched: Option<axum::extract::MatchedPath>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
     let route = matched.map_or_else(|| "unmatched".to_string(), |m| m.as_str().to_string());
     let res = next.run(req).await;
-    ApiMetrics::count(&s.metrics.responses, (route, res.status().as_u16()));
+    crate::telemetry::global()
+        .http_responses
+        .get_or_create(&crate::telemetry::RouteLabels {
+            route,
+            status: res.status().as_u16(),
+        })
+        .inc();
     res
 }
 
@@ -185,24 +162,28 @@ fn refuse(code: StatusCode, error: impl Into<String>, field: Option<&str>) -> Ap
     AppError::Status(code, json!({"error": error.into(), "field": field}))
 }
 
-/// The router.
+/// How long one request may take before it is answered 408 (Redis calls included).
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The router, with its limits inside it (every embedder gets them): a body limit on every
+/// route, and [`REQUEST_TIMEOUT`].
 pub fn app(state: Arc<ApiState>) -> Router {
     Router::new()
-        .route(
-            "/api/notify/webhook/status",
-            post(webhook_status).layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT)),
-        )
+        .route("/api/notify/webhook/status", post(webhook_status))
         .route("/api/notify/callbacks/{run_id}", get(callback_record))
-        .route(
-            "/api/notify/send",
-            post(send).layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT)),
-        )
+        .route("/api/notify/send", post(send))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .merge(crate::console::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             count_responses,
+        ))
+        .layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
         ))
         .with_state(state)
 }
@@ -296,9 +277,10 @@ pub async fn open_when_redis_answers(
 }
 
 async fn metrics(State(s): State<Arc<ApiState>>) -> impl IntoResponse {
+    let ready = not_ready(&s).await.is_none();
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        s.metrics.render(),
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        crate::metrics::encode(&s.queue_name, vec![Box::new(crate::metrics::Ready(ready))]),
     )
 }
 
@@ -329,8 +311,19 @@ async fn webhook_status(
     // The URL Twilio called: our public base (a proxy changes scheme and host) + the request target.
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let url = format!("{}{path}", s.public_url.trim_end_matches('/'));
-    if given.is_empty() || !signature::verify(s.twilio_auth_token.expose(), &url, &params, given) {
-        tracing::warn!(%url, "status callback with a missing or wrong X-Twilio-Signature refused");
+    let signed_by = |key: &Secret| signature::verify(key.expose(), &url, &params, given);
+    let valid = !given.is_empty()
+        && (signed_by(&s.twilio_auth_token)
+            || s.twilio_auth_token_secondary
+                .as_ref()
+                .is_some_and(signed_by));
+    if !valid {
+        let telemetry = crate::telemetry::global();
+        telemetry.bad_signatures.inc();
+        crate::metrics::log_rarely(&s.logged.bad_signature, |_| {
+            tracing::warn!(%url, refused_so_far = telemetry.bad_signatures.get(),
+                "status callback with a missing or wrong X-Twilio-Signature refused (logged at most every 30 s; ringback_bad_signatures_total counts them all)");
+        });
         return Err(refuse(
             StatusCode::FORBIDDEN,
             "invalid X-Twilio-Signature",
@@ -398,17 +391,20 @@ async fn webhook_status(
     };
     let applied = s.receipts.apply(&update).await?;
     tracing::info!(%run_id, %status, outcome = %applied.outcome, "status callback");
-    ApiMetrics::count(&s.metrics.callbacks, applied.outcome.clone());
+    crate::telemetry::global()
+        .status_callbacks
+        .get_or_create(&crate::telemetry::OutcomeLabel {
+            outcome: applied.outcome.clone(),
+        })
+        .inc();
     if applied.newly_failed() {
-        s.metrics
-            .escalations
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         s.escalator
             .escalate(&Escalation {
                 run_id,
                 reason: format!("delivery {status}"),
                 last_status: Some(status),
                 error_code: update.error_code.clone(),
+                kind: crate::escalation::EscalationKind::Undelivered,
             })
             .await?;
     }
@@ -429,22 +425,28 @@ fn params_hash(params: &[(String, String)]) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn authorize(s: &ApiState, headers: &HeaderMap) -> Result<(), AppError> {
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    if given.is_empty()
-        || !signature::constant_time_eq(given.as_bytes(), s.api_token.expose().as_bytes())
-    {
-        return Err(refuse(
+/// The caller's role; 401 without a known token, 403 when the role may not do `what`.
+fn authorize(
+    s: &ApiState,
+    headers: &HeaderMap,
+    may: fn(Role) -> bool,
+    what: &str,
+) -> Result<Role, AppError> {
+    let role = s.tokens.role_of(headers).ok_or_else(|| {
+        refuse(
             StatusCode::UNAUTHORIZED,
             "missing or wrong bearer token",
             None,
+        )
+    })?;
+    if !may(role) {
+        return Err(refuse(
+            StatusCode::FORBIDDEN,
+            format!("this token may not {what}"),
+            None,
         ));
     }
-    Ok(())
+    Ok(role)
 }
 
 async fn callback_record(
@@ -452,7 +454,7 @@ async fn callback_record(
     Path(run_id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Json<crate::receipts::CallbackRecord>, AppError> {
-    authorize(&s, &headers)?;
+    authorize(&s, &headers, Role::may_read, "read callback records")?;
     Ok(Json(s.receipts.record(&run_id, Some(&s.queue)).await?))
 }
 
@@ -461,7 +463,7 @@ async fn send(
     headers: HeaderMap,
     body: axum::body::Bytes,
 ) -> Result<Response, AppError> {
-    authorize(&s, &headers)?;
+    let role = authorize(&s, &headers, Role::may_send, "send")?;
     let text = std::str::from_utf8(&body)
         .map_err(|_| refuse(StatusCode::BAD_REQUEST, "body is not UTF-8", None))?;
     let req = CallbackRequest::parse(text).map_err(|e| {
@@ -474,6 +476,32 @@ async fn send(
             "field `runId` must not be a plain integer: BullMQ reserves numeric job ids",
             Some("runId"),
         ));
+    }
+    match s.send_policy.check(role, &req.to) {
+        Ok(()) => {}
+        Err(Refusal::NotAllowed) => {
+            return Err(refuse(
+                StatusCode::FORBIDDEN,
+                "destination `to` is not on RINGBACK_SEND_ALLOW_TO",
+                Some("to"),
+            ));
+        }
+        Err(Refusal::RateLimited { scope, retry_after }) => {
+            crate::telemetry::global()
+                .rate_limited
+                .get_or_create(&crate::telemetry::ScopeLabel { scope })
+                .inc();
+            let secs = retry_after.as_secs().max(1);
+            return Ok((
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, secs.to_string())],
+                Json(json!({
+                    "error": format!("rate limit per {scope} reached; retry after {secs} s"),
+                    "field": if scope == "destination" { Some("to") } else { None },
+                })),
+            )
+                .into_response());
+        }
     }
     let mut data = json!({"runId": req.run_id, "to": req.to, "body": req.body});
     if let Some(from) = &req.from {
@@ -488,12 +516,12 @@ async fn send(
             CALLBACK_JOB_OPTS,
         )
         .await?;
-    let counter = if created {
-        &s.metrics.sends_created
-    } else {
-        &s.metrics.sends_repeated
-    };
-    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    crate::telemetry::global()
+        .sends_enqueued
+        .get_or_create(&crate::telemetry::CreatedLabel {
+            created: if created { "true" } else { "false" },
+        })
+        .inc();
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"jobId": job_id, "created": created})),
@@ -501,13 +529,22 @@ async fn send(
         .into_response())
 }
 
-async fn readyz(State(s): State<Arc<ApiState>>) -> Response {
+/// Why `serve` is not ready, for people (no internal error text; the error is logged, rarely).
+async fn not_ready(s: &ApiState) -> Option<&'static str> {
     match s.queue.ensure_scripts().await {
-        Ok(()) => (StatusCode::OK, "ready").into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("redis unreachable: {e}"),
-        )
-            .into_response(),
+        Ok(()) => None,
+        Err(e) => {
+            crate::metrics::log_rarely(&s.logged.not_ready, |_| {
+                tracing::warn!(error = %e, "not ready: redis unreachable");
+            });
+            Some("redis unreachable")
+        }
+    }
+}
+
+async fn readyz(State(s): State<Arc<ApiState>>) -> Response {
+    match not_ready(&s).await {
+        None => (StatusCode::OK, "ready").into_response(),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why).into_response(),
     }
 }

@@ -492,6 +492,14 @@ impl Commands {
             .await?)
     }
 
+    /// How many jobs wait in the delayed set (a gauge; not counted as a queue round trip).
+    pub async fn delayed_count(&self) -> Result<u64, Error> {
+        Ok(redis::cmd("ZCARD")
+            .arg(self.keys.delayed())
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
     /// Whether a job with this id exists in the queue (any state).
     pub async fn job_exists(&self, job_id: &str) -> Result<bool, Error> {
         self.trips.add(1);

@@ -131,6 +131,13 @@ pub fn callback_history(claim_prefix: &str, run_id: &str) -> String {
     format!("ringback:callback-history:{{{claim_prefix}{run_id}}}")
 }
 
+/// `ringback:escalated:{<claim>}`: set once a run's escalation exists, kept several times the
+/// record's lifetime, so a replayed status callback never escalates (or texts the fallback
+/// number) again after the record and the escalation jobs are gone.
+pub fn escalated_marker(claim_prefix: &str, run_id: &str) -> String {
+    format!("ringback:escalated:{{{claim_prefix}{run_id}}}")
+}
+
 /// A status callback already applied (by idempotency token or parameter hash).
 pub fn receipt_seen(id: &str) -> String {
     format!("ringback:receipt-seen:{id}")
@@ -146,6 +153,17 @@ pub fn reconcile_schedule(claim_prefix: &str) -> String {
 pub fn open_attempts(claim_prefix: &str) -> String {
     format!("ringback:open-attempts:{claim_prefix}")
 }
+
+/// ZSET runId → when its latest fresh attempt was claimed (ms), capped at
+/// [`RECENT_RUNS_CAP`]: the operators' console lists runs newest first from it (issue 17). Like
+/// [`open_attempts`] it is global to the claim prefix, so under Redis Cluster it lives in another
+/// slot than the per-run keys `window_claim.lua` writes with it (not supported yet).
+pub fn recent_runs(claim_prefix: &str) -> String {
+    format!("ringback:recent-runs:{claim_prefix}")
+}
+
+/// How many runs [`recent_runs`] keeps (the oldest are dropped past it).
+pub const RECENT_RUNS_CAP: usize = 20_000;
 
 /// ZSET of live ringback workers (name → last heartbeat, ms): `ringback drain` refuses while
 /// one is alive.

@@ -126,12 +126,29 @@ impl LuaScript {
             cmd
         };
         trips.add(1);
-        match build("EVALSHA", &self.hash).query_async(conn).await {
+        let result = match build("EVALSHA", &self.hash).query_async(conn).await {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 trips.add(1);
                 build("EVAL", &self.code).query_async(conn).await
             }
             other => other,
+        };
+        if let Err(e) = &result {
+            crate::telemetry::global().redis_error(self.name, error_kind(e));
         }
+        result
+    }
+}
+
+/// The `kind` label of `ringback_redis_errors_total`: Redis's error code (`OOM`, `READONLY`,
+/// `BUSY`, `MOVED`, …) in lower case, else how the call failed (`io`, `timeout`, `other`).
+pub fn error_kind(e: &redis::RedisError) -> String {
+    match e.code() {
+        Some(code) if code.len() <= 16 && code.bytes().all(|b| b.is_ascii_alphabetic()) => {
+            code.to_ascii_lowercase()
+        }
+        _ if e.is_timeout() => "timeout".into(),
+        _ if e.is_io_error() || e.is_connection_dropped() => "io".into(),
+        _ => "other".into(),
     }
 }

@@ -127,6 +127,28 @@ impl RedisServer {
         self.spawn();
     }
 
+    /// Freeze the server (`SIGSTOP`): connections stay open, nothing is answered, and its
+    /// clock runs on, so keys expire the moment it is resumed.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Resume a [`Self::pause`]d server (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("running server").id();
+        let ok = Command::new("kill")
+            .arg(sig)
+            .arg(pid.to_string())
+            .status()
+            .expect("kill")
+            .success();
+        assert!(ok, "kill {sig} {pid}");
+    }
+
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
@@ -299,22 +321,42 @@ pub async fn api_state(
     server: &RedisServer,
     queue: &str,
 ) -> std::sync::Arc<ringback::api::ApiState> {
+    api_state_with(server, queue, serve_config()).await
+}
+
+/// [`api_state`] with other `serve` settings.
+pub async fn api_state_with(
+    server: &RedisServer,
+    queue: &str,
+    serve: ringback::cli::ServeConfig,
+) -> std::sync::Arc<ringback::api::ApiState> {
     let client = redis::Client::open(server.url()).unwrap();
     let conn = ringback::connection::commands(&client).await.unwrap();
     let (receipts, escalator) =
         ringback::sms::SmsConfig::default().after_send(conn.clone(), "bull", queue);
-    std::sync::Arc::new(ringback::api::ApiState {
+    let queue_commands =
+        ringback::commands::Commands::new(conn, QueueKeys::new("bull", queue), Default::default());
+    std::sync::Arc::new(ringback::api::ApiState::new(
         receipts,
-        queue: ringback::commands::Commands::new(
-            conn,
-            QueueKeys::new("bull", queue),
-            Default::default(),
-        ),
+        queue_commands,
+        queue,
         escalator,
-        twilio_auth_token: ringback::twilio::Secret::new(TWILIO_TOKEN),
-        public_url: PUBLIC_URL.into(),
-        api_token: ringback::twilio::Secret::new(API_TOKEN),
-        metrics: Default::default(),
-    })
+        &serve,
+    ))
 }
+
+/// `serve`'s settings in the API tests: the test tokens, no optional token, no send policy.
+pub fn serve_config() -> ringback::cli::ServeConfig {
+    ringback::cli::ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        public_url: PUBLIC_URL.into(),
+        twilio_auth_token: ringback::twilio::Secret::new(TWILIO_TOKEN),
+        twilio_auth_token_secondary: None,
+        tokens: ringback::access::Tokens::new(ringback::twilio::Secret::new(API_TOKEN)),
+        send_policy: Default::default(),
+        drill_reports: None,
+    }
+}
+pub mod api;
 pub mod callbacks;
+pub mod console;

@@ -48,6 +48,7 @@ function formatReport(r) {
     );
   }
   for (const p of r.phases || []) lines.push(`  ${p}`);
+  for (const c of r.checks || []) lines.push(`  check ${c}`);
   if (r.verdict) lines.push(`  ${formatVerdict(r.verdict)}`);
   for (const [k, v] of Object.entries(r.figures || {})) lines.push(`  ${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`);
   return `${lines.join('\n')}\n`;

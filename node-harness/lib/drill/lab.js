@@ -205,14 +205,17 @@ class Lab {
     return { process: p, base };
   }
 
-  legacyApi(queue) {
-    const env = { ...this.common(queue), LEGACY_API_TOKEN: API_TOKEN };
-    return this.listening(this.track(new WorkerProcess('legacy-api', process.execPath, [path.join(BIN_DIR, 'legacy-api.js')], env)));
+  /** The legacy API on `listen` (`[::]:3000`: both families, as Node's `listen(3000)`). */
+  legacyApi(queue, { listen = '127.0.0.1:0', label = 'legacy-api' } = {}) {
+    const env = { ...this.common(queue), LEGACY_API_TOKEN: API_TOKEN, LEGACY_API_LISTEN: listen };
+    return this.listening(this.track(new WorkerProcess(label, process.execPath, [path.join(BIN_DIR, 'legacy-api.js')], env)));
   }
 
-  ringbackServe(queue) {
+  /** `ringback serve` on `listen`; `[::]` (both families) is allowed only with `publicBind`. */
+  ringbackServe(queue, { listen = '127.0.0.1:0', label = 'ringback-serve', publicBind = false } = {}) {
     const env = { ...this.ringbackEnv(queue), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: 'http://127.0.0.1:3000' };
-    return this.listening(this.track(new WorkerProcess('ringback-serve', this.bin, ['serve', '--listen', '127.0.0.1:0'], env)));
+    if (publicBind) env.RINGBACK_ALLOW_PUBLIC_BIND = 'true';
+    return this.listening(this.track(new WorkerProcess(label, this.bin, ['serve', '--listen', listen], env)));
   }
 
   /**

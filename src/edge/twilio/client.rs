@@ -239,7 +239,8 @@ impl TwilioClient {
         let req = self
             .authed(self.http.post(self.messages_url()))
             .form(&self.create_form(msg));
-        match req.send().await {
+        let started = std::time::Instant::now();
+        let outcome = match req.send().await {
             Err(e) => classify_transport(&e),
             Ok(resp) => {
                 let status = resp.status().as_u16();
@@ -258,7 +259,13 @@ impl TwilioClient {
                     },
                 }
             }
+        };
+        let telemetry = crate::telemetry::global();
+        telemetry.twilio_call("create", started.elapsed());
+        if let Some(code) = outcome_code(&outcome) {
+            telemetry.twilio_error(code);
         }
+        outcome
     }
 
     /// `GET …/Messages/{Sid}.json`.
@@ -268,7 +275,8 @@ impl TwilioClient {
             self.config.api_base.trim_end_matches('/'),
             self.config.account_sid
         );
-        self.get_json(self.authed(self.http.get(url))).await
+        self.get_json("fetch", self.authed(self.http.get(url)))
+            .await
     }
 
     /// `GET …/Messages.json` filtered by `To`, `From` and `DateSent>` (first page only). A
@@ -285,8 +293,11 @@ impl TwilioClient {
             query.push(("DateSent>", d.clone()));
         }
         query.push(("PageSize", filter.page_size.unwrap_or(50).to_string()));
-        self.get_json(self.authed(self.http.get(self.messages_url()).query(&query)))
-            .await
+        self.get_json(
+            "list",
+            self.authed(self.http.get(self.messages_url()).query(&query)),
+        )
+        .await
     }
 
     /// Every message to `to` (and from `from`) created at or after `created_after`, newest
@@ -311,7 +322,7 @@ impl TwilioClient {
         let mut request = self.http.get(self.messages_url()).query(&query);
         let mut search = MessageSearch::default();
         while search.pages < limits.max_pages {
-            let page: MessagePage = self.get_json(self.authed(request)).await?;
+            let page: MessagePage = self.get_json("list", self.authed(request)).await?;
             search.pages += 1;
             // Newest first: the last message is the oldest on the page.
             let past_bound = page
@@ -357,6 +368,23 @@ impl TwilioClient {
 
     async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
+        operation: &'static str,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T, TwilioError> {
+        let started = std::time::Instant::now();
+        let result = self.get_json_timed(req).await;
+        let telemetry = crate::telemetry::global();
+        telemetry.twilio_call(operation, started.elapsed());
+        match &result {
+            Err(TwilioError::Api(e)) => telemetry.twilio_error(error_code(e)),
+            Err(TwilioError::Transport(_)) => telemetry.twilio_error("transport".into()),
+            _ => {}
+        }
+        result
+    }
+
+    async fn get_json_timed<T: serde::de::DeserializeOwned>(
+        &self,
         req: reqwest::RequestBuilder,
     ) -> Result<T, TwilioError> {
         let resp = req
@@ -372,6 +400,28 @@ impl TwilioClient {
             return Err(TwilioError::Api(api_error(status, &body)));
         }
         serde_json::from_slice(&body).map_err(|e| TwilioError::Decode(e.to_string()))
+    }
+}
+
+/// The `code` label of `ringback_twilio_errors_total`: Twilio's code, else `http_<status>`.
+fn error_code(e: &ApiError) -> String {
+    match e.code {
+        Some(code) => code.to_string(),
+        None if e.status == 0 => "request".into(),
+        None => format!("http_{}", e.status),
+    }
+}
+
+/// The error label of a create's outcome, if it failed: Twilio's code, or how the call failed
+/// when no answer came (`connect`, `no_answer`: a timeout or a cut connection).
+fn outcome_code(o: &SendOutcome) -> Option<String> {
+    match o {
+        SendOutcome::Accepted(_) => None,
+        SendOutcome::Permanent(e) | SendOutcome::AuthRefused(e) => Some(error_code(e)),
+        SendOutcome::RetryLater { error: Some(e), .. }
+        | SendOutcome::Ambiguous { error: Some(e), .. } => Some(error_code(e)),
+        SendOutcome::RetryLater { error: None, .. } => Some("connect".into()),
+        SendOutcome::Ambiguous { error: None, .. } => Some("no_answer".into()),
     }
 }
 

@@ -13,382 +13,22 @@ use serde_json::json;
 
 use crate::callback::CallbackRequest;
 use crate::commands::now_ms;
-use crate::error::ConfigError;
 use crate::job::Job;
 use crate::processor::{JobContext, Outcome, Processor};
 use crate::redact::{mask, redact};
-use crate::twilio::{CreateMessage, SendOutcome, Sender, TwilioClient};
-use crate::window::{Claim, MarkSent, Marked, Unresolved, Window, WindowTimes};
+use crate::twilio::{CreateMessage, SendOutcome, TwilioClient};
+use crate::window::{Claim, MarkSent, Marked, Unresolved, Window};
 use std::sync::atomic::Ordering;
 
-/// What must fit between a provider call's timeout and the pending TTL: Redis round trips and
-/// scheduling after Twilio answered, so a live attempt always marks sent before its claim expires.
-pub const SAFETY_MARGIN: Duration = Duration::from_secs(2);
+mod config;
+mod crash;
+mod evidence;
+mod stats;
 
-/// How far before an unknown send a matching message may have been created: the legacy
-/// worker's claim lives 600 s, so a legacy attempt we take over may be that old.
-pub const LOOKBACK: Duration = Duration::from_secs(600);
-
-/// Settings of the SMS processor (`RINGBACK_*` window settings).
-#[derive(Debug, Clone)]
-pub struct SmsConfig {
-    pub claim_prefix: String,
-    /// A claimed attempt is alive this long (past it, with no sent marker, it is dead).
-    pub pending_ttl: Duration,
-    /// The claim key's lease: it exists while an attempt may be unresolved, up to this long
-    /// after the last ringback step on it (see README, "Why the defaults").
-    pub claim_lease: Duration,
-    /// An attempt whose outcome stays unknown this long is escalated once (still resolved).
-    pub unknown_escalate: Duration,
-    pub sent_ttl: Duration,
-    /// With no evidence of a send after this long, an unknown send is presumed lost.
-    pub reconcile_window: Duration,
-    /// How often an unknown send is looked up while the window is open.
-    pub reconcile_poll: Duration,
-    /// Delay after "retry later" when Twilio gave no `Retry-After`.
-    pub retry_later_default: Duration,
-    /// The status webhook URL; `runId` is added to its query so a receipt names the run.
-    pub status_callback_url: Option<String>,
-    /// Drills only: abort at a point of the window.
-    pub crash_at: Option<CrashAt>,
-    /// BullMQ queue for escalation jobs; `None` = `<queue>-escalations`.
-    pub escalation_queue: Option<String>,
-    /// Also text this number when a callback is escalated (through the same window).
-    pub fallback_to: Option<String>,
-    /// A callback with no terminal status this long after acceptance is escalated.
-    pub delivery_deadline: Duration,
-    /// An accepted message with no terminal status is looked up after this long.
-    pub receipt_poll_after: Duration,
-}
-
-impl Default for SmsConfig {
-    fn default() -> Self {
-        Self {
-            claim_prefix: "agent-callback:".into(),
-            pending_ttl: Duration::from_secs(15),
-            claim_lease: Duration::from_secs(600),
-            unknown_escalate: Duration::from_secs(300),
-            sent_ttl: Duration::from_secs(86_400),
-            reconcile_window: Duration::from_secs(60),
-            reconcile_poll: Duration::from_secs(5),
-            retry_later_default: Duration::from_secs(2),
-            status_callback_url: None,
-            crash_at: None,
-            escalation_queue: None,
-            fallback_to: None,
-            delivery_deadline: Duration::from_secs(900),
-            receipt_poll_after: Duration::from_secs(60),
-        }
-    }
-}
-
-impl SmsConfig {
-    /// Check the window's invariants against the provider timeout and the worker's lock
-    /// timings; returns warnings worth logging. These invariants are the assumptions of the
-    /// protocol's model (`docs/window-protocol.md`, `model/`).
-    pub fn validate(
-        &self,
-        provider_timeout: Duration,
-        lock_duration: Duration,
-        stalled_interval: Duration,
-    ) -> Result<Vec<String>, ConfigError> {
-        if self.claim_prefix.is_empty() {
-            return Err(ConfigError::new(
-                "RINGBACK_CLAIM_PREFIX",
-                "must not be empty",
-            ));
-        }
-        if provider_timeout + SAFETY_MARGIN >= self.pending_ttl {
-            return Err(ConfigError::new(
-                "RINGBACK_PENDING_TTL_MS",
-                format!(
-                    "must exceed TWILIO_TIMEOUT_MS ({} ms) plus a {} ms safety margin: otherwise a live \
-                     attempt's claim can expire mid-call and a duplicate job send a second text",
-                    provider_timeout.as_millis(),
-                    SAFETY_MARGIN.as_millis()
-                ),
-            ));
-        }
-        if self.pending_ttl >= self.sent_ttl {
-            return Err(ConfigError::new(
-                "RINGBACK_SENT_TTL_MS",
-                "must be longer than RINGBACK_PENDING_TTL_MS",
-            ));
-        }
-        if self.reconcile_poll.is_zero() || self.reconcile_window.is_zero() {
-            return Err(ConfigError::new(
-                "RINGBACK_RECONCILE_WINDOW_MS",
-                "the reconcile window and poll must be positive",
-            ));
-        }
-        if let Some(url) = &self.status_callback_url
-            && !(url.starts_with("https://") || url.starts_with("http://"))
-        {
-            return Err(ConfigError::new(
-                "RINGBACK_STATUS_CALLBACK_URL",
-                "must be an http(s) URL",
-            ));
-        }
-        let handback = lock_duration + stalled_interval * 2 + self.pending_ttl;
-        if self.claim_lease <= handback {
-            return Err(ConfigError::new(
-                "RINGBACK_CLAIM_LEASE_MS",
-                format!(
-                    "must exceed the lock duration + 2 × the stalled interval + RINGBACK_PENDING_TTL_MS \
-                     ({} ms): stall recovery must hand a dead attempt's job back while its claim still \
-                     fences the legacy worker off",
-                    handback.as_millis()
-                ),
-            ));
-        }
-        if self.claim_lease > self.sent_ttl {
-            return Err(ConfigError::new(
-                "RINGBACK_CLAIM_LEASE_MS",
-                "must not exceed RINGBACK_SENT_TTL_MS (the attempt record must outlive the claim)",
-            ));
-        }
-        if self.unknown_escalate.is_zero() {
-            return Err(ConfigError::new(
-                "RINGBACK_UNKNOWN_ESCALATE_MS",
-                "must be positive",
-            ));
-        }
-        let mut warnings = vec![];
-        if self.crash_at.is_some() {
-            warnings.push(
-                "RINGBACK_CRASH_AT is set: this process will abort on purpose (drills only)".into(),
-            );
-        }
-        Ok(warnings)
-    }
-
-    /// The receipt store and the escalator of callbacks on queue `prefix`/`queue`.
-    pub fn after_send(
-        &self,
-        conn: redis::aio::ConnectionManager,
-        prefix: &str,
-        queue: &str,
-    ) -> (crate::receipts::Receipts, crate::escalation::Escalator) {
-        let receipts = crate::receipts::Receipts::new(
-            conn.clone(),
-            self.claim_prefix.clone(),
-            self.receipt_times(),
-        );
-        let escalation_queue = self
-            .escalation_queue
-            .clone()
-            .unwrap_or_else(|| format!("{queue}-escalations"));
-        let commands = |q: &str| {
-            crate::commands::Commands::new(
-                conn.clone(),
-                crate::keys::QueueKeys::new(prefix, q),
-                Default::default(),
-            )
-        };
-        let escalator = crate::escalation::Escalator {
-            escalations: commands(&escalation_queue),
-            callbacks: commands(queue),
-            receipts: receipts.clone(),
-            fallback_to: self.fallback_to.clone(),
-        };
-        (receipts, escalator)
-    }
-
-    fn receipt_times(&self) -> crate::receipts::ReceiptTimes {
-        crate::receipts::ReceiptTimes {
-            repeat_ttl: self.sent_ttl,
-            record_ttl: self.sent_ttl,
-            poll_after: self.receipt_poll_after,
-        }
-    }
-
-    fn times(&self) -> WindowTimes {
-        WindowTimes {
-            pending_ttl: self.pending_ttl,
-            lease: self.claim_lease,
-            sent_ttl: self.sent_ttl,
-            hold: self.reconcile_window + self.pending_ttl,
-            poll_after: self.receipt_poll_after,
-        }
-    }
-}
-
-/// Points where `RINGBACK_CRASH_AT` aborts the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CrashPoint {
-    AfterClaim,
-    AfterProviderAccept,
-    AfterSentMarker,
-    BeforeComplete,
-}
-
-/// `RINGBACK_CRASH_AT=<point>[:<probability>]`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CrashAt {
-    pub point: CrashPoint,
-    pub probability: f64,
-}
-
-impl std::str::FromStr for CrashAt {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, ConfigError> {
-        let bad = |why: &str| {
-            ConfigError::new(
-                "RINGBACK_CRASH_AT",
-                format!("{why}: {s:?} (expected <point>[:<probability>])"),
-            )
-        };
-        let (point, p) = s.split_once(':').unwrap_or((s, "1"));
-        let point = match point {
-            "after-claim" => CrashPoint::AfterClaim,
-            "after-provider-accept" => CrashPoint::AfterProviderAccept,
-            "after-sent-marker" => CrashPoint::AfterSentMarker,
-            "before-complete" => CrashPoint::BeforeComplete,
-            _ => {
-                return Err(bad(
-                    "unknown point (after-claim, after-provider-accept, after-sent-marker, before-complete)",
-                ));
-            }
-        };
-        let probability: f64 = p.parse().map_err(|_| bad("probability is not a number"))?;
-        if !(0.0..=1.0).contains(&probability) {
-            return Err(bad("probability must be within 0..=1"));
-        }
-        Ok(CrashAt { point, probability })
-    }
-}
-
-/// What happened to callback attempts, for the worker's `/metrics`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmsEvent {
-    /// Twilio accepted the message and the sent marker was written.
-    Sent,
-    /// Already sent (by either worker): completed without sending.
-    Deduplicated,
-    /// An earlier attempt's send was found (receipt or lookup) and recorded.
-    Reconciled,
-    /// Twilio refused the message for good: failed, claim released, escalated.
-    Permanent,
-    /// Twilio did not take it (429, 21611): claim released, retried later.
-    RetryLater,
-    /// Twilio may or may not have it: claim held, resolved later.
-    Ambiguous,
-    /// Another attempt holds the claim: waiting for it.
-    Busy,
-    /// Twilio refused this worker's credentials: nothing sent, nothing failed, retried.
-    AuthRefused,
-    /// The send could not be proven either way: escalated, never resent.
-    Unknown,
-    /// No evidence of an earlier send within the reconcile window: claim released to send.
-    Lost,
-    /// The job's data is not a valid callback: failed at once.
-    Invalid,
-}
-
-impl SmsEvent {
-    const ALL: [SmsEvent; 11] = [
-        SmsEvent::Sent,
-        SmsEvent::Deduplicated,
-        SmsEvent::Reconciled,
-        SmsEvent::Permanent,
-        SmsEvent::RetryLater,
-        SmsEvent::Ambiguous,
-        SmsEvent::Busy,
-        SmsEvent::AuthRefused,
-        SmsEvent::Unknown,
-        SmsEvent::Lost,
-        SmsEvent::Invalid,
-    ];
-
-    /// The `outcome` label.
-    pub fn label(self) -> &'static str {
-        match self {
-            SmsEvent::Sent => "sent",
-            SmsEvent::Deduplicated => "deduplicated",
-            SmsEvent::Reconciled => "reconciled",
-            SmsEvent::Permanent => "permanent",
-            SmsEvent::RetryLater => "retry_later",
-            SmsEvent::Ambiguous => "ambiguous",
-            SmsEvent::Busy => "busy",
-            SmsEvent::AuthRefused => "auth_refused",
-            SmsEvent::Unknown => "unknown",
-            SmsEvent::Lost => "lost",
-            SmsEvent::Invalid => "invalid",
-        }
-    }
-}
-
-/// Counters of [`SmsEvent`]s, shared by every clone of a processor.
-#[derive(Debug, Default)]
-pub struct SmsStats {
-    counts: [std::sync::atomic::AtomicU64; SmsEvent::ALL.len()],
-    /// Since when Twilio refuses the credentials (ms), 0 while it accepts them.
-    pub auth_refused_since: std::sync::atomic::AtomicI64,
-    auth_logged_at: std::sync::atomic::AtomicI64,
-    /// Open attempts of the queue's runs, and the oldest one's age (ms), as the sweep last saw.
-    pub open_attempts: std::sync::atomic::AtomicU64,
-    pub oldest_open_ms: std::sync::atomic::AtomicU64,
-}
-
-impl SmsStats {
-    // `e as usize` is the variant's place in declaration order, which `ALL` follows.
-    fn record(&self, e: SmsEvent) {
-        self.counts[e as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// How many of `e` so far.
-    pub fn get(&self, e: SmsEvent) -> u64 {
-        self.counts[e as usize].load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// `ringback_sms_attempts_total{queue,outcome}` in Prometheus' text format.
-    pub fn render(&self, queue: &str) -> String {
-        let mut out = String::from(
-            "# HELP ringback_sms_attempts_total Callback attempts by what they did.\n\
-             # TYPE ringback_sms_attempts_total counter\n",
-        );
-        for e in SmsEvent::ALL {
-            out.push_str(&format!(
-                "ringback_sms_attempts_total{{queue=\"{queue}\",outcome=\"{}\"}} {}\n",
-                e.label(),
-                self.get(e)
-            ));
-        }
-        let gauge = |name: &str, help: &str, v: String| {
-            format!("# HELP {name} {help}\n# TYPE {name} gauge\n{name}{{queue=\"{queue}\"}} {v}\n")
-        };
-        out.push_str(&gauge(
-            "ringback_open_attempts",
-            "Callback attempts whose outcome is not resolved yet.",
-            self.open_attempts.load(Ordering::Relaxed).to_string(),
-        ));
-        out.push_str(&gauge(
-            "ringback_open_attempt_oldest_age_seconds",
-            "Age of the oldest unresolved attempt.",
-            format!(
-                "{:.3}",
-                self.oldest_open_ms.load(Ordering::Relaxed) as f64 / 1000.0
-            ),
-        ));
-        out.push_str(&gauge(
-            "ringback_twilio_auth_refused",
-            "1 while Twilio refuses this worker's credentials.",
-            u8::from(self.auth_refused_since.load(Ordering::Relaxed) != 0).to_string(),
-        ));
-        out
-    }
-
-    /// Why the worker is not ready, if it is not (Twilio refuses the credentials).
-    pub fn not_ready(&self) -> Option<String> {
-        let since = self.auth_refused_since.load(Ordering::Relaxed);
-        (since != 0).then(|| {
-            format!(
-                "Twilio refuses this worker's credentials (for {} s)",
-                (now_ms() - since).max(0) / 1000
-            )
-        })
-    }
-}
+pub use config::{LOOKBACK, SAFETY_MARGIN, SmsConfig};
+pub use crash::{CrashAt, CrashPoint};
+use evidence::Resolution;
+pub use stats::{SmsEvent, SmsStats};
 
 /// The processor. Cheap to clone per job: Redis and HTTP clients are shared handles.
 #[derive(Clone)]
@@ -468,6 +108,11 @@ impl SmsProcessor {
     }
 
     /// Commands on the callback queue (for the scan of its failed set).
+    /// How long a sent message may go without a final receipt before it is escalated.
+    pub fn delivery_deadline(&self) -> Duration {
+        self.config.delivery_deadline
+    }
+
     pub fn queue_commands(&self) -> &crate::commands::Commands {
         &self.escalator.callbacks
     }
@@ -644,6 +289,7 @@ impl SmsProcessor {
                     reason: reason.to_string(),
                     last_status: None,
                     error_code: None,
+                    kind: crate::escalation::EscalationKind::Unknown,
                 };
                 if let Err(err) = self.escalator.escalate(&e).await {
                     tracing::error!(error = %err, "could not escalate an unknown send");
@@ -730,6 +376,7 @@ impl SmsProcessor {
                     reason: format!("send failed permanently: {e}"),
                     last_status: None,
                     error_code: e.code.map(|c| c.to_string()),
+                    kind: crate::escalation::EscalationKind::Permanent,
                 };
                 if let Err(err) = self.escalator.escalate(&escalation).await {
                     tracing::error!(error = %err, "could not escalate a permanent send failure; will try again");
@@ -777,92 +424,6 @@ impl SmsProcessor {
             }
         }
     }
-
-    /// Look for proof that an unknown send reached Twilio: a receipt, then every page of the
-    /// list call back to the lookback. A lookup that keeps failing past
-    /// `RINGBACK_UNKNOWN_ESCALATE_MS` is escalated once; nothing is resent without a complete
-    /// lookup that found nothing for the whole reconcile window.
-    async fn resolve(&self, req: &CallbackRequest, u: &Unresolved) -> Resolution {
-        if let Some(sid) = &u.receipt_sid {
-            return Resolution::Sent(sid.clone());
-        }
-        let from = match (&self.twilio.config().sender, u.from.is_empty()) {
-            (_, false) => Some(u.from.clone()),
-            (Sender::From(f), true) => Some(f.clone()),
-            (Sender::MessagingService(_), true) => None,
-        };
-        let now = self.window.now();
-        let unknown_for = now - u.since;
-        let failed = |what: String| {
-            let reason = format!(
-                "the send's outcome is unknown and Twilio lookups keep failing ({what}): the callback may or may not have been sent"
-            );
-            (
-                reason,
-                unknown_for >= self.config.unknown_escalate.as_millis() as i64,
-            )
-        };
-        let created_after =
-            chrono::DateTime::from_timestamp_millis(u.since - LOOKBACK.as_millis() as i64)
-                .unwrap_or_default();
-        let search = self
-            .twilio
-            .list_messages_since(&u.to, from.as_deref(), created_after, Default::default())
-            .await;
-        let messages = match search {
-            Ok(found) if found.complete => {
-                self.auth_ok();
-                found.messages
-            }
-            Ok(_) => {
-                let (reason, due) = failed("more pages than a lookup reads".into());
-                if due {
-                    self.escalate_unknown(req, u, &reason).await;
-                }
-                return Resolution::Wait(self.config.reconcile_poll);
-            }
-            Err(e) => {
-                if e.is_auth_refused() {
-                    self.auth_refused("list", &e);
-                }
-                tracing::warn!(error = %e, run_id = %req.run_id, "lookup failed; will try again");
-                let (reason, due) = failed(e.to_string());
-                if due {
-                    self.escalate_unknown(req, u, &reason).await;
-                }
-                return Resolution::Wait(self.config.reconcile_poll);
-            }
-        };
-        let mut candidates = vec![];
-        for m in messages {
-            if !same_body(m.body.as_deref(), &u.body) {
-                continue;
-            }
-            // A message ringback linked to another run (sent or receipted) is not this run's.
-            match self.window.run_of_message(&m.sid).await {
-                Ok(Some(other)) if other != req.run_id => continue,
-                Ok(Some(_)) => return Resolution::Sent(m.sid),
-                Ok(None) => candidates.push(m.sid),
-                Err(e) => {
-                    tracing::warn!(error = %e, "lookup failed; will try again");
-                    return Resolution::Wait(self.config.reconcile_poll);
-                }
-            }
-        }
-        match candidates.len() {
-            0 => {}
-            1 => return Resolution::Sent(candidates.remove(0)),
-            n => return Resolution::Indistinct(n),
-        }
-        let open_until = u.since + self.config.reconcile_window.as_millis() as i64;
-        if now >= open_until {
-            Resolution::Lost
-        } else {
-            Resolution::Wait(
-                Duration::from_millis((open_until - now) as u64).min(self.config.reconcile_poll),
-            )
-        }
-    }
 }
 
 /// `url` with the run and the attempt token in its query. The query goes before any
@@ -875,27 +436,9 @@ fn status_callback_url(url: &str, run_id: &str, token: &str) -> String {
     format!("{base}{sep}{encoded}{fragment}")
 }
 
-/// Whether Twilio's stored body is the one sent: equal, or equal after the prefix Twilio adds to
-/// a trial account's messages (a lookup must not miss a send because Twilio changed its body).
-fn same_body(stored: Option<&str>, sent: &str) -> bool {
-    let Some(stored) = stored else { return false };
-    stored == sent || stored.strip_prefix(TRIAL_PREFIX) == Some(sent)
-}
-
-/// What Twilio prefixes to a trial account's message bodies.
-const TRIAL_PREFIX: &str = "Sent from your Twilio trial account - ";
-
 /// While Twilio refuses the credentials: how often a callback tries again, and the error line.
 const AUTH_RETRY: Duration = Duration::from_secs(5);
 const AUTH_LOG_EVERY: Duration = Duration::from_secs(30);
-
-enum Resolution {
-    Sent(String),
-    Wait(Duration),
-    /// Several unlinked messages match: cannot tell which (if any) is this run's.
-    Indistinct(usize),
-    Lost,
-}
 
 impl Processor for SmsProcessor {
     async fn process(&self, job: &Job, _ctx: &JobContext) -> Outcome {

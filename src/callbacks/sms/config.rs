@@ -1,0 +1,200 @@
+//! Settings of the SMS processor: the window's timings and their invariants (checked once, at
+//! start, every broken one named), and what `serve` builds from them after a send.
+
+use std::time::Duration;
+
+use super::CrashAt;
+use crate::error::ConfigError;
+use crate::window::WindowTimes;
+
+/// What must fit between a provider call's timeout and the pending TTL: Redis round trips and
+/// scheduling after Twilio answered, so a live attempt always marks sent before its claim expires.
+pub const SAFETY_MARGIN: Duration = Duration::from_secs(2);
+
+/// How far before an unknown send a matching message may have been created: the legacy
+/// worker's claim lives 600 s, so a legacy attempt we take over may be that old.
+pub const LOOKBACK: Duration = Duration::from_secs(600);
+
+/// Settings of the SMS processor (`RINGBACK_*` window settings).
+#[derive(Debug, Clone)]
+pub struct SmsConfig {
+    pub claim_prefix: String,
+    /// A claimed attempt is alive this long (past it, with no sent marker, it is dead).
+    pub pending_ttl: Duration,
+    /// The claim key's lease: it exists while an attempt may be unresolved, up to this long
+    /// after the last ringback step on it (see README, "Why the defaults").
+    pub claim_lease: Duration,
+    /// An attempt whose outcome stays unknown this long is escalated once (still resolved).
+    pub unknown_escalate: Duration,
+    pub sent_ttl: Duration,
+    /// With no evidence of a send after this long, an unknown send is presumed lost.
+    pub reconcile_window: Duration,
+    /// How often an unknown send is looked up while the window is open.
+    pub reconcile_poll: Duration,
+    /// Delay after "retry later" when Twilio gave no `Retry-After`.
+    pub retry_later_default: Duration,
+    /// The status webhook URL; `runId` is added to its query so a receipt names the run.
+    pub status_callback_url: Option<String>,
+    /// Drills only: abort at a point of the window.
+    pub crash_at: Option<CrashAt>,
+    /// BullMQ queue for escalation jobs; `None` = `<queue>-escalations`.
+    pub escalation_queue: Option<String>,
+    /// Also text this number when a callback is escalated (through the same window).
+    pub fallback_to: Option<String>,
+    /// A callback with no terminal status this long after acceptance is escalated.
+    pub delivery_deadline: Duration,
+    /// An accepted message with no terminal status is looked up after this long.
+    pub receipt_poll_after: Duration,
+}
+
+impl Default for SmsConfig {
+    fn default() -> Self {
+        Self {
+            claim_prefix: "agent-callback:".into(),
+            pending_ttl: Duration::from_secs(15),
+            claim_lease: Duration::from_secs(600),
+            unknown_escalate: Duration::from_secs(300),
+            sent_ttl: Duration::from_secs(86_400),
+            reconcile_window: Duration::from_secs(60),
+            reconcile_poll: Duration::from_secs(5),
+            retry_later_default: Duration::from_secs(2),
+            status_callback_url: None,
+            crash_at: None,
+            escalation_queue: None,
+            fallback_to: None,
+            delivery_deadline: Duration::from_secs(900),
+            receipt_poll_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl SmsConfig {
+    /// Check the window's invariants against the provider timeout and the worker's lock
+    /// timings; returns warnings worth logging. These invariants are the assumptions of the
+    /// protocol's model (`docs/window-protocol.md`, `model/`).
+    pub fn validate(
+        &self,
+        provider_timeout: Duration,
+        lock_duration: Duration,
+        stalled_interval: Duration,
+    ) -> Result<Vec<String>, ConfigError> {
+        if self.claim_prefix.is_empty() {
+            return Err(ConfigError::new(
+                "RINGBACK_CLAIM_PREFIX",
+                "must not be empty",
+            ));
+        }
+        if provider_timeout + SAFETY_MARGIN >= self.pending_ttl {
+            return Err(ConfigError::new(
+                "RINGBACK_PENDING_TTL_MS",
+                format!(
+                    "must exceed TWILIO_TIMEOUT_MS ({} ms) plus a {} ms safety margin: otherwise a live \
+                     attempt's claim can expire mid-call and a duplicate job send a second text",
+                    provider_timeout.as_millis(),
+                    SAFETY_MARGIN.as_millis()
+                ),
+            ));
+        }
+        if self.pending_ttl >= self.sent_ttl {
+            return Err(ConfigError::new(
+                "RINGBACK_SENT_TTL_MS",
+                "must be longer than RINGBACK_PENDING_TTL_MS",
+            ));
+        }
+        if self.reconcile_poll.is_zero() || self.reconcile_window.is_zero() {
+            return Err(ConfigError::new(
+                "RINGBACK_RECONCILE_WINDOW_MS",
+                "the reconcile window and poll must be positive",
+            ));
+        }
+        if let Some(url) = &self.status_callback_url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err(ConfigError::new(
+                "RINGBACK_STATUS_CALLBACK_URL",
+                "must be an http(s) URL",
+            ));
+        }
+        let handback = lock_duration + stalled_interval * 2 + self.pending_ttl;
+        if self.claim_lease <= handback {
+            return Err(ConfigError::new(
+                "RINGBACK_CLAIM_LEASE_MS",
+                format!(
+                    "must exceed the lock duration + 2 × the stalled interval + RINGBACK_PENDING_TTL_MS \
+                     ({} ms): stall recovery must hand a dead attempt's job back while its claim still \
+                     fences the legacy worker off",
+                    handback.as_millis()
+                ),
+            ));
+        }
+        if self.claim_lease > self.sent_ttl {
+            return Err(ConfigError::new(
+                "RINGBACK_CLAIM_LEASE_MS",
+                "must not exceed RINGBACK_SENT_TTL_MS (the attempt record must outlive the claim)",
+            ));
+        }
+        if self.unknown_escalate.is_zero() {
+            return Err(ConfigError::new(
+                "RINGBACK_UNKNOWN_ESCALATE_MS",
+                "must be positive",
+            ));
+        }
+        let mut warnings = vec![];
+        if self.crash_at.is_some() {
+            warnings.push(
+                "RINGBACK_CRASH_AT is set: this process will abort on purpose (drills only)".into(),
+            );
+        }
+        Ok(warnings)
+    }
+
+    /// The receipt store and the escalator of callbacks on queue `prefix`/`queue`.
+    pub fn after_send(
+        &self,
+        conn: redis::aio::ConnectionManager,
+        prefix: &str,
+        queue: &str,
+    ) -> (crate::receipts::Receipts, crate::escalation::Escalator) {
+        let receipts = crate::receipts::Receipts::new(
+            conn.clone(),
+            self.claim_prefix.clone(),
+            self.receipt_times(),
+        );
+        let escalation_queue = self
+            .escalation_queue
+            .clone()
+            .unwrap_or_else(|| format!("{queue}-escalations"));
+        let commands = |q: &str| {
+            crate::commands::Commands::new(
+                conn.clone(),
+                crate::keys::QueueKeys::new(prefix, q),
+                Default::default(),
+            )
+        };
+        let escalator = crate::escalation::Escalator {
+            escalations: commands(&escalation_queue),
+            callbacks: commands(queue),
+            receipts: receipts.clone(),
+            fallback_to: self.fallback_to.clone(),
+        };
+        (receipts, escalator)
+    }
+
+    pub(super) fn receipt_times(&self) -> crate::receipts::ReceiptTimes {
+        crate::receipts::ReceiptTimes {
+            repeat_ttl: self.sent_ttl,
+            record_ttl: self.sent_ttl,
+            poll_after: self.receipt_poll_after,
+        }
+    }
+
+    pub(super) fn times(&self) -> WindowTimes {
+        WindowTimes {
+            pending_ttl: self.pending_ttl,
+            lease: self.claim_lease,
+            sent_ttl: self.sent_ttl,
+            hold: self.reconcile_window + self.pending_ttl,
+            poll_after: self.receipt_poll_after,
+        }
+    }
+}

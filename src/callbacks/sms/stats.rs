@@ -1,0 +1,109 @@
+//! What the SMS processor counts: attempts by outcome, and the Redis-derived gauges the sweep
+//! refreshes (read by `edge::metrics` at scrape time), and why the worker is not ready.
+
+use std::sync::atomic::Ordering;
+
+use crate::commands::now_ms;
+
+/// What happened to callback attempts, for the worker's `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmsEvent {
+    /// Twilio accepted the message and the sent marker was written.
+    Sent,
+    /// Already sent (by either worker): completed without sending.
+    Deduplicated,
+    /// An earlier attempt's send was found (receipt or lookup) and recorded.
+    Reconciled,
+    /// Twilio refused the message for good: failed, claim released, escalated.
+    Permanent,
+    /// Twilio did not take it (429, 21611): claim released, retried later.
+    RetryLater,
+    /// Twilio may or may not have it: claim held, resolved later.
+    Ambiguous,
+    /// Another attempt holds the claim: waiting for it.
+    Busy,
+    /// Twilio refused this worker's credentials: nothing sent, nothing failed, retried.
+    AuthRefused,
+    /// The send could not be proven either way: escalated, never resent.
+    Unknown,
+    /// No evidence of an earlier send within the reconcile window: claim released to send.
+    Lost,
+    /// The job's data is not a valid callback: failed at once.
+    Invalid,
+}
+
+impl SmsEvent {
+    pub const ALL: [SmsEvent; 11] = [
+        SmsEvent::Sent,
+        SmsEvent::Deduplicated,
+        SmsEvent::Reconciled,
+        SmsEvent::Permanent,
+        SmsEvent::RetryLater,
+        SmsEvent::Ambiguous,
+        SmsEvent::Busy,
+        SmsEvent::AuthRefused,
+        SmsEvent::Unknown,
+        SmsEvent::Lost,
+        SmsEvent::Invalid,
+    ];
+
+    /// The `outcome` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            SmsEvent::Sent => "sent",
+            SmsEvent::Deduplicated => "deduplicated",
+            SmsEvent::Reconciled => "reconciled",
+            SmsEvent::Permanent => "permanent",
+            SmsEvent::RetryLater => "retry_later",
+            SmsEvent::Ambiguous => "ambiguous",
+            SmsEvent::Busy => "busy",
+            SmsEvent::AuthRefused => "auth_refused",
+            SmsEvent::Unknown => "unknown",
+            SmsEvent::Lost => "lost",
+            SmsEvent::Invalid => "invalid",
+        }
+    }
+}
+
+/// Counters of [`SmsEvent`]s, shared by every clone of a processor.
+#[derive(Debug, Default)]
+pub struct SmsStats {
+    counts: [std::sync::atomic::AtomicU64; SmsEvent::ALL.len()],
+    /// Since when Twilio refuses the credentials (ms), 0 while it accepts them.
+    pub auth_refused_since: std::sync::atomic::AtomicI64,
+    pub(super) auth_logged_at: std::sync::atomic::AtomicI64,
+    /// Open attempts of the queue's runs, and the oldest one's age (ms), as the sweep last saw.
+    pub open_attempts: std::sync::atomic::AtomicU64,
+    pub oldest_open_ms: std::sync::atomic::AtomicU64,
+    /// Of the open attempts the sweep sampled: released for another attempt, and in doubt.
+    pub open_retry: std::sync::atomic::AtomicU64,
+    pub open_in_doubt: std::sync::atomic::AtomicU64,
+    /// Jobs in the queue's delayed set.
+    pub delayed: std::sync::atomic::AtomicU64,
+    /// Messages waiting for a final receipt, and those of them past the delivery deadline.
+    pub reconcile_backlog: std::sync::atomic::AtomicU64,
+    pub receipts_missing: std::sync::atomic::AtomicU64,
+}
+
+impl SmsStats {
+    // `e as usize` is the variant's place in declaration order, which `ALL` follows.
+    pub(super) fn record(&self, e: SmsEvent) {
+        self.counts[e as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many of `e` so far.
+    pub fn get(&self, e: SmsEvent) -> u64 {
+        self.counts[e as usize].load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Why the worker is not ready, if it is not (Twilio refuses the credentials).
+    pub fn not_ready(&self) -> Option<String> {
+        let since = self.auth_refused_since.load(Ordering::Relaxed);
+        (since != 0).then(|| {
+            format!(
+                "Twilio refuses this worker's credentials (for {} s)",
+                (now_ms() - since).max(0) / 1000
+            )
+        })
+    }
+}

@@ -1,0 +1,134 @@
+//! Running the two long-lived commands with everything around them, so the binary only parses
+//! flags and maps results to exit codes: the worker with its `/metrics` listener, orphan sweep
+//! and reconciliation inside one shutdown; `serve` listening at once and opening its API when
+//! Redis answers.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::WorkerConfig;
+use crate::cli::ServeConfig;
+use crate::commands::Commands;
+use crate::error::{ConfigError, Error};
+use crate::keys::QueueKeys;
+use crate::processor::Processor;
+use crate::sms::{SmsConfig, SmsProcessor};
+use crate::worker::{Stopped, Worker};
+
+/// Why a run ended badly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Worker(#[from] Error),
+}
+
+/// Run a worker until `shutdown`: its `/metrics` listener on `metrics` (when given), and, for the
+/// SMS processor, the orphan sweep and the reconciliation inside the concurrency limit; waits
+/// for them within the grace period.
+pub async fn worker<P: Processor>(
+    config: WorkerConfig,
+    processor: P,
+    shutdown: CancellationToken,
+    metrics: Option<SocketAddr>,
+    sms: Option<SmsProcessor>,
+) -> Result<Stopped, RunError> {
+    let worker = Worker::new(config.clone(), processor)?;
+    if let Some(addr) = metrics {
+        serve_metrics(
+            addr,
+            &config,
+            &worker,
+            sms.as_ref().map(|p| p.stats()),
+            &shutdown,
+        )
+        .await;
+    }
+    // The orphan sweep and the reconciliation: inside the concurrency limit and the shutdown.
+    let tracker = TaskTracker::new();
+    if let Some(p) = &sms {
+        crate::service::start(p, Some(worker.permits()), &shutdown, &tracker);
+    }
+    tracker.close();
+    let stopped = worker.run(shutdown).await;
+    if tokio::time::timeout(config.shutdown_grace, tracker.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("grace period over: the orphan sweep's attempt is left to its record");
+    }
+    Ok(stopped?)
+}
+
+/// Start the metrics listener; failing to bind is logged, not fatal (a worker that cannot be
+/// observed still delivers).
+async fn serve_metrics<P: Processor>(
+    addr: SocketAddr,
+    config: &WorkerConfig,
+    worker: &Worker<P>,
+    sms: Option<Arc<crate::sms::SmsStats>>,
+    shutdown: &CancellationToken,
+) {
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(%addr, error = %e, "cannot listen for metrics; running without /metrics");
+            return;
+        }
+    };
+    let Ok(client) = crate::connection::client(&config.redis_url, &config.redis_tls) else {
+        return;
+    };
+    let Ok(conn) = crate::worker::connect_until(&client, shutdown).await else {
+        return;
+    };
+    let metrics = Arc::new(crate::metrics::Metrics::new(
+        config.queue.clone(),
+        worker.stats(),
+        worker.round_trips(),
+        Commands::new(
+            conn,
+            QueueKeys::new(&config.prefix, &config.queue),
+            Default::default(),
+        ),
+        sms,
+    ));
+    tracing::info!(%addr, "metrics on /metrics, /healthz, /readyz");
+    tokio::spawn(crate::metrics::serve(listener, metrics, shutdown.clone()));
+}
+
+/// Serve the HTTP API on `listener` until `shutdown`: answering at once (503 until Redis
+/// answers, see [`crate::api::Startup`]), the full router from then on. `queue` is (prefix,
+/// queue name).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    client: redis::Client,
+    queue: (String, String),
+    sms: SmsConfig,
+    serve: ServeConfig,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let startup = crate::api::Startup::new(crate::connection::describe(&client));
+    let state = move |conn: redis::aio::ConnectionManager| {
+        let (prefix, name) = &queue;
+        let (receipts, escalator) = sms.after_send(conn.clone(), prefix, name);
+        let commands = Commands::new(conn, QueueKeys::new(prefix, name), Default::default());
+        let mut state = crate::api::ApiState::new(receipts, commands, name, escalator, &serve);
+        state.console.delivery_deadline = sms.delivery_deadline;
+        Arc::new(state)
+    };
+    tokio::spawn(crate::api::open_when_redis_answers(
+        startup.clone(),
+        client,
+        state,
+        shutdown.clone(),
+    ));
+    axum::serve(listener, crate::api::app_starting(startup))
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}

@@ -1,0 +1,201 @@
+//! Telemetry: the process's labelled metric families, recorded on every floor and exposed by the
+//! edge (`edge::metrics` builds the one registry both `/metrics` endpoints encode).
+//!
+//! Why process-wide: a ringback process runs one worker or one `serve` for one queue, and the
+//! places that record (the Twilio client, the escalator, the API handlers) are built in several
+//! places; threading a handle through each constructor would buy nothing a deployment can see.
+//! Counters that belong to one worker instance (attempts, locks, open attempts) stay on that
+//! instance ([`crate::worker::WorkerStats`], [`crate::sms::SmsStats`]) and are read at scrape time.
+//! Tests that run several instances in one process read these families as deltas.
+//!
+//! Label values are bounded: operations, reasons, scopes and routes are fixed words; Twilio error
+//! codes are numbers Twilio defines (at most a few hundred); statuses are HTTP codes.
+
+use std::sync::OnceLock;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OperationLabel {
+    pub operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CodeLabel {
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CreatedLabel {
+    pub created: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RedisErrorLabels {
+    pub script: &'static str,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScopeLabel {
+    pub scope: &'static str,
+}
+
+/// Why a callback was escalated: the `reason` label of `ringback_escalations_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EscalationKind {
+    /// A status callback or a poll found the message undelivered or failed.
+    Undelivered,
+    /// Twilio refused the message for good (validation, opt-out).
+    Permanent,
+    /// Whether the text went out could not be proven either way.
+    Unknown,
+    /// No final receipt by the delivery deadline.
+    ReceiptMissing,
+    /// `ringback drain` gave up on an open attempt.
+    Drain,
+}
+
+impl EscalationKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Undelivered => "undelivered",
+            Self::Permanent => "permanent",
+            Self::Unknown => "unknown",
+            Self::ReceiptMissing => "receipt_missing",
+            Self::Drain => "drain",
+        }
+    }
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Every labelled family. Cloning shares them (each is an `Arc` inside).
+#[derive(Clone, Debug)]
+pub struct Telemetry {
+    /// `ringback_twilio_request_duration_seconds{operation}`: create, fetch, list.
+    pub twilio_seconds: HistogramFamily<OperationLabel>,
+    /// `ringback_twilio_errors_total{code}`: Twilio's error code, `http_<status>` when the body
+    /// carries none, `timeout` or `connect` when no answer came.
+    pub twilio_errors: Family<CodeLabel, Counter>,
+    /// `ringback_escalations_total{reason}`, counted where the escalation is created.
+    pub escalations: Family<ReasonLabel, Counter>,
+    /// `ringback_http_responses_total{route,status}` of `ringback serve`.
+    pub http_responses: Family<RouteLabels, Counter>,
+    /// `ringback_status_callbacks_total{outcome}`: what each signed status callback did.
+    pub status_callbacks: Family<OutcomeLabel, Counter>,
+    /// `ringback_sends_enqueued_total{created}`: legacy send calls.
+    pub sends_enqueued: Family<CreatedLabel, Counter>,
+    /// `ringback_bad_signatures_total`: status callbacks refused for their signature.
+    pub bad_signatures: Counter,
+    /// `ringback_rate_limited_total{scope}`: sends refused by a rate limit (token, destination).
+    pub rate_limited: Family<ScopeLabel, Counter>,
+    /// `ringback_redis_errors_total{script,kind}`: script calls Redis refused or never
+    /// answered (`oom` at `maxmemory`, `readonly` on a replica, `io`, `timeout`, …).
+    pub redis_errors: Family<RedisErrorLabels, Counter>,
+}
+
+fn twilio_buckets() -> Histogram {
+    // 5 ms … ~20 s: Twilio answers in 100–500 ms; the tail is what the window cares about.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.005, 2.0, 13,
+    ))
+}
+
+impl Default for Telemetry {
+    /// Every fixed label value starts at zero, so a series exists before its first event
+    /// (`increase()` and alert rules see the first one, and a scrape lists every family).
+    fn default() -> Self {
+        let t = Self::empty();
+        for kind in [
+            EscalationKind::Undelivered,
+            EscalationKind::Permanent,
+            EscalationKind::Unknown,
+            EscalationKind::ReceiptMissing,
+            EscalationKind::Drain,
+        ] {
+            let _ = t.escalations.get_or_create(&ReasonLabel {
+                reason: kind.label(),
+            });
+        }
+        for scope in ["token", "destination"] {
+            let _ = t.rate_limited.get_or_create(&ScopeLabel { scope });
+        }
+        for created in ["true", "false"] {
+            let _ = t.sends_enqueued.get_or_create(&CreatedLabel { created });
+        }
+        for operation in ["create", "fetch", "list"] {
+            let _ = t
+                .twilio_seconds
+                .get_or_create(&OperationLabel { operation });
+        }
+        t
+    }
+}
+
+impl Telemetry {
+    fn empty() -> Self {
+        Self {
+            twilio_seconds: Family::new_with_constructor(twilio_buckets),
+            twilio_errors: Default::default(),
+            escalations: Default::default(),
+            http_responses: Default::default(),
+            status_callbacks: Default::default(),
+            sends_enqueued: Default::default(),
+            bad_signatures: Default::default(),
+            rate_limited: Default::default(),
+            redis_errors: Default::default(),
+        }
+    }
+
+    /// Count an escalation this process created.
+    pub fn escalated(&self, kind: EscalationKind) {
+        self.escalations
+            .get_or_create(&ReasonLabel {
+                reason: kind.label(),
+            })
+            .inc();
+    }
+
+    /// Record one Twilio call: its latency, and its error code when it failed.
+    pub fn twilio_call(&self, operation: &'static str, took: std::time::Duration) {
+        self.twilio_seconds
+            .get_or_create(&OperationLabel { operation })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn redis_error(&self, script: &'static str, kind: String) {
+        self.redis_errors
+            .get_or_create(&RedisErrorLabels { script, kind })
+            .inc();
+    }
+
+    pub fn twilio_error(&self, code: String) {
+        self.twilio_errors.get_or_create(&CodeLabel { code }).inc();
+    }
+}
+
+/// The process's families.
+pub fn global() -> &'static Telemetry {
+    static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
+    TELEMETRY.get_or_init(Telemetry::default)
+}

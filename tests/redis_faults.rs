@@ -1,0 +1,180 @@
+//! Redis faults with real processes (issue 14): Redis frozen (`SIGSTOP`) for longer than the
+//! lock, and Redis at `maxmemory` with `noeviction` while a text is in flight. The `ringback`
+//! binary runs at the defaults' order of timings (claim liveness 3 s < lock 6 s, stall sweep
+//! every 2 s); texts are counted at the simulator.
+
+mod common;
+
+use std::time::Duration;
+
+use common::callbacks::*;
+use common::wait_for;
+use redis::AsyncCommands;
+use ringback::keys::WindowKeys;
+
+fn free_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+/// The sum of a series' values (every label set whose line starts with `name{`).
+async fn scrape_sum(addr: &str, name: &str) -> f64 {
+    let text = reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn redis_frozen_longer_than_the_lock_loses_locks_and_texts_each_run_once() {
+    let e = env("sigstop", r#"{"create":[{"fault":"slow","delay_ms":250}]}"#).await;
+    let runs: Vec<String> = (0..40).map(|i| format!("frozen-{i}")).collect();
+    let mut ids = vec![];
+    for run in &runs {
+        ids.push(add(&e, &data(run)).await);
+    }
+    let addrs = [free_addr(), free_addr()];
+    let _workers: Vec<Proc> = addrs
+        .iter()
+        .map(|a| {
+            spawn_worker(
+                &e,
+                None,
+                Timings::Production,
+                &[("RINGBACK_METRICS_LISTEN", a.as_str())],
+            )
+        })
+        .collect();
+    wait_for(T, "the first texts", || async {
+        (e.sim.store.all().len() >= 4).then_some(())
+    })
+    .await;
+    // Frozen for 8 s: every lock (6 s) expires on Redis's own clock, mid-flight.
+    e.redis.pause();
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    e.redis.resume();
+    for id in &ids {
+        let (state, _) = finished_within(&e, id, Duration::from_secs(90)).await;
+        assert_eq!(state, "completed", "{id}");
+    }
+    for run in &runs {
+        assert_eq!(texts(&e, run), 1, "{run}: one text");
+    }
+    let mut lost = 0.0;
+    for a in &addrs {
+        lost += scrape_sum(a, "ringback_lock_lost_total").await;
+    }
+    assert!(lost >= 1.0, "the freeze cost some locks: {lost}");
+}
+
+#[tokio::test]
+async fn at_maxmemory_nothing_is_acknowledged_as_sent_without_its_marker() {
+    let e = env("oom", r#"{"create":[{"fault":"slow","delay_ms":1200}]}"#).await;
+    let id = add(&e, &data("oom-1")).await;
+    let metrics = free_addr();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut cmd = ringback_command(&e, "worker", Timings::Production);
+    cmd.env("RINGBACK_METRICS_LISTEN", &metrics)
+        .env("TWILIO_TIMEOUT_MS", "2000")
+        // still shorter than the 6 s lock (the defaults' order), and longer than a call + 2 s
+        .env("RINGBACK_PENDING_TTL_MS", "4500")
+        .env("RUST_LOG", "ringback=info")
+        .stderr(log.reopen().unwrap());
+    let _worker = Proc(cmd.spawn().expect("ringback binary"));
+    let claim = WindowKeys::new("agent-callback:", "oom-1").claim;
+    let mut c = e.redis.conn().await;
+    let show_log = || std::fs::read_to_string(log.path()).unwrap_or_default();
+    let _show = ShowOnPanic(&show_log);
+    wait_for(T, "the claim", || {
+        let mut c = c.clone();
+        let claim = claim.clone();
+        async move {
+            let v: Option<String> = c.get(&claim).await.ok()?;
+            v.filter(|v| v.starts_with("pending")).map(|_| ())
+        }
+    })
+    .await;
+    // Twilio is taking the message now; Redis stops accepting writes.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory-policy")
+        .arg("noeviction")
+        .arg("maxmemory")
+        .arg("1")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    wait_for(T, "the text", || async {
+        (texts(&e, "oom-1") == 1).then_some(())
+    })
+    .await;
+    wait_for(T, "the refused writes counted", || async {
+        let n = scrape_sum(&metrics, "ringback_redis_errors_total").await;
+        (n >= 1.0).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let v: Option<String> = c.get(&claim).await.unwrap();
+    assert!(
+        v.as_deref().is_some_and(|v| v.starts_with("pending")),
+        "no sent marker could be written, so none is claimed: {v:?}"
+    );
+    let completed: bool = c
+        .zscore::<_, _, Option<f64>>(e.keys.completed(), &id)
+        .await
+        .unwrap()
+        .is_some();
+    assert!(
+        !completed,
+        "the job is not acknowledged while its marker is missing"
+    );
+    let oom_series = scrape_text(&metrics).await;
+    assert!(
+        oom_series.contains(r#"kind="oom""#),
+        "the refusal is counted as oom:\n{oom_series}"
+    );
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert!(logged.contains("OOM"), "the error is in the log:\n{logged}");
+
+    // Memory back: everything goes through, once.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("0")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let (state, h) = finished_within(&e, &id, Duration::from_secs(60)).await;
+    assert_eq!(state, "completed");
+    let sids = sent_sids(&e, "oom-1");
+    assert_eq!(sids.len(), 1, "one text");
+    assert_eq!(returnvalue(&h)["messageSid"], sids[0].as_str());
+    let v: Option<String> = c.get(&claim).await.unwrap();
+    assert!(v.is_some_and(|v| v.starts_with("sent")));
+}
+
+async fn scrape_text(addr: &str) -> String {
+    reqwest::get(format!("http://{addr}/metrics"))
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Prints the worker's log when the test fails.
+struct ShowOnPanic<'a>(&'a dyn Fn() -> String);
+
+impl Drop for ShowOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("worker log:\n{}", (self.0)());
+        }
+    }
+}
