@@ -10,9 +10,6 @@ use ringback::{Worker, scripted::ScriptedProcessor};
 struct Cli {
     #[command(flatten)]
     worker: WorkerArgs,
-    /// BullMQ's `maxStartedAttempts` (0 or unset: no limit).
-    #[arg(long, env = "RINGBACK_MAX_STARTED_ATTEMPTS")]
-    max_started_attempts: Option<u32>,
 }
 
 #[tokio::main]
@@ -27,7 +24,7 @@ async fn main() -> std::process::ExitCode {
         }
     };
     let worker = match Worker::new(config, ScriptedProcessor) {
-        Ok(w) => w.max_started_attempts(cli.max_started_attempts),
+        Ok(w) => w,
         Err(e) => {
             eprintln!("ringback: bad configuration: {e}");
             return std::process::ExitCode::from(2);

@@ -37,6 +37,9 @@ pub struct WorkerConfig {
     pub limiter: Option<(u64, Duration)>,
     /// Keep this many per-minute data points in `metrics:*` (BullMQ `metrics.maxDataPoints`).
     pub metrics_max_data_points: Option<u32>,
+    /// BullMQ's `maxStartedAttempts` (`None`: no limit): a job activated more than this many
+    /// times fails at once.
+    pub max_started_attempts: Option<u32>,
 }
 
 impl Default for WorkerConfig {
@@ -58,6 +61,7 @@ impl Default for WorkerConfig {
             remove_on_fail: None,
             limiter: None,
             metrics_max_data_points: None,
+            max_started_attempts: None,
         }
     }
 }

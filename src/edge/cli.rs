@@ -55,6 +55,9 @@ pub struct WorkerArgs {
     pub queue: QueueArgs,
     #[arg(long, env = "RINGBACK_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
+    /// BullMQ's `maxStartedAttempts` (0 or unset: no limit).
+    #[arg(long, env = "RINGBACK_MAX_STARTED_ATTEMPTS")]
+    pub max_started_attempts: Option<u32>,
     #[arg(long, env = "RINGBACK_LOCK_DURATION_MS", default_value_t = 30_000)]
     pub lock_duration_ms: u64,
     /// Default: half the lock duration, as BullMQ.
@@ -149,6 +152,7 @@ impl WorkerArgs {
             remove_on_fail,
             limiter,
             metrics_max_data_points: self.metrics_data_points,
+            max_started_attempts: self.max_started_attempts.filter(|m| *m > 0),
         };
         for e in &config.problems() {
             errors.push(e.clone());
@@ -175,6 +179,12 @@ impl WorkerArgs {
             ("RINGBACK_PREFIX", q.prefix.clone()),
             ("RINGBACK_QUEUE", q.queue.clone()),
             ("RINGBACK_CONCURRENCY", self.concurrency.to_string()),
+            (
+                "RINGBACK_MAX_STARTED_ATTEMPTS",
+                self.max_started_attempts
+                    .filter(|m| *m > 0)
+                    .map_or("no limit".into(), |m| m.to_string()),
+            ),
             (
                 "RINGBACK_LOCK_DURATION_MS",
                 self.lock_duration_ms.to_string(),

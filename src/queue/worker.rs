@@ -85,11 +85,11 @@ impl<P: Processor> Worker<P> {
         config.validate()?;
         Ok(Self {
             permits: Arc::new(Semaphore::new(config.concurrency)),
-            config,
             processor: Arc::new(processor),
             trips: Arc::default(),
             stats: Arc::default(),
-            max_started_attempts: None,
+            max_started_attempts: config.max_started_attempts.filter(|m| *m > 0),
+            config,
         })
     }
 
