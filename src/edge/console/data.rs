@@ -10,33 +10,6 @@ use redis::aio::ConnectionManager;
 use crate::error::Error;
 use crate::keys::{self, QueueKeys, WindowKeys};
 
-/// Twilio's statuses in the ranking `receipt_apply.lua` keeps (a record never moves down it).
-pub fn rank(status: &str) -> Option<u8> {
-    Some(match status {
-        "accepted" | "scheduled" | "queued" => 0,
-        "sending" => 1,
-        "sent" => 2,
-        "delivered" | "undelivered" | "failed" | "canceled" | "partially_delivered" => 3,
-        "read" => 4,
-        _ => return None,
-    })
-}
-
-/// A run's state as the API derives it, except that an attempt settled as unknown (the send
-/// can be proven neither way; its claim says `sent:` to fence the legacy worker off) reads
-/// `unknown` rather than `accepted`.
-fn state_of(
-    record: &HashMap<String, String>,
-    attempt: &HashMap<String, String>,
-    claim: Option<&str>,
-    queued: bool,
-) -> String {
-    if !record.contains_key("status") && attempt.get("state").is_some_and(|s| s == "unknown") {
-        return "unknown".into();
-    }
-    crate::receipts::derive_state(record, attempt, claim, queued)
-}
-
 /// The states the Callbacks page filters by.
 pub const FILTERS: [&str; 8] = [
     "sent",
@@ -193,7 +166,7 @@ impl Reads {
             };
             let record = map(&RECORD_FIELDS, rec);
             let attempt = map(&ATTEMPT_FIELDS, att);
-            let state = state_of(&record, &attempt, claim.as_deref(), false);
+            let state = crate::receipts::derive_state(&record, &attempt, claim.as_deref(), false);
             rows.push(RunRow {
                 run_id: id.clone(),
                 state,
@@ -257,7 +230,7 @@ impl Reads {
             .cloned()
             .unwrap_or_else(|| run_id.to_string());
         let job = self.job(&job_id).await?;
-        let state = state_of(
+        let state = crate::receipts::derive_state(
             &record,
             &attempt,
             claim.as_deref(),

@@ -4,8 +4,9 @@
 
 use maud::{DOCTYPE, Markup, html};
 
-use super::data::{FILTERS, JobView, RunDetail, RunRow, rank};
+use super::data::{FILTERS, JobView, RunDetail, RunRow};
 use super::drills::ReportFile;
+use crate::twilio::message::status_rank as rank;
 
 /// A time (ms since the epoch) for people, in UTC.
 pub fn at(ms: i64) -> String {
