@@ -40,11 +40,13 @@ impl QueueArgs {
     }
 
     /// A Redis client for these settings, the TLS invariants checked first.
-    pub fn client(&self) -> Result<redis::Client, ConfigError> {
+    pub fn client(&self) -> Result<crate::connection::Client, ConfigError> {
         let tls = self.tls();
         tls.validate(&self.redis_url)?;
-        crate::connection::client(&self.redis_url, &tls)
-            .map_err(|e| ConfigError::new("REDIS_URL", e.to_string()))
+        crate::connection::client(&self.redis_url, &tls).map_err(|e| match e {
+            crate::error::Error::Config(c) => c,
+            e => ConfigError::new("REDIS_URL", e.to_string()),
+        })
     }
 }
 

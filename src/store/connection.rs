@@ -1,13 +1,211 @@
 //! Redis connections: one multiplexed, self-reconnecting connection for commands and scripts,
 //! and a dedicated connection for `BZPOPMIN` with no client response timeout (redis-rs's default
 //! 500 ms timeout silently loses blocking replies: bullmq #4512, redis-rs #1924).
+//!
+//! Both come as a [`Conn`], which is one Redis or a Redis Cluster: the rest of the crate runs
+//! commands and scripts on it the same way and never asks which.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use redis::AsyncConnectionConfig;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 use tokio_util::sync::CancellationToken;
+
+/// Where Redis is: one server, or a Redis Cluster reached through its seed nodes. Made by
+/// [`client`]; a plain `redis::Client` converts into one (tests make those).
+#[derive(Clone)]
+pub struct Client(Arc<Target>);
+
+// one per process, behind an Arc: the size difference costs nothing
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+enum Target {
+    Single(redis::Client),
+    Cluster(Cluster),
+}
+
+/// A Redis Cluster: the redis-rs client for commands, and what it takes to open a plain
+/// connection to one node (the blocking connection goes to the master owning the queue's slot).
+#[derive(Clone)]
+struct Cluster {
+    client: ClusterClient,
+    /// The seed URLs, one per node, credentials included.
+    seeds: Vec<String>,
+    /// `redis://[auth@]` or `rediss://[auth@]`: a node's URL is this and its `host:port`.
+    node_prefix: String,
+    certs: Option<redis::TlsCertificates>,
+}
+
+impl Cluster {
+    /// A plain client for the node at `host:port`, with the seeds' credentials and TLS.
+    fn node(&self, host: &str, port: u16) -> redis::RedisResult<redis::Client> {
+        let url = format!("{}{host}:{port}", self.node_prefix);
+        match &self.certs {
+            None => redis::Client::open(url),
+            Some(certs) => redis::Client::build_with_tls(url, certs.clone()),
+        }
+    }
+
+    /// A client for the master that serves `key`'s slot now, asked of the seeds in turn.
+    async fn master_of(&self, key: &str) -> redis::RedisResult<redis::Client> {
+        let mut last = None;
+        for seed in &self.seeds {
+            let node = match &self.certs {
+                None => redis::Client::open(seed.as_str())?,
+                Some(certs) => redis::Client::build_with_tls(seed.as_str(), certs.clone())?,
+            };
+            match slot_master(&node, key).await {
+                Ok((host, port)) => {
+                    // a node that announces no address is reached where we reached the seed
+                    let host = match host.as_str() {
+                        "" | "?" => seed_host(seed),
+                        _ => host,
+                    };
+                    return self.node(&host, port);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            redis::RedisError::from((redis::ErrorKind::Client, "no cluster seed node"))
+        }))
+    }
+}
+
+/// The `host` of a `scheme://[auth@]host:port` seed URL.
+fn seed_host(seed: &str) -> String {
+    let rest = seed.split_once("://").map_or(seed, |(_, r)| r);
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    rest.rsplit_once(':').map_or(rest, |(h, _)| h).to_string()
+}
+
+/// Ask `node` which master serves `key`'s slot: `CLUSTER KEYSLOT`, then `CLUSTER SLOTS`
+/// (each range: start, end, then the master as `[host, port, id, …]`, then its replicas).
+async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(String, u16)> {
+    let config = AsyncConnectionConfig::new()
+        .set_response_timeout(Some(COMMAND_TIMEOUT))
+        .set_connection_timeout(Some(CONNECT_TIMEOUT));
+    let mut conn = node
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
+    let slot: i64 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query_async(&mut conn)
+        .await?;
+    let ranges: Vec<Vec<Value>> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query_async(&mut conn)
+        .await?;
+    for range in ranges {
+        let (Some(start), Some(end), Some(master)) = (range.first(), range.get(1), range.get(2))
+        else {
+            continue;
+        };
+        let (start, end): (i64, i64) = (
+            redis::from_redis_value_ref(start)?,
+            redis::from_redis_value_ref(end)?,
+        );
+        if (start..=end).contains(&slot) {
+            let (host, port, ..): (String, u16, Value) = redis::from_redis_value_ref(master)
+                .or_else(|_| {
+                    redis::from_redis_value_ref::<(String, u16)>(master)
+                        .map(|(h, p)| (h, p, Value::Nil))
+                })?;
+            return Ok((host, port));
+        }
+    }
+    Err(redis::RedisError::from((
+        redis::ErrorKind::Server(redis::ServerErrorKind::ClusterDown),
+        "no master serves the slot",
+        format!("slot {slot} of {key}"),
+    )))
+}
+
+impl Client {
+    /// A Redis Cluster rather than one server.
+    pub fn is_cluster(&self) -> bool {
+        matches!(*self.0, Target::Cluster(_))
+    }
+}
+
+impl From<redis::Client> for Client {
+    fn from(c: redis::Client) -> Self {
+        Self(Arc::new(Target::Single(c)))
+    }
+}
+
+impl From<&redis::Client> for Client {
+    fn from(c: &redis::Client) -> Self {
+        Self(Arc::new(Target::Single(c.clone())))
+    }
+}
+
+impl From<&Client> for Client {
+    fn from(c: &Client) -> Self {
+        c.clone()
+    }
+}
+
+/// A connection to Redis, single or cluster. Cheap to clone (clones share the connection), and
+/// a `redis::aio::ConnectionLike`, so scripts and `query_async` run on it unchanged. On a
+/// cluster, each command goes to the master owning its first key's slot, following `MOVED`,
+/// `ASK` and `TRYAGAIN`.
+#[derive(Clone)]
+pub struct Conn(Link);
+
+#[derive(Clone)]
+enum Link {
+    /// The self-reconnecting command connection to one Redis.
+    Single(ConnectionManager),
+    /// One plain connection: the blocking one, which must not reconnect behind our back.
+    Direct(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    /// Connected to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.0, Link::Cluster(_))
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match &mut self.0 {
+            Link::Single(c) => c.req_packed_command(cmd),
+            Link::Direct(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match &mut self.0 {
+            Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Direct(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.0 {
+            Link::Single(c) => c.get_db(),
+            Link::Direct(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
+        }
+    }
+}
 
 /// TLS material for a `rediss://` URL: a CA to trust instead of the system's roots (a private CA,
 /// as self-hosted TLS and some managed services use), and a client certificate and key for
@@ -32,7 +230,7 @@ impl RedisTls {
         if !self.is_set() {
             return Ok(());
         }
-        if !url.starts_with("rediss://") {
+        if !(url.starts_with("rediss://") || url.starts_with("rediss+cluster://")) {
             let setting = if self.ca_file.is_some() {
                 "RINGBACK_REDIS_CA_FILE"
             } else {
@@ -40,7 +238,7 @@ impl RedisTls {
             };
             return Err(ConfigError::new(
                 setting,
-                "TLS files are given but REDIS_URL is not rediss:// (the connection would not use them)",
+                "TLS files are given but REDIS_URL is not rediss:// or rediss+cluster:// (the connection would not use them)",
             ));
         }
         if self.client_cert.is_some() != self.client_key.is_some() {
@@ -86,10 +284,23 @@ impl RedisTls {
 }
 
 /// The one place a Redis client is made: plain for `redis://` and `unix://`; for `rediss://`,
-/// with the system's roots, or `tls` when given.
-pub fn client(url: &str, tls: &RedisTls) -> Result<redis::Client, crate::error::Error> {
+/// with the system's roots, or `tls` when given; a Redis Cluster for `redis+cluster://` and
+/// `rediss+cluster://` (see [`cluster_seeds`]), with the same TLS settings.
+pub fn client(url: &str, tls: &RedisTls) -> Result<Client, crate::error::Error> {
+    if let Some(seeds) = cluster_seeds(url)? {
+        return cluster_client(seeds, tls);
+    }
+    let certs = certificates(tls)?;
+    Ok(Client(Arc::new(Target::Single(match certs {
+        None => redis::Client::open(url)?,
+        Some(certs) => redis::Client::build_with_tls(url, certs)?,
+    }))))
+}
+
+/// The TLS material read from its files; `None` when no file is set.
+fn certificates(tls: &RedisTls) -> Result<Option<redis::TlsCertificates>, crate::error::Error> {
     if !tls.is_set() {
-        return Ok(redis::Client::open(url)?);
+        return Ok(None);
     }
     let read = |setting: &'static str, p: &PathBuf| {
         std::fs::read(p).map_err(|e| {
@@ -111,13 +322,99 @@ pub fn client(url: &str, tls: &RedisTls) -> Result<redis::Client, crate::error::
         .as_ref()
         .map(|p| read("RINGBACK_REDIS_CA_FILE", p))
         .transpose()?;
-    Ok(redis::Client::build_with_tls(
-        url,
-        redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        },
-    )?)
+    Ok(Some(redis::TlsCertificates {
+        client_tls,
+        root_cert,
+    }))
+}
+
+/// A cluster client on `seeds` (plain `redis://` or `rediss://` URLs, one per node).
+///
+/// redis-rs follows `MOVED` and `ASK` at once and refreshes its slot map; it waits and retries
+/// on `TRYAGAIN`, `CLUSTERDOWN` and a dropped connection (a failover), up to [`CLUSTER_RETRIES`]
+/// times with a short jittered backoff, all within [`COMMAND_TIMEOUT`]. A command re-sent after
+/// a dropped connection may run twice; our scripts are safe to re-run (they check the lock
+/// token or claim first), as they must be anyway since our own loops retry failed calls.
+fn cluster_client(seeds: Vec<String>, tls: &RedisTls) -> Result<Client, crate::error::Error> {
+    let certs = certificates(tls)?;
+    let mut builder = ClusterClient::builder(seeds.clone())
+        .connection_timeout(CONNECT_TIMEOUT)
+        .response_timeout(COMMAND_TIMEOUT)
+        .retries(CLUSTER_RETRIES)
+        .min_retry_wait(50)
+        .max_retry_wait(1_000)
+        .retry_wait_formula(100, 2);
+    if let Some(certs) = &certs {
+        builder = builder.certs(certs.clone());
+    }
+    let first = seeds.first().map(String::as_str).unwrap_or_default();
+    let scheme_auth_end = first
+        .rfind('@')
+        .map_or_else(|| first.find("://").map_or(0, |i| i + 3), |i| i + 1);
+    Ok(Client(Arc::new(Target::Cluster(Cluster {
+        client: builder.build()?,
+        node_prefix: first[..scheme_auth_end].to_string(),
+        seeds,
+        certs,
+    }))))
+}
+
+/// Retries of one cluster command on redirects and failover errors (see [`cluster_client`]).
+const CLUSTER_RETRIES: u32 = 8;
+
+/// The seed nodes of a `redis+cluster://[user:password@]host:port[,host:port…]` URL (or
+/// `rediss+cluster://`), as one `redis://` (`rediss://`) URL each; `None` for any other
+/// scheme. Every bad seed is named in one error, so one fix makes the URL right.
+pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, crate::error::ConfigError> {
+    use crate::error::ConfigError;
+    let Some((scheme, rest)) = [
+        ("redis+cluster://", "redis"),
+        ("rediss+cluster://", "rediss"),
+    ]
+    .iter()
+    .find_map(|(prefix, scheme)| url.strip_prefix(prefix).map(|rest| (*scheme, rest))) else {
+        return Ok(None);
+    };
+    let bad = |problem: String| ConfigError::new("REDIS_URL", problem);
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if !query.is_empty() {
+        return Err(bad(format!(
+            "a cluster URL takes no `?{query}`: give host:port seeds only"
+        )));
+    }
+    let (rest, db) = rest.split_once('/').unwrap_or((rest, ""));
+    if !(db.is_empty() || db == "0") {
+        return Err(bad(format!(
+            "a Redis Cluster has only database 0, not `/{db}`"
+        )));
+    }
+    let (auth, hosts) = match rest.rsplit_once('@') {
+        Some((auth, hosts)) => (format!("{auth}@"), hosts),
+        None => (String::new(), rest),
+    };
+    let mut seeds = Vec::new();
+    let mut problems = Vec::new();
+    for seed in hosts.split(',') {
+        let seed = seed.trim();
+        let port = seed
+            .rsplit_once(':')
+            .map(|(host, port)| (host, port.parse::<u16>()));
+        match port {
+            Some((host, Ok(port))) if !host.is_empty() && port != 0 => {
+                seeds.push(format!("{scheme}://{auth}{seed}"))
+            }
+            _ if seed.is_empty() => problems.push("an empty seed (a stray comma?)".to_string()),
+            _ => problems.push(format!("`{seed}` is not host:port")),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(bad(format!(
+            "bad cluster seed{}: {}",
+            if problems.len() > 1 { "s" } else { "" },
+            problems.join(", ")
+        )));
+    }
+    Ok(Some(seeds))
 }
 
 /// Commands must answer within this; our slowest script (a 1000-job age cleanup) is far below.
@@ -126,8 +423,32 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The Redis a client connects to, for messages: scheme, user, host, port and database, the
-/// password masked (`redis://:***@host:6379`).
-pub fn describe(client: &redis::Client) -> String {
+/// password masked (`redis://:***@host:6379`); a cluster as `redis+cluster://` and its seeds.
+pub fn describe(client: &Client) -> String {
+    match &*client.0 {
+        Target::Single(c) => describe_one(c),
+        Target::Cluster(cluster) => {
+            let mut out = String::new();
+            for seed in &cluster.seeds {
+                let one = redis::Client::open(seed.as_str())
+                    .map(|c| describe_one(&c))
+                    .unwrap_or_else(|_| seed_host(seed));
+                if out.is_empty() {
+                    out = one.replacen("://", "+cluster://", 1);
+                } else {
+                    out.push(',');
+                    out.push_str(one.rsplit_once('@').map_or_else(
+                        || one.split_once("://").map_or(one.as_str(), |(_, r)| r),
+                        |(_, r)| r,
+                    ));
+                }
+            }
+            out
+        }
+    }
+}
+
+fn describe_one(client: &redis::Client) -> String {
     use redis::ConnectionAddr;
     let info = client.get_connection_info();
     let settings = info.redis_settings();
@@ -156,16 +477,27 @@ pub fn describe(client: &redis::Client) -> String {
 /// (exponential, with jitter) would add a wait no log shows, about 1.15 s per failed attempt
 /// with the 3 retries we once set, on top of every logged `retry_ms`, and made `ringback status`
 /// take as long to say Redis is down (issue 9). Our loops own the backoff, and log it.
-pub async fn commands(client: &redis::Client) -> Result<ConnectionManager, crate::error::Error> {
-    let config = ConnectionManagerConfig::new()
-        .set_response_timeout(Some(COMMAND_TIMEOUT))
-        .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        .set_number_of_retries(0);
-    client
-        .get_connection_manager_with_config(config)
-        .await
+///
+/// On a cluster it is redis-rs's cluster connection (see [`cluster_client`] for its retries).
+///
+/// Takes a [`Client`] or a plain `redis::Client`.
+pub async fn commands(client: impl Into<Client>) -> Result<Conn, crate::error::Error> {
+    let client = client.into();
+    let conn = match &*client.0 {
+        Target::Single(c) => {
+            let config = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(COMMAND_TIMEOUT))
+                .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                .set_number_of_retries(0);
+            c.get_connection_manager_with_config(config)
+                .await
+                .map(Link::Single)
+        }
+        Target::Cluster(c) => c.client.get_async_connection().await.map(Link::Cluster),
+    };
+    conn.map(Conn)
         .map_err(|source| crate::error::Error::Connect {
-            addr: describe(client),
+            addr: describe(&client),
             source,
         })
 }
@@ -174,15 +506,16 @@ pub async fn commands(client: &redis::Client) -> Result<ConnectionManager, crate
 /// is logged with the Redis tried and the true wait before the next. Returns
 /// [`Error::Stopped`](crate::error::Error::Stopped) when `shutdown` fires first.
 pub async fn connect_until(
-    client: &redis::Client,
+    client: impl Into<Client>,
     shutdown: &CancellationToken,
-) -> Result<ConnectionManager, crate::error::Error> {
+) -> Result<Conn, crate::error::Error> {
+    let client = client.into();
     let mut delay = Duration::from_millis(100);
     loop {
         let attempt = tokio::select! {
             biased;
             _ = shutdown.cancelled() => return Err(crate::error::Error::Stopped),
-            c = commands(client) => c,
+            c = commands(&client) => c,
         };
         match attempt {
             Ok(c) => return Ok(c),
@@ -200,15 +533,23 @@ pub async fn connect_until(
 
 /// A blocking connection, named as BullMQ names worker connections so `Queue.getWorkers()` lists
 /// us: `<prefix>:<base64(queue)>` (bullmq-protocol.md §2.1).
-pub async fn blocking(
-    client: &redis::Client,
-    prefix: &str,
-    queue: &str,
-) -> redis::RedisResult<MultiplexedConnection> {
+///
+/// It is one plain connection with no response timeout, never a self-reconnecting one. On a
+/// cluster it goes to the master that owns the queue's slot now; when the slot moves or that
+/// master fails over, Redis answers the blocked `BZPOPMIN` with `MOVED` (or the connection
+/// drops), the caller drops this connection, and the next one is opened where the slot is then.
+pub async fn blocking(client: &Client, prefix: &str, queue: &str) -> redis::RedisResult<Conn> {
+    let node = match &*client.0 {
+        Target::Single(c) => c.clone(),
+        Target::Cluster(c) => {
+            let marker = crate::keys::QueueKeys::new(prefix, queue).marker();
+            c.master_of(&marker).await?
+        }
+    };
     let config = AsyncConnectionConfig::new()
         .set_response_timeout(None)
         .set_connection_timeout(Some(CONNECT_TIMEOUT));
-    let mut conn = client
+    let mut conn = node
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
     let name = format!("{prefix}:{}", base64(queue.as_bytes()));
@@ -217,7 +558,7 @@ pub async fn blocking(
         .arg(name)
         .query_async::<()>(&mut conn)
         .await?;
-    Ok(conn)
+    Ok(Conn(Link::Direct(conn)))
 }
 
 /// Standard base64 with padding (what Node's `Buffer.toString('base64')` gives).
@@ -253,7 +594,7 @@ mod tests {
 
     #[test]
     fn describe_masks_the_password() {
-        let d = |url: &str| super::describe(&redis::Client::open(url).unwrap());
+        let d = |url: &str| super::describe(&redis::Client::open(url).unwrap().into());
         assert_eq!(d("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
         assert_eq!(d("redis://:s3cret@h:1"), "redis://:***@h:1");
         assert_eq!(d("redis://u:s3cret@h:1/2"), "redis://u:***@h:1/2");

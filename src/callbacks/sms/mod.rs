@@ -47,7 +47,7 @@ impl SmsProcessor {
     /// configured otherwise; fallback texts go to the callback queue).
     pub fn new(
         config: SmsConfig,
-        conn: redis::aio::ConnectionManager,
+        conn: crate::connection::Conn,
         twilio: TwilioClient,
         prefix: &str,
         queue: &str,
