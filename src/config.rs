@@ -82,13 +82,7 @@ impl WorkerConfig {
             (!ok).then(|| ConfigError::new(setting, problem))
         }
         let found = [
-            need(
-                ["redis://", "rediss://", "unix://"]
-                    .iter()
-                    .any(|s| self.redis_url.starts_with(s)),
-                "REDIS_URL",
-                "must start with redis://, rediss:// or unix://",
-            ),
+            crate::connection::check_url(&self.redis_url).err(),
             self.redis_tls.validate(&self.redis_url).err(),
             need(
                 !self.prefix.is_empty(),

@@ -113,11 +113,14 @@ async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(Str
             redis::from_redis_value_ref(end)?,
         );
         if (start..=end).contains(&slot) {
-            let (host, port, ..): (String, u16, Value) = redis::from_redis_value_ref(master)
-                .or_else(|_| {
-                    redis::from_redis_value_ref::<(String, u16)>(master)
-                        .map(|(h, p)| (h, p, Value::Nil))
-                })?;
+            let master: Vec<Value> = redis::from_redis_value_ref(master)?;
+            let (Some(host), Some(port)) = (master.first(), master.get(1)) else {
+                continue;
+            };
+            let (host, port): (String, u16) = (
+                redis::from_redis_value_ref(host)?,
+                redis::from_redis_value_ref(port)?,
+            );
             return Ok((host, port));
         }
     }
@@ -362,6 +365,24 @@ fn cluster_client(seeds: Vec<String>, tls: &RedisTls) -> Result<Client, crate::e
 /// Retries of one cluster command on redirects and failover errors (see [`cluster_client`]).
 const CLUSTER_RETRIES: u32 = 8;
 
+/// What is wrong with a `REDIS_URL`, if anything: its scheme, or a cluster URL's seeds.
+pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
+    const SCHEMES: [&str; 5] = [
+        "redis://",
+        "rediss://",
+        "unix://",
+        "redis+cluster://",
+        "rediss+cluster://",
+    ];
+    if !SCHEMES.iter().any(|s| url.starts_with(s)) {
+        return Err(crate::error::ConfigError::new(
+            "REDIS_URL",
+            "must start with redis://, rediss://, unix:// (one Redis) or redis+cluster://, rediss+cluster:// (a Redis Cluster)",
+        ));
+    }
+    cluster_seeds(url).map(|_| ())
+}
+
 /// The seed nodes of a `redis+cluster://[user:password@]host:port[,host:port…]` URL (or
 /// `rediss+cluster://`), as one `redis://` (`rediss://`) URL each; `None` for any other
 /// scheme. Every bad seed is named in one error, so one fix makes the URL right.
@@ -599,6 +620,44 @@ mod tests {
         assert_eq!(d("redis://:s3cret@h:1"), "redis://:***@h:1");
         assert_eq!(d("redis://u:s3cret@h:1/2"), "redis://u:***@h:1/2");
         assert_eq!(d("unix:///tmp/r.sock?pass=s3cret"), "unix:///tmp/r.sock");
+    }
+
+    #[test]
+    fn cluster_urls_give_one_seed_url_per_node() {
+        use super::cluster_seeds;
+        assert_eq!(cluster_seeds("redis://h:1").unwrap(), None);
+        assert_eq!(
+            cluster_seeds("redis+cluster://u:p@a:7000,b:7001").unwrap(),
+            Some(vec![
+                "redis://u:p@a:7000".into(),
+                "redis://u:p@b:7001".into()
+            ])
+        );
+        assert_eq!(
+            cluster_seeds("rediss+cluster://[::1]:7000/0").unwrap(),
+            Some(vec!["rediss://[::1]:7000".into()])
+        );
+        // every bad seed named at once
+        let e = cluster_seeds("redis+cluster://a,b:x,,c:7000").unwrap_err();
+        assert_eq!(e.setting, "REDIS_URL");
+        for part in ["`a`", "`b:x`", "empty seed"] {
+            assert!(e.problem.contains(part), "{e}");
+        }
+        assert!(cluster_seeds("redis+cluster://a:1/2").is_err());
+        assert!(cluster_seeds("redis+cluster://a:1?x=1").is_err());
+        assert!(super::check_url("http://a:1").is_err());
+        assert!(super::check_url("redis+cluster://a:1,b:2").is_ok());
+    }
+
+    #[test]
+    fn describe_names_a_clusters_seeds_without_the_password() {
+        let c = super::client(
+            "redis+cluster://u:s3cret@a:7000,b:7001",
+            &Default::default(),
+        )
+        .unwrap();
+        assert!(c.is_cluster());
+        assert_eq!(super::describe(&c), "redis+cluster://u:***@a:7000,b:7001");
     }
 
     #[test]
