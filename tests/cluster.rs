@@ -306,3 +306,75 @@ async fn migrating_the_queues_slot_loses_no_job_and_finishes_none_twice() {
     let again: Vec<_> = p.runs().into_iter().filter(|(_, n)| *n > 1).collect();
     assert!(again.is_empty(), "a migration loses no write: {again:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() {
+    use ringback::cluster::ReplicaWait;
+    let cluster = RedisCluster::start();
+    let wait = ReplicaWait {
+        replicas: None,
+        timeout: Duration::from_millis(100),
+    };
+    let client = ringback::connection::client(&cluster.url(), &Default::default())
+        .unwrap()
+        .with_wait(wait);
+    let mut c = ringback::connection::commands(&client).await.unwrap();
+    let key = "agent-callback:run-1";
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+
+    // the cost: a write alone, then a write and its WAIT (the figure README quotes)
+    let rounds = 2000;
+    let started = Instant::now();
+    for i in 0..rounds {
+        let _: () = c.set(key, i).await.unwrap();
+    }
+    let write = started.elapsed();
+    let started = Instant::now();
+    for i in 0..rounds {
+        let _: () = c.set(key, i).await.unwrap();
+        assert_eq!(c.wait_for_replicas(key).await.unwrap(), 1);
+    }
+    let with_wait = started.elapsed();
+    eprintln!(
+        "per write: {:.0} µs alone, {:.0} µs with WAIT 1 (the WAIT: {:.0} µs)",
+        write.as_micros() as f64 / rounds as f64,
+        with_wait.as_micros() as f64 / rounds as f64,
+        (with_wait.as_micros() as f64 - write.as_micros() as f64) / rounds as f64,
+    );
+
+    // the replica has the write
+    let master = cluster.owner_of(key);
+    let replica = cluster.replica_of(master);
+    let mut r = cluster.node(replica);
+    let _: () = redis::cmd("READONLY").query(&mut r).unwrap();
+    let seen: i64 = redis::cmd("GET").arg(key).query(&mut r).unwrap();
+    assert_eq!(seen, rounds - 1);
+
+    // with the master's replica gone, the default stops waiting once the cluster says so
+    tokio::task::block_in_place(|| cluster.kill(replica));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let _: () = c.set(key, "after").await.unwrap();
+        let started = Instant::now();
+        let acked = c.wait_for_replicas(key).await.unwrap();
+        if acked == 0 && started.elapsed() < Duration::from_millis(50) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still waiting for a dead replica"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // an explicit count is waited for (and times out) whatever the topology
+    let client = client.with_wait(ReplicaWait {
+        replicas: Some(1),
+        timeout: Duration::from_millis(100),
+    });
+    let mut c = ringback::connection::commands(&client).await.unwrap();
+    let _: () = c.set(key, "explicit").await.unwrap();
+    let started = Instant::now();
+    assert_eq!(c.wait_for_replicas(key).await.unwrap(), 0);
+    assert!(started.elapsed() >= Duration::from_millis(100));
+}

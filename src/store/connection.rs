@@ -3,7 +3,8 @@
 //! 500 ms timeout silently loses blocking replies: bullmq #4512, redis-rs #1924).
 //!
 //! Both come as a [`Conn`], which is one Redis or a Redis Cluster: the rest of the crate runs
-//! commands and scripts on it the same way and never asks which.
+//! commands and scripts on it the same way and never asks which. What is cluster-only (the
+//! URL's seeds, the slot owner, `WAIT` for a replica) lives in [`crate::cluster`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,15 +13,19 @@ use std::time::Duration;
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
-use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::cluster::{Cluster, ReplicaWait, Waiting};
+
 /// Where Redis is: one server, or a Redis Cluster reached through its seed nodes. Made by
 /// [`client`]; a plain `redis::Client` converts into one (tests make those).
 #[derive(Clone)]
-pub struct Client(Arc<Target>);
+pub struct Client {
+    target: Arc<Target>,
+    wait: ReplicaWait,
+}
 
 // one per process, behind an Arc: the size difference costs nothing
 #[allow(clippy::large_enum_variant)]
@@ -30,123 +35,36 @@ enum Target {
     Cluster(Cluster),
 }
 
-/// A Redis Cluster: the redis-rs client for commands, and what it takes to open a plain
-/// connection to one node (the blocking connection goes to the master owning the queue's slot).
-#[derive(Clone)]
-struct Cluster {
-    client: ClusterClient,
-    /// The seed URLs, one per node, credentials included.
-    seeds: Vec<String>,
-    /// `redis://[auth@]` or `rediss://[auth@]`: a node's URL is this and its `host:port`.
-    node_prefix: String,
-    certs: Option<redis::TlsCertificates>,
-}
-
-impl Cluster {
-    /// A plain client for the node at `host:port`, with the seeds' credentials and TLS.
-    fn node(&self, host: &str, port: u16) -> redis::RedisResult<redis::Client> {
-        let url = format!("{}{host}:{port}", self.node_prefix);
-        match &self.certs {
-            None => redis::Client::open(url),
-            Some(certs) => redis::Client::build_with_tls(url, certs.clone()),
-        }
-    }
-
-    /// A client for the master that serves `key`'s slot now, asked of the seeds in turn.
-    async fn master_of(&self, key: &str) -> redis::RedisResult<redis::Client> {
-        let mut last = None;
-        for seed in &self.seeds {
-            let node = match &self.certs {
-                None => redis::Client::open(seed.as_str())?,
-                Some(certs) => redis::Client::build_with_tls(seed.as_str(), certs.clone())?,
-            };
-            match slot_master(&node, key).await {
-                Ok((host, port)) => {
-                    // a node that announces no address is reached where we reached the seed
-                    let host = match host.as_str() {
-                        "" | "?" => seed_host(seed),
-                        _ => host,
-                    };
-                    return self.node(&host, port);
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| {
-            redis::RedisError::from((redis::ErrorKind::Client, "no cluster seed node"))
-        }))
-    }
-}
-
-/// The `host` of a `scheme://[auth@]host:port` seed URL.
-fn seed_host(seed: &str) -> String {
-    let rest = seed.split_once("://").map_or(seed, |(_, r)| r);
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    rest.rsplit_once(':').map_or(rest, |(h, _)| h).to_string()
-}
-
-/// Ask `node` which master serves `key`'s slot: `CLUSTER KEYSLOT`, then `CLUSTER SLOTS`
-/// (each range: start, end, then the master as `[host, port, id, …]`, then its replicas).
-async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(String, u16)> {
-    let config = AsyncConnectionConfig::new()
-        .set_response_timeout(Some(COMMAND_TIMEOUT))
-        .set_connection_timeout(Some(CONNECT_TIMEOUT));
-    let mut conn = node
-        .get_multiplexed_async_connection_with_config(&config)
-        .await?;
-    let slot: i64 = redis::cmd("CLUSTER")
-        .arg("KEYSLOT")
-        .arg(key)
-        .query_async(&mut conn)
-        .await?;
-    let ranges: Vec<Vec<Value>> = redis::cmd("CLUSTER")
-        .arg("SLOTS")
-        .query_async(&mut conn)
-        .await?;
-    for range in ranges {
-        let (Some(start), Some(end), Some(master)) = (range.first(), range.get(1), range.get(2))
-        else {
-            continue;
-        };
-        let (start, end): (i64, i64) = (
-            redis::from_redis_value_ref(start)?,
-            redis::from_redis_value_ref(end)?,
-        );
-        if (start..=end).contains(&slot) {
-            let master: Vec<Value> = redis::from_redis_value_ref(master)?;
-            let (Some(host), Some(port)) = (master.first(), master.get(1)) else {
-                continue;
-            };
-            let (host, port): (String, u16) = (
-                redis::from_redis_value_ref(host)?,
-                redis::from_redis_value_ref(port)?,
-            );
-            return Ok((host, port));
-        }
-    }
-    Err(redis::RedisError::from((
-        redis::ErrorKind::Server(redis::ServerErrorKind::ClusterDown),
-        "no master serves the slot",
-        format!("slot {slot} of {key}"),
-    )))
-}
-
 impl Client {
+    fn new(target: Target) -> Self {
+        Self {
+            target: Arc::new(target),
+            wait: ReplicaWait::default(),
+        }
+    }
+
     /// A Redis Cluster rather than one server.
     pub fn is_cluster(&self) -> bool {
-        matches!(*self.0, Target::Cluster(_))
+        matches!(*self.target, Target::Cluster(_))
+    }
+
+    /// Command connections made from this client wait for replicas per `wait` (see
+    /// [`Conn::wait_for_replicas`]).
+    pub fn with_wait(mut self, wait: ReplicaWait) -> Self {
+        self.wait = wait;
+        self
     }
 }
 
 impl From<redis::Client> for Client {
     fn from(c: redis::Client) -> Self {
-        Self(Arc::new(Target::Single(c)))
+        Self::new(Target::Single(c))
     }
 }
 
 impl From<&redis::Client> for Client {
     fn from(c: &redis::Client) -> Self {
-        Self(Arc::new(Target::Single(c.clone())))
+        Self::new(Target::Single(c.clone()))
     }
 }
 
@@ -161,7 +79,10 @@ impl From<&Client> for Client {
 /// cluster, each command goes to the master owning its first key's slot, following `MOVED`,
 /// `ASK` and `TRYAGAIN`.
 #[derive(Clone)]
-pub struct Conn(Link);
+pub struct Conn {
+    link: Link,
+    wait: Arc<Waiting>,
+}
 
 #[derive(Clone)]
 enum Link {
@@ -173,19 +94,80 @@ enum Link {
 }
 
 impl Conn {
+    fn new(link: Link, wait: ReplicaWait) -> Self {
+        Self {
+            link,
+            wait: Arc::new(Waiting::new(wait)),
+        }
+    }
+
     /// Connected to a Redis Cluster.
     pub fn is_cluster(&self) -> bool {
-        matches!(self.0, Link::Cluster(_))
+        matches!(self.link, Link::Cluster(_))
+    }
+
+    /// After a write to `key` that must survive a failover (a claim, a sent marker): `WAIT`
+    /// until the replicas the policy asks for have it, on the node that took the write, over
+    /// the same connection (see [`ReplicaWait`]). Returns how many acknowledged (0 without a
+    /// wait). A short count is logged, not an error: the write stands on the master.
+    ///
+    /// It costs one round trip to the key's master, plus the replica's acknowledgement (tens
+    /// of microseconds on a local network; see README for the measured figure).
+    pub async fn wait_for_replicas(&mut self, key: &str) -> Result<usize, crate::error::Error> {
+        let policy = self.wait.policy;
+        let (wanted, acked) = match &mut self.link {
+            Link::Cluster(c) => {
+                let wanted = self.wait.wanted(c, key).await;
+                if wanted == 0 {
+                    return Ok(0);
+                }
+                (
+                    wanted,
+                    crate::cluster::wait(c, key, wanted, policy.timeout).await?,
+                )
+            }
+            link => {
+                let wanted = policy.replicas.unwrap_or(0);
+                if wanted == 0 {
+                    return Ok(0);
+                }
+                let mut cmd = redis::cmd("WAIT");
+                cmd.arg(wanted)
+                    .arg(policy.timeout.as_millis().max(1) as u64);
+                let reply = link.req_packed_command(&cmd).await?;
+                (
+                    wanted,
+                    redis::from_redis_value(reply).map_err(redis::RedisError::from)?,
+                )
+            }
+        };
+        if acked < wanted {
+            self.wait.forget();
+            tracing::warn!(
+                key,
+                wanted,
+                acked,
+                timeout_ms = policy.timeout.as_millis() as u64,
+                "replicas did not acknowledge a write in time: a failover now could lose it"
+            );
+        }
+        Ok(acked)
+    }
+}
+
+impl Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Link::Single(c) => c.req_packed_command(cmd),
+            Link::Direct(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+        }
     }
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match &mut self.0 {
-            Link::Single(c) => c.req_packed_command(cmd),
-            Link::Direct(c) => c.req_packed_command(cmd),
-            Link::Cluster(c) => c.req_packed_command(cmd),
-        }
+        self.link.req_packed_command(cmd)
     }
 
     fn req_packed_commands<'a>(
@@ -194,7 +176,7 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        match &mut self.0 {
+        match &mut self.link {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Direct(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
@@ -202,7 +184,7 @@ impl ConnectionLike for Conn {
     }
 
     fn get_db(&self) -> i64 {
-        match &self.0 {
+        match &self.link {
             Link::Single(c) => c.get_db(),
             Link::Direct(c) => c.get_db(),
             Link::Cluster(c) => c.get_db(),
@@ -288,20 +270,22 @@ impl RedisTls {
 
 /// The one place a Redis client is made: plain for `redis://` and `unix://`; for `rediss://`,
 /// with the system's roots, or `tls` when given; a Redis Cluster for `redis+cluster://` and
-/// `rediss+cluster://` (see [`cluster_seeds`]), with the same TLS settings.
+/// `rediss+cluster://` (see [`crate::cluster::seeds`]), with the same TLS settings.
 pub fn client(url: &str, tls: &RedisTls) -> Result<Client, crate::error::Error> {
-    if let Some(seeds) = cluster_seeds(url)? {
-        return cluster_client(seeds, tls);
+    if let Some(seeds) = crate::cluster::seeds(url)? {
+        return Ok(Client::new(Target::Cluster(Cluster::new(seeds, tls)?)));
     }
     let certs = certificates(tls)?;
-    Ok(Client(Arc::new(Target::Single(match certs {
+    Ok(Client::new(Target::Single(match certs {
         None => redis::Client::open(url)?,
         Some(certs) => redis::Client::build_with_tls(url, certs)?,
-    }))))
+    })))
 }
 
 /// The TLS material read from its files; `None` when no file is set.
-fn certificates(tls: &RedisTls) -> Result<Option<redis::TlsCertificates>, crate::error::Error> {
+pub(crate) fn certificates(
+    tls: &RedisTls,
+) -> Result<Option<redis::TlsCertificates>, crate::error::Error> {
     if !tls.is_set() {
         return Ok(None);
     }
@@ -331,40 +315,6 @@ fn certificates(tls: &RedisTls) -> Result<Option<redis::TlsCertificates>, crate:
     }))
 }
 
-/// A cluster client on `seeds` (plain `redis://` or `rediss://` URLs, one per node).
-///
-/// redis-rs follows `MOVED` and `ASK` at once and refreshes its slot map; it waits and retries
-/// on `TRYAGAIN`, `CLUSTERDOWN` and a dropped connection (a failover), up to [`CLUSTER_RETRIES`]
-/// times with a short jittered backoff, all within [`COMMAND_TIMEOUT`]. A command re-sent after
-/// a dropped connection may run twice; our scripts are safe to re-run (they check the lock
-/// token or claim first), as they must be anyway since our own loops retry failed calls.
-fn cluster_client(seeds: Vec<String>, tls: &RedisTls) -> Result<Client, crate::error::Error> {
-    let certs = certificates(tls)?;
-    let mut builder = ClusterClient::builder(seeds.clone())
-        .connection_timeout(CONNECT_TIMEOUT)
-        .response_timeout(COMMAND_TIMEOUT)
-        .retries(CLUSTER_RETRIES)
-        .min_retry_wait(50)
-        .max_retry_wait(1_000)
-        .retry_wait_formula(100, 2);
-    if let Some(certs) = &certs {
-        builder = builder.certs(certs.clone());
-    }
-    let first = seeds.first().map(String::as_str).unwrap_or_default();
-    let scheme_auth_end = first
-        .rfind('@')
-        .map_or_else(|| first.find("://").map_or(0, |i| i + 3), |i| i + 1);
-    Ok(Client(Arc::new(Target::Cluster(Cluster {
-        client: builder.build()?,
-        node_prefix: first[..scheme_auth_end].to_string(),
-        seeds,
-        certs,
-    }))))
-}
-
-/// Retries of one cluster command on redirects and failover errors (see [`cluster_client`]).
-const CLUSTER_RETRIES: u32 = 8;
-
 /// What is wrong with a `REDIS_URL`, if anything: its scheme, or a cluster URL's seeds.
 pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
     const SCHEMES: [&str; 5] = [
@@ -380,80 +330,25 @@ pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
             "must start with redis://, rediss://, unix:// (one Redis) or redis+cluster://, rediss+cluster:// (a Redis Cluster)",
         ));
     }
-    cluster_seeds(url).map(|_| ())
-}
-
-/// The seed nodes of a `redis+cluster://[user:password@]host:port[,host:port…]` URL (or
-/// `rediss+cluster://`), as one `redis://` (`rediss://`) URL each; `None` for any other
-/// scheme. Every bad seed is named in one error, so one fix makes the URL right.
-pub fn cluster_seeds(url: &str) -> Result<Option<Vec<String>>, crate::error::ConfigError> {
-    use crate::error::ConfigError;
-    let Some((scheme, rest)) = [
-        ("redis+cluster://", "redis"),
-        ("rediss+cluster://", "rediss"),
-    ]
-    .iter()
-    .find_map(|(prefix, scheme)| url.strip_prefix(prefix).map(|rest| (*scheme, rest))) else {
-        return Ok(None);
-    };
-    let bad = |problem: String| ConfigError::new("REDIS_URL", problem);
-    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-    if !query.is_empty() {
-        return Err(bad(format!(
-            "a cluster URL takes no `?{query}`: give host:port seeds only"
-        )));
-    }
-    let (rest, db) = rest.split_once('/').unwrap_or((rest, ""));
-    if !(db.is_empty() || db == "0") {
-        return Err(bad(format!(
-            "a Redis Cluster has only database 0, not `/{db}`"
-        )));
-    }
-    let (auth, hosts) = match rest.rsplit_once('@') {
-        Some((auth, hosts)) => (format!("{auth}@"), hosts),
-        None => (String::new(), rest),
-    };
-    let mut seeds = Vec::new();
-    let mut problems = Vec::new();
-    for seed in hosts.split(',') {
-        let seed = seed.trim();
-        let port = seed
-            .rsplit_once(':')
-            .map(|(host, port)| (host, port.parse::<u16>()));
-        match port {
-            Some((host, Ok(port))) if !host.is_empty() && port != 0 => {
-                seeds.push(format!("{scheme}://{auth}{seed}"))
-            }
-            _ if seed.is_empty() => problems.push("an empty seed (a stray comma?)".to_string()),
-            _ => problems.push(format!("`{seed}` is not host:port")),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(bad(format!(
-            "bad cluster seed{}: {}",
-            if problems.len() > 1 { "s" } else { "" },
-            problems.join(", ")
-        )));
-    }
-    Ok(Some(seeds))
+    crate::cluster::seeds(url).map(|_| ())
 }
 
 /// Commands must answer within this; our slowest script (a 1000-job age cleanup) is far below.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// One connection attempt (TCP connect and handshake) gives up after this.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The Redis a client connects to, for messages: scheme, user, host, port and database, the
 /// password masked (`redis://:***@host:6379`); a cluster as `redis+cluster://` and its seeds.
 pub fn describe(client: &Client) -> String {
-    match &*client.0 {
+    match &*client.target {
         Target::Single(c) => describe_one(c),
         Target::Cluster(cluster) => {
             let mut out = String::new();
             for seed in &cluster.seeds {
                 let one = redis::Client::open(seed.as_str())
                     .map(|c| describe_one(&c))
-                    .unwrap_or_else(|_| seed_host(seed));
+                    .unwrap_or_else(|_| crate::cluster::seed_host(seed));
                 if out.is_empty() {
                     out = one.replacen("://", "+cluster://", 1);
                 } else {
@@ -499,12 +394,12 @@ fn describe_one(client: &redis::Client) -> String {
 /// with the 3 retries we once set, on top of every logged `retry_ms`, and made `ringback status`
 /// take as long to say Redis is down (issue 9). Our loops own the backoff, and log it.
 ///
-/// On a cluster it is redis-rs's cluster connection (see [`cluster_client`] for its retries).
+/// On a cluster it is redis-rs's cluster connection (see [`Cluster::new`] for its retries).
 ///
 /// Takes a [`Client`] or a plain `redis::Client`.
 pub async fn commands(client: impl Into<Client>) -> Result<Conn, crate::error::Error> {
     let client = client.into();
-    let conn = match &*client.0 {
+    let conn = match &*client.target {
         Target::Single(c) => {
             let config = ConnectionManagerConfig::new()
                 .set_response_timeout(Some(COMMAND_TIMEOUT))
@@ -516,7 +411,7 @@ pub async fn commands(client: impl Into<Client>) -> Result<Conn, crate::error::E
         }
         Target::Cluster(c) => c.client.get_async_connection().await.map(Link::Cluster),
     };
-    conn.map(Conn)
+    conn.map(|link| Conn::new(link, client.wait))
         .map_err(|source| crate::error::Error::Connect {
             addr: describe(&client),
             source,
@@ -560,7 +455,7 @@ pub async fn connect_until(
 /// master fails over, Redis answers the blocked `BZPOPMIN` with `MOVED` (or the connection
 /// drops), the caller drops this connection, and the next one is opened where the slot is then.
 pub async fn blocking(client: &Client, prefix: &str, queue: &str) -> redis::RedisResult<Conn> {
-    let node = match &*client.0 {
+    let node = match &*client.target {
         Target::Single(c) => c.clone(),
         Target::Cluster(c) => {
             let marker = crate::keys::QueueKeys::new(prefix, queue).marker();
@@ -579,7 +474,7 @@ pub async fn blocking(client: &Client, prefix: &str, queue: &str) -> redis::Redi
         .arg(name)
         .query_async::<()>(&mut conn)
         .await?;
-    Ok(Conn(Link::Direct(conn)))
+    Ok(Conn::new(Link::Direct(conn), ReplicaWait::default()))
 }
 
 /// Standard base64 with padding (what Node's `Buffer.toString('base64')` gives).
@@ -624,7 +519,7 @@ mod tests {
 
     #[test]
     fn cluster_urls_give_one_seed_url_per_node() {
-        use super::cluster_seeds;
+        use crate::cluster::seeds as cluster_seeds;
         assert_eq!(cluster_seeds("redis://h:1").unwrap(), None);
         assert_eq!(
             cluster_seeds("redis+cluster://u:p@a:7000,b:7001").unwrap(),
