@@ -1,8 +1,11 @@
 //! ringback on a real Redis Cluster (three masters, one replica each; scripts/redis-cluster):
 //! a worker given `REDIS_URL=redis+cluster://…` and the `{bull}` prefix processes jobs a Node
-//! `Queue` on an ioredis `Cluster` added, and through a manual failover, a master killed with
-//! SIGKILL and a migration of the queue's slot no job is lost and none finishes twice, and the
-//! blocking fetch still wakes the worker at once afterwards.
+//! `Queue` on an ioredis `Cluster` added, also after every node's script cache is emptied;
+//! through a manual failover, a master killed with SIGKILL and a migration of the queue's slot
+//! no job is lost and none finishes twice, and the blocking fetch still wakes the worker at once
+//! afterwards, from the slot's new master. `WAIT` for a replica goes to the key's master and is
+//! skipped once that master has no replica. The binary takes the cluster URL (`worker`,
+//! `status`, `check-config`) and names every bad seed of a wrong one.
 
 mod common;
 
@@ -214,7 +217,7 @@ fn queue_of(k: &QueueKeys) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn worker_on_a_cluster_processes_node_produced_jobs() {
+async fn worker_on_a_cluster_processes_node_produced_jobs_and_survives_empty_script_caches() {
     let cluster = RedisCluster::start();
     let q = queue_name("cluster-basic");
     let k = QueueKeys::new(PREFIX, &q);
@@ -227,6 +230,40 @@ async fn worker_on_a_cluster_processes_node_produced_jobs() {
     each_finished_once(&mut c, &k, 50).await;
     blocking_on(&cluster, &q, cluster.owner_of(&k.marker())).await;
     wakes_at_once(&cluster, &mut c, &k, 50).await;
+
+    // every node's script cache emptied (a restart, a failover to a replica that never ran
+    // them): the next calls fall back to EVAL on whichever node owns their keys
+    let flush_all = || {
+        for port in cluster.ports() {
+            let _: () = redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query(&mut cluster.node(port))
+                .unwrap();
+        }
+    };
+    flush_all();
+    node_add(&cluster, &q, 51, 20);
+    completed(&mut c, &k, 71, Duration::from_secs(20)).await;
+    // readiness loads every script on every node (SCRIPT LOAD goes to all of them)
+    flush_all();
+    let commands = ringback::commands::Commands::new(c.clone(), k.clone(), Default::default());
+    commands.ensure_scripts().await.unwrap();
+    let hashes: Vec<&str> = ringback::scripts::scripts()
+        .all()
+        .iter()
+        .map(|s| s.hash())
+        .collect();
+    for port in cluster.ports() {
+        let there: Vec<bool> = redis::cmd("SCRIPT")
+            .arg("EXISTS")
+            .arg(&hashes)
+            .query(&mut cluster.node(port))
+            .unwrap();
+        assert!(
+            there.iter().all(|t| *t),
+            "every script loaded on node {port}"
+        );
+    }
     w.stop().await;
     assert!(p.runs().values().all(|n| *n == 1), "each job ran once");
 }
@@ -323,7 +360,7 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
 
     // the cost: a write alone, then a write and its WAIT (the figure README quotes)
-    let rounds = 2000;
+    let rounds = 1000;
     let started = Instant::now();
     for i in 0..rounds {
         let _: () = c.set(key, i).await.unwrap();
@@ -377,4 +414,80 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
     let started = Instant::now();
     assert_eq!(c.wait_for_replicas(key).await.unwrap(), 0);
     assert!(started.elapsed() >= Duration::from_millis(100));
+}
+
+/// The binary with an empty environment but for what the test sets.
+fn ringback(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringback"));
+    cmd.args(args)
+        .env_clear()
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_binary_takes_a_cluster_url_for_every_subcommand() {
+    // a bad cluster URL: every bad seed named at once, before anything connects
+    let out = ringback(&["check-config"])
+        .env("REDIS_URL", "redis+cluster://a,b:x,c:7000")
+        .env("RINGBACK_PROCESSOR", "scripted")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for part in ["REDIS_URL", "`a`", "`b:x`"] {
+        assert!(err.contains(part), "names {part}: {err}");
+    }
+
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-bin");
+    let k = QueueKeys::new(PREFIX, &q);
+    let out = ringback(&["check-config"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_PROCESSOR", "scripted")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // `ringback worker` on the cluster takes what a Node Queue on an ioredis Cluster added
+    node_add(&cluster, &q, 0, 20);
+    let mut worker = ringback(&["worker"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", &q)
+        .env("RINGBACK_PROCESSOR", "scripted")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut c = conn(&cluster).await;
+    completed(&mut c, &k, 20, Duration::from_secs(20)).await;
+    each_finished_once(&mut c, &k, 20).await;
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(worker.id().to_string())
+        .status();
+    let status = tokio::task::block_in_place(|| worker.wait()).unwrap();
+    assert!(status.success(), "worker exit: {status}");
+
+    // `ringback status` reads through the cluster too
+    let out = ringback(&["status", "run-none"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", &q)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "status: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
