@@ -356,22 +356,18 @@ async fn read_topology(
         .collect())
 }
 
-/// `WAIT replicas timeout` on the master serving `key`'s slot, over the connection that took
-/// the write (redis-rs keeps one connection per node, shared by every clone): the number of
-/// replicas that acknowledged.
+/// `wait` (a `WAIT replicas timeout`) on the master serving `key`'s slot, over the connection
+/// that took the write (redis-rs keeps one connection per node, shared by every clone): the
+/// number of replicas that acknowledged.
 pub(crate) async fn wait(
     conn: &mut redis::cluster_async::ClusterConnection,
     key: &str,
-    replicas: usize,
-    timeout: Duration,
+    wait: redis::Cmd,
 ) -> redis::RedisResult<usize> {
-    let mut cmd = redis::cmd("WAIT");
-    // WAIT with 0 would block until the replicas answer
-    cmd.arg(replicas).arg(timeout.as_millis().max(1) as u64);
     let route = Route::new(slot(key.as_bytes()), SlotAddr::Master);
     let reply = conn
         .route_command(
-            cmd,
+            wait,
             RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
         )
         .await?;
