@@ -75,6 +75,7 @@ impl Running {
 fn config(cluster: &RedisCluster, queue: &str) -> WorkerConfig {
     WorkerConfig {
         redis_url: cluster.url(),
+        redis_tls: tls_of(cluster),
         prefix: PREFIX.to_string(),
         queue: queue.to_string(),
         concurrency: 4,
@@ -95,10 +96,12 @@ fn node_add(cluster: &RedisCluster, queue: &str, from: usize, n: usize) {
     let script = r#"
         const { Cluster } = require('ioredis');
         const { Queue } = require('bullmq6');
-        const [seeds, name, prefix, from, n] = process.argv.slice(1);
+        const [seeds, name, prefix, from, n, ca] = process.argv.slice(1);
         (async () => {
           const nodes = seeds.split(',').map((s) => ({ host: s.split(':')[0], port: Number(s.split(':')[1]) }));
-          const connection = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
+          const redisOptions = { maxRetriesPerRequest: null };
+          if (ca) redisOptions.tls = { ca: require('fs').readFileSync(ca) };
+          const connection = new Cluster(nodes, { redisOptions });
           const queue = new Queue(name, { connection, prefix });
           const jobs = [];
           for (let i = 0; i < Number(n); i++) {
@@ -118,6 +121,7 @@ fn node_add(cluster: &RedisCluster, queue: &str, from: usize, n: usize) {
         .arg(PREFIX)
         .arg(from.to_string())
         .arg(n.to_string())
+        .args(cluster.tls.then(|| common::tls_fixture("ca.crt")))
         .output()
         .expect("node runs (the Node harness is installed by scripts/lib.sh ensure_node_harness)");
     assert!(
@@ -127,8 +131,16 @@ fn node_add(cluster: &RedisCluster, queue: &str, from: usize, n: usize) {
     );
 }
 
+/// The TLS settings a client of `cluster` needs: the fixtures' CA on a TLS cluster.
+fn tls_of(cluster: &RedisCluster) -> ringback::connection::RedisTls {
+    ringback::connection::RedisTls {
+        ca_file: cluster.tls.then(|| common::tls_fixture("ca.crt")),
+        ..Default::default()
+    }
+}
+
 async fn conn(cluster: &RedisCluster) -> Conn {
-    let client = ringback::connection::client(&cluster.url(), &Default::default()).unwrap();
+    let client = ringback::connection::client(&cluster.url(), &tls_of(cluster)).unwrap();
     ringback::connection::commands(&client).await.unwrap()
 }
 
@@ -523,4 +535,30 @@ async fn the_binary_takes_a_cluster_url_for_every_subcommand() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rediss_cluster_urls_speak_tls_with_the_configured_ca() {
+    let cluster = RedisCluster::start_tls();
+    let q = queue_name("cluster-tls");
+    let k = QueueKeys::new(PREFIX, &q);
+    assert!(cluster.url().starts_with("rediss+cluster://"));
+
+    // the system's roots do not trust the test CA: no connection without RINGBACK_REDIS_CA_FILE
+    let untrusted = ringback::connection::client(&cluster.url(), &Default::default()).unwrap();
+    let err = ringback::connection::commands(&untrusted)
+        .await
+        .err()
+        .expect("an untrusted cluster");
+    assert!(err.to_string().contains("rediss+cluster://"), "{err}");
+
+    node_add(&cluster, &q, 0, 20);
+    let p = Counting::new(Duration::ZERO);
+    let w = Running::start(config(&cluster, &q), p.clone());
+    let mut c = conn(&cluster).await;
+    completed(&mut c, &k, 20, Duration::from_secs(20)).await;
+    each_finished_once(&mut c, &k, 20).await;
+    blocking_on(&cluster, &q, cluster.owner_of(&k.marker())).await;
+    wakes_at_once(&cluster, &mut c, &k, 20).await;
+    w.stop().await;
 }

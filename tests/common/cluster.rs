@@ -18,6 +18,8 @@ pub struct RedisCluster {
     dir: tempfile::TempDir,
     /// `127.0.0.1:port` of every node, masters first (as created).
     pub seeds: Vec<String>,
+    /// TLS only, with the certificates of `tests/fixtures/tls`.
+    pub tls: bool,
 }
 
 /// One node as `CLUSTER NODES` lists it.
@@ -38,13 +40,28 @@ fn script() -> String {
 impl RedisCluster {
     /// Three masters, one replica each. A missing `redis-server` fails the test.
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// [`Self::start`], speaking only TLS (clients, cluster bus and replication), its
+    /// certificates from `tests/fixtures/tls` (trust `ca.crt`).
+    pub fn start_tls() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(tls: bool) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let out = Command::new(script())
-            .arg("start")
+        let mut cmd = Command::new(script());
+        cmd.arg("start")
             .arg(dir.path().join("nodes"))
-            .env("REDIS_CLUSTER_OWNER_PID", std::process::id().to_string())
-            .output()
-            .expect("scripts/redis-cluster runs");
+            .env("REDIS_CLUSTER_OWNER_PID", std::process::id().to_string());
+        if tls {
+            cmd.env(
+                "REDIS_CLUSTER_TLS_DIR",
+                super::tls_fixture("ca.crt").parent().expect("fixtures dir"),
+            );
+        }
+        let out = cmd.output().expect("scripts/redis-cluster runs");
         assert!(
             out.status.success(),
             "scripts/redis-cluster start failed:\n{}",
@@ -55,12 +72,30 @@ impl RedisCluster {
             .split(',')
             .map(str::to_string)
             .collect();
-        RedisCluster { dir, seeds }
+        RedisCluster { dir, seeds, tls }
     }
 
-    /// `redis+cluster://` with every node as a seed.
+    /// `redis+cluster://` (`rediss+cluster://`) with every node as a seed.
     pub fn url(&self) -> String {
-        format!("redis+cluster://{}", self.seeds.join(","))
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}+cluster://{}", self.seeds.join(","))
+    }
+
+    /// A client for one node (over TLS, trusting the fixtures' CA, on a TLS cluster).
+    fn client(&self, port: u16) -> redis::Client {
+        if self.tls {
+            let ca = std::fs::read(super::tls_fixture("ca.crt")).expect("ca.crt");
+            redis::Client::build_with_tls(
+                format!("rediss://127.0.0.1:{port}"),
+                redis::TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(ca),
+                },
+            )
+            .expect("node url")
+        } else {
+            redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("node url")
+        }
     }
 
     pub fn ports(&self) -> Vec<u16> {
@@ -72,8 +107,8 @@ impl RedisCluster {
 
     /// A plain connection to one node.
     pub fn node(&self, port: u16) -> redis::Connection {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("node url");
-        let conn = client
+        let conn = self
+            .client(port)
             .get_connection_with_timeout(Duration::from_secs(2))
             .expect("node answers");
         conn.set_read_timeout(Some(Duration::from_secs(5))).ok();
@@ -90,8 +125,7 @@ impl RedisCluster {
     }
 
     fn alive(&self, port: u16) -> bool {
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("node url");
-        client
+        self.client(port)
             .get_connection_with_timeout(Duration::from_millis(300))
             .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c))
             .is_ok()
