@@ -207,7 +207,7 @@ async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(Str
 
 /// The cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the text between the first `{`
 /// and the next `}`, when not empty) or of the whole key, modulo 16384, as Redis computes it.
-pub fn slot(key: &[u8]) -> u16 {
+pub(crate) fn slot(key: &[u8]) -> u16 {
     let tagged = key
         .iter()
         .position(|b| *b == b'{')
