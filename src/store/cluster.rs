@@ -90,9 +90,14 @@ impl Cluster {
     ///
     /// redis-rs follows `MOVED` and `ASK` at once and refreshes its slot map; it waits and retries
     /// on `TRYAGAIN`, `CLUSTERDOWN` and a dropped connection (a failover), up to [`CLUSTER_RETRIES`]
-    /// times with a short jittered backoff, all within [`COMMAND_TIMEOUT`]. A command re-sent after
-    /// a dropped connection may run twice; our scripts are safe to re-run (they check the lock
-    /// token or claim first), as they must be anyway since our own loops retry failed calls.
+    /// times with a short jittered backoff, all within [`COMMAND_TIMEOUT`].
+    ///
+    /// A command re-sent after a dropped connection may have run already, with the same
+    /// arguments (the same lock token or claim token). On one Redis our own loops re-run a call
+    /// whose reply was lost too, so every script already checks the lock token or claim first:
+    /// a re-run never finishes a job twice; at worst a job taken by a lost `moveToActive` reply
+    /// waits for the stall sweep. The window's scripts must take a claim held under the
+    /// caller's own token as the caller's.
     pub(crate) fn new(seeds: Vec<String>, tls: &RedisTls) -> Result<Self, crate::error::Error> {
         let certs = certificates(tls)?;
         let mut builder = ClusterClient::builder(seeds.clone())
