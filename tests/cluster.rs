@@ -219,6 +219,55 @@ async fn blocking_on(cluster: &RedisCluster, q: &str, port: u16) {
     }
 }
 
+/// When the number of completed jobs changed, polled every 10 ms (what a fault costs the
+/// workers: the longest pause between two completions).
+struct Completions {
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<Vec<Instant>>,
+}
+
+impl Completions {
+    fn watch(mut c: Conn, k: QueueKeys) -> Self {
+        let cancel = CancellationToken::new();
+        let stop = cancel.clone();
+        let handle = tokio::spawn(async move {
+            let (mut changes, mut last) = (vec![Instant::now()], 0usize);
+            while !stop.is_cancelled() {
+                if let Ok(n) = c.zcard::<_, usize>(k.completed()).await
+                    && n != last
+                {
+                    last = n;
+                    changes.push(Instant::now());
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            changes
+        });
+        Self { cancel, handle }
+    }
+
+    async fn stop(self) -> Vec<Instant> {
+        self.cancel.cancel();
+        self.handle.await.expect("watch task")
+    }
+}
+
+/// The longest time without a completion between `from` and `to`.
+fn longest_pause(changes: &[Instant], from: Instant, to: Instant) -> Duration {
+    let mut points: Vec<Instant> = changes
+        .iter()
+        .copied()
+        .filter(|t| *t > from && *t < to)
+        .collect();
+    points.insert(0, from);
+    points.push(to);
+    points
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or_default()
+}
+
 fn queue_of(k: &QueueKeys) -> String {
     // `{bull}:<queue>:`
     k.base()
@@ -293,7 +342,9 @@ async fn failover_and_a_killed_master_lose_no_job_and_finish_none_twice() {
     let owner = cluster.owner_of(&k.wait());
 
     completed(&mut c, &k, 30, Duration::from_secs(20)).await;
+    let watch = Completions::watch(c.clone(), k.clone());
     let cl = &cluster;
+    let failover_at = Instant::now();
     let promoted = tokio::task::block_in_place(|| cl.failover(owner));
     let at_failover: usize = c.zcard(k.completed()).await.unwrap();
     assert!(
@@ -301,8 +352,9 @@ async fn failover_and_a_killed_master_lose_no_job_and_finish_none_twice() {
         "the failover came mid-run ({at_failover} of {n} done)"
     );
     completed(&mut c, &k, at_failover + 60, Duration::from_secs(20)).await;
-    let taken_over = tokio::task::block_in_place(|| cl.kill(promoted));
     let at_kill: usize = c.zcard(k.completed()).await.unwrap();
+    let kill_at = Instant::now();
+    let taken_over = tokio::task::block_in_place(|| cl.kill(promoted));
     assert!(
         at_kill < n,
         "the master was killed mid-run ({at_kill} of {n} done)"
@@ -310,6 +362,12 @@ async fn failover_and_a_killed_master_lose_no_job_and_finish_none_twice() {
     let taken_over = taken_over.expect("a replica took over");
 
     completed(&mut c, &k, n, Duration::from_secs(40)).await;
+    let changes = watch.stop().await;
+    eprintln!(
+        "longest pause between two completions: {:?} around the manual failover, {:?} around the SIGKILL (node timeout 2 s)",
+        longest_pause(&changes, failover_at, kill_at),
+        longest_pause(&changes, kill_at, Instant::now()),
+    );
     each_finished_once(&mut c, &k, n).await;
     // idle now: the blocking connection went to where the slot is
     assert_eq!(cluster.owner_of(&k.marker()), taken_over);
