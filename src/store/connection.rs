@@ -580,6 +580,11 @@ mod tests {
         .unwrap();
         assert!(c.is_cluster());
         assert_eq!(super::describe(&c), "redis+cluster://u:***@a:7000,b:7001");
+        // check-config prints REDIS_URL through redact::url
+        assert_eq!(
+            crate::redact::url("rediss+cluster://u:s3cret@a:7000,b:7001"),
+            "rediss+cluster://u:***@a:7000,b:7001"
+        );
     }
 
     #[test]
