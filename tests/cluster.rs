@@ -375,7 +375,13 @@ async fn failover_and_a_killed_master_lose_no_job_and_finish_none_twice() {
     wakes_at_once(&cluster, &mut c, &k, n).await;
     w.stop().await;
     let again: Vec<_> = p.runs().into_iter().filter(|(_, n)| *n > 1).collect();
-    eprintln!("jobs run more than once (a write lost with the killed master): {again:?}");
+    // the jobs in flight when the master died may run again (their locks expired during the
+    // outage, or their finish was lost with the master): at-least-once, each finished once
+    assert!(
+        again.len() <= 4,
+        "at most the in-flight jobs ran again: {again:?}"
+    );
+    eprintln!("jobs run twice (in flight at the SIGKILL): {again:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
