@@ -376,10 +376,11 @@ async fn failover_and_a_killed_master_lose_no_job_and_finish_none_twice() {
     w.stop().await;
     let again: Vec<_> = p.runs().into_iter().filter(|(_, n)| *n > 1).collect();
     // the jobs in flight when the master died may run again (their locks expired during the
-    // outage, or their finish was lost with the master): at-least-once, each finished once
+    // outage), and a finish not yet replicated is lost with the master: at-least-once, each
+    // finished once, and only around the kill (4 in flight, a few writes of replication lag)
     assert!(
-        again.len() <= 4,
-        "at most the in-flight jobs ran again: {again:?}"
+        again.len() <= 8,
+        "only jobs around the kill ran again: {again:?}"
     );
     eprintln!("jobs run twice (in flight at the SIGKILL): {again:?}");
 }
