@@ -26,7 +26,7 @@ local function applyReceipt(r)
   local ranks = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2, delivered = 3,
     undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
   local rank = ranks[status]
-  local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr")
+  local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr", "accepted_at", "error_code")
   local prev = cur[2] or ""
   -- the send path links its sid when it marks the message; any other sid needs its link
   local unlinked = ""
@@ -37,8 +37,8 @@ local function applyReceipt(r)
     if code ~= "" then entry["error_code"] = code end
     if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
     if r.attempt and r.attempt ~= "" then entry["attempt"] = r.attempt end
-    rcall("RPUSH", hist, cjson.encode(entry))
-    rcall("LTRIM", hist, -200, -1)
+    -- the last 200 entries; the trim runs only past them (RPUSH answers the length)
+    if rcall("RPUSH", hist, cjson.encode(entry)) > 200 then rcall("LTRIM", hist, -200, -1) end
     rcall("PEXPIRE", hist, r.recordTtl)
   end
 
@@ -74,16 +74,20 @@ local function applyReceipt(r)
   end
   remember(outcome)
   if outcome ~= "applied" then
-    if outcome == "same" and code ~= "" and not rcall("HGET", rec, "error_code") then
+    if outcome == "same" and code ~= "" and not cur[6] then
       rcall("HSET", rec, "error_code", code)
     end
     return {outcome, prev, prev, unlinked}
   end
 
-  rcall("HSET", rec, "run_id", runId, "sid", sid, "status", status, "rank", rank, "updated_at", now, "source", source)
-  if code ~= "" then rcall("HSET", rec, "error_code", code) end
-  if dlr ~= "" then rcall("HSET", rec, "dlr", dlr) end
-  if not rcall("HGET", rec, "accepted_at") then rcall("HSET", rec, "accepted_at", now) end
+  -- one HSET (each Redis command costs more than the Lua that builds its arguments)
+  local fields = {"run_id", runId, "sid", sid, "status", status, "rank", rank, "updated_at", now,
+    "source", source}
+  local function field(k, v) fields[#fields + 1] = k; fields[#fields + 1] = v end
+  if code ~= "" then field("error_code", code) end
+  if dlr ~= "" then field("dlr", dlr) end
+  if not cur[5] then field("accepted_at", now) end
+  rcall("HSET", rec, unpack(fields))
   rcall("PEXPIRE", rec, r.recordTtl)
   return {"applied", status, prev, unlinked}
 end

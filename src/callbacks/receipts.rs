@@ -106,6 +106,11 @@ impl Receipts {
         }
     }
 
+    /// Redis round trips this store made (all clones), for measurements.
+    pub fn round_trips(&self) -> u64 {
+        self.trips.get()
+    }
+
     /// The claim prefix the records are keyed by (the console reads them directly).
     pub fn claim_prefix(&self) -> &str {
         &self.claim_prefix
