@@ -29,6 +29,10 @@
           an attempt the caller    ARGV[11] runId
           resolved as never sent   ARGV[12] claim lease (ms)
           ("" = none)             ARGV[13] recent-runs cap (members)
+                                  ARGV[14] (cluster layout only) when the caller's index
+                                           intent comes due (ms): from then on a sweep may
+                                           take and drop the entry, so the claim opens no
+                                           attempt and answers busy (1 ms): come back
   ARGV[5] pending TTL (ms)
   ARGV[6] hold (ms): how long a resolver may go without touching the attempt
 

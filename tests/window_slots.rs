@@ -247,3 +247,35 @@ async fn a_dead_claim_is_swept_per_slot_once() {
     assert_eq!(taken[0].token, "t1");
     assert!(w.overdue(10).await.unwrap().is_empty(), "pushed on");
 }
+
+/// The claim's intent came due before the claim script ran (the process stalled longer than
+/// the pending TTL between its two calls): a sweep may have taken and may drop the entry, so
+/// the script opens no attempt and answers busy; the caller comes back with a new intent.
+#[tokio::test]
+async fn a_claim_whose_intent_came_due_opens_nothing() {
+    let e = env("slots-due", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let mut conn = ringback::connection::commands(&client).await.unwrap();
+    let k = WindowKeys::new(PREFIX, "late");
+    let keys = [k.claim.clone(), k.attempt.clone(), k.record];
+    let args = [
+        "t1", "job", "worker", "", "3000", "6000", "3600000", TO, "", "hi", "late", "30000",
+        "20000", "1", // the intent came due at 1 ms after the epoch
+    ];
+    let trips = ringback::scripts::RoundTrips::default();
+    let reply: Vec<String> = ringback::scripts::scripts()
+        .window_claim
+        .run_in(Topology::PerSlot, &mut conn, &trips, &keys, &args)
+        .await
+        .unwrap();
+    assert_eq!(reply[..2], ["busy".to_string(), "1".to_string()]);
+    let mut c = e.redis.conn().await;
+    let exists: bool = c.exists(&k.claim).await.unwrap();
+    assert!(!exists, "no claim written");
+    // in time, the same claim opens the attempt
+    let w = window(&e, Topology::PerSlot, 3000).await;
+    assert!(matches!(
+        claim(&w, "late", "t2", None).await,
+        Claim::Claimed { .. }
+    ));
+}

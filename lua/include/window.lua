@@ -99,6 +99,10 @@ local function claimRun(keys, args)
   local now = redisNowMs()
   local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), tonumber(args[12])
   local supersede, runId = args[4], args[11]
+  -- PerSlot: the caller's index entry (its intent) is due at args[14]; past it a sweep may have
+  -- taken the entry and may drop it, so no attempt is opened on it: the caller comes back
+  local intentDue = tonumber(args[14])
+  local intentGone = intentDue ~= nil and now >= intentDue
   local v = rcall("GET", claimKey)
   local rec = {}
   local flat = rcall("HGETALL", attemptKey)
@@ -112,6 +116,7 @@ local function claimRun(keys, args)
 
   -- Hold the claim under `token` and hand the resolution to this caller.
   local function resolveWith(token, since)
+    if intentGone then return {"busy", 1, now} end
     local to, from, body = rec["to"] or args[8], rec["from"] or args[9], rec["body"] or args[10]
     rcall("SET", claimKey, "pending:" .. token, "PX", lease)
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "ambiguous",
@@ -124,6 +129,7 @@ local function claimRun(keys, args)
 
   -- A new attempt: the claim (a lease) and the record, in one step.
   local function fresh(token)
+    if intentGone then return {"busy", 1, now} end
     rcall("SET", claimKey, "pending:" .. token, "PX", lease)
     rcall("DEL", attemptKey)
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",

@@ -16,7 +16,7 @@
 //!
 //! | step | order of the calls | a cut leaves | repaired by |
 //! |---|---|---|---|
-//! | claim | index ZADD (intent: now + pending TTL), claim script, then by reply: Sent → index ZREM, Busy → index ZADD (the live attempt's deadline back), Resolve → index ZADD (now + hold/2), Claimed → recent-runs ZADD + trim | an index entry for a run with no open attempt, or with a later time than ideal | the sweep: it drops an entry whose attempt is not open (or sent) when it comes due; a later time only delays an orphan's pickup (at most the pending TTL) |
+//! | claim | index ZADD (intent: now + pending TTL; the script opens no attempt once it is due: a sweep may have taken it), claim script, then by reply: Sent → index ZREM, Busy → index ZADD (the live attempt's deadline back), Resolve → index ZADD (now + hold/2), Claimed → recent-runs ZADD + trim | an index entry for a run with no open attempt, or with a later time than ideal | the sweep: it drops an entry whose attempt is not open (or sent) when it comes due; a later time only delays an orphan's pickup (at most the pending TTL) |
 //! | mark sent | (found: link GET, refuse another run's) link SET, reconcile ZADD, marker script, index ZREM | a link and a scheduled poll with no marker; or a sent run still indexed | the reconciler polls the sid and writes its status into the run's record; the attempt is still open and indexed, so its resolver (job retry or sweep) sees the receipt and marks it found. A sent run's entry is dropped by the sweep |
 //! | release (retry) / hold | script, then index ZADD (new time) | the older index time | the sweep looks earlier than ideal: the process that would have touched it is gone anyway |
 //! | release (send-failed) / settle unknown | script, then index ZREM | a closed run indexed | the sweep drops it |
@@ -209,20 +209,20 @@ impl Window {
         from: &str,
         body: &str,
     ) -> Result<Claim, Error> {
-        let args = [
-            token,
-            job_id,
-            worker_id,
-            supersede.unwrap_or(""),
-            &ms(self.times.pending_ttl),
-            &ms(self.times.hold),
-            &ms(self.times.sent_ttl),
-            to,
-            from,
-            body,
-            run_id,
-            &ms(self.times.lease),
-            &crate::keys::RECENT_RUNS_CAP.to_string(),
+        let mut args = vec![
+            token.to_string(),
+            job_id.to_string(),
+            worker_id.to_string(),
+            supersede.unwrap_or("").to_string(),
+            ms(self.times.pending_ttl),
+            ms(self.times.hold),
+            ms(self.times.sent_ttl),
+            to.to_string(),
+            from.to_string(),
+            body.to_string(),
+            run_id.to_string(),
+            ms(self.times.lease),
+            crate::keys::RECENT_RUNS_CAP.to_string(),
         ];
         let k = self.keys(run_id);
         let claim_key = k.claim.clone();
@@ -231,12 +231,11 @@ impl Window {
             [self.index(), crate::keys::recent_runs(&self.claim_prefix)],
         );
         if self.per_slot() {
-            // the intent first: an attempt this claim opens is indexed before it exists
-            self.index_add(
-                run_id,
-                self.now() + self.times.pending_ttl.as_millis() as i64,
-            )
-            .await?;
+            // the intent first: an attempt this claim opens is indexed before it exists; the
+            // script opens none once the intent is due (a sweep may take and drop it then)
+            let due = self.now() + self.times.pending_ttl.as_millis() as i64;
+            self.index_add(run_id, due).await?;
+            args.push(due.to_string());
         }
         let reply: Vec<String> = scripts()
             .window_claim
