@@ -24,8 +24,8 @@ const FAULTS = [
   { rate: 0.03, fault: 'create_then_drop' },
 ];
 
-async function chaos({ runs = 300, version = '6', timings = 'compressed', log = () => {} } = {}) {
-  const lab = await new Lab({ name: 'chaos', version, timings, log }).start();
+async function chaos({ runs = 300, version = '6', timings = 'compressed', cluster = false, log = () => {} } = {}) {
+  const lab = await new Lab({ name: 'chaos', version, timings, cluster, log }).start();
   const timers = [];
   const every = (ms, fn) => timers.push(setInterval(() => fn().catch(() => {}), ms));
   const tally = { connectionKills: 0, scriptFlushes: 0, sigkills: 0 };
@@ -61,11 +61,11 @@ async function chaos({ runs = 300, version = '6', timings = 'compressed', log = 
       }
     });
     every(1500, async () => {
-      await lab.admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await lab.onEveryMaster('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
       tally.connectionKills += 1;
     });
     every(2100, async () => {
-      await lab.admin.script('FLUSH');
+      await lab.onEveryMaster('SCRIPT', 'FLUSH');
       tally.scriptFlushes += 1;
     });
 
