@@ -2,9 +2,11 @@
 // on random free ports, made by `redis-cli --cluster create`, torn down after; and the faults the
 // cluster tests inject (a replica's CLUSTER FAILOVER, a master's SIGKILL, a slot's migration).
 //
-// Why the nodes are started here and not by `scripts/redis-cluster`: each test needs handles on
-// the processes themselves (SIGKILL one, restart it on its own nodes.conf), which a script that
-// daemonizes them hides. The node timeout is short (CLUSTER_NODE_TIMEOUT_MS) so a killed master's
+// The same cluster as scripts/redis-cluster (the Rust tests' helper): same node settings, same
+// `redis-cli --cluster create`. The nodes are started here rather than by that script because a
+// fault test needs each node as a child process: SIGKILL it, start it again on its own
+// nodes.conf, and have the reaper kill every node when the test process dies (the script's
+// nodes are daemons). The node timeout is short (CLUSTER_NODE_TIMEOUT_MS) so a killed master's
 // replica is promoted within seconds, as a test can wait for; production keeps Redis's 15 s.
 'use strict';
 
@@ -17,7 +19,8 @@ const { track, runToEnd } = require('./reaper');
 const { freePort, redisServerPath } = require('./redis');
 const { waitFor, withTimeout } = require('./wait');
 
-const CLUSTER_NODE_TIMEOUT_MS = 1500;
+// as scripts/redis-cluster's default: a killed master is failed over in about 2-4 s
+const CLUSTER_NODE_TIMEOUT_MS = 2000;
 const READY = /Ready to accept connections/;
 const STARTUP_TIMEOUT_MS = 10_000;
 const SLOTS = 16384;
@@ -52,10 +55,12 @@ function slotOf(key) {
 
 /** One redis-server of the cluster; `start()` again after `kill()` rejoins with its nodes.conf. */
 class ClusterNode {
-  constructor(bin, port, dir) {
+  constructor(bin, port, busPort, dir) {
     this.bin = bin;
     this.host = '127.0.0.1';
     this.port = port;
+    // the cluster bus port, free too (the default, port + 10000, may be taken or beyond 65535)
+    this.busPort = busPort;
     this.dir = dir;
     this.log = '';
   }
@@ -73,7 +78,7 @@ class ClusterNode {
     const args = [
       '--port', String(this.port), '--bind', this.host, '--dir', this.dir,
       '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '',
-      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+      '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(this.busPort),
       '--cluster-node-timeout', String(CLUSTER_NODE_TIMEOUT_MS),
       // a replica may always take over (the default refuses one that lost its master too long ago)
       '--cluster-replica-validity-factor', '0',
@@ -367,8 +372,9 @@ async function startCluster({ masters = 3, replicas = 1 } = {}) {
   const cluster = new Cluster(nodes, dir);
   try {
     const ports = new Set();
-    while (ports.size < count) ports.add(await freePort());
-    for (const port of ports) nodes.push(new ClusterNode(bin, port, path.join(dir, String(port))));
+    while (ports.size < 2 * count) ports.add(await freePort());
+    const [...all] = ports;
+    for (let i = 0; i < count; i += 1) nodes.push(new ClusterNode(bin, all[i], all[count + i], path.join(dir, String(all[i]))));
     await Promise.all(nodes.map((n) => n.start()));
     const create = await withTimeout(
       runToEnd(cli, ['--cluster', 'create', ...nodes.map((n) => n.addr), '--cluster-replicas', String(replicas), '--cluster-yes']),
