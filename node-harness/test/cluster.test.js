@@ -74,13 +74,22 @@ async function assertOneSlot(s) {
   assert.equal(elsewhere, 0, 'no key of the queue on another master');
 }
 
-/** How many `event` entries per job the queue's events stream holds now (read from its master). */
+/**
+ * How many `event` entries per job the queue's events stream holds now (read from its master),
+ * and the longest pause between two of them (ms, by stream id): what a fault cost the workers.
+ */
 async function streamCounts(s, event) {
   const entries = await s.redis.xrange(s.key('events'), '-', '+');
   const by = new Map();
-  for (const [, fields] of entries) {
+  let last;
+  by.longestGapMs = 0;
+  for (const [id, fields] of entries) {
     const f = Object.fromEntries(fields.reduce((acc, v, i) => (i % 2 ? acc : [...acc, [v, fields[i + 1]]]), []));
-    if (f.event === event) by.set(f.jobId, (by.get(f.jobId) || 0) + 1);
+    if (f.event !== event) continue;
+    by.set(f.jobId, (by.get(f.jobId) || 0) + 1);
+    const ms = Number(id.split('-')[0]);
+    if (last !== undefined) by.longestGapMs = Math.max(by.longestGapMs, ms - last);
+    last = ms;
   }
   return by;
 }
@@ -205,6 +214,7 @@ async function faultRun(s, t, fault) {
   const after = await s.queue.add('after-fault', { script: ['complete'] });
   await s.waitState(after.id, 'completed', 15_000);
   const completed = await streamCounts(s, 'completed');
+  t.diagnostic(`longest pause between two completions: ${completed.longestGapMs} ms (jobs took 40 ms, one added every 25 ms)`);
   for (const id of [...ids, after.id]) assert.equal(completed.get(id) || 0, 1, `job ${id}: ${completed.get(id) || 0} completed events`);
   const counts = await s.counts();
   assert.deepEqual({ failed: counts.failed, active: counts.active, waiting: counts.waiting }, { failed: 0, active: 0, waiting: 0 });
