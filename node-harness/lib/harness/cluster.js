@@ -77,7 +77,7 @@ class ClusterNode {
     fs.mkdirSync(this.dir, { recursive: true });
     const args = [
       '--port', String(this.port), '--bind', this.host, '--dir', this.dir,
-      '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '',
+      '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '', '--pidfile', path.join(this.dir, 'redis.pid'),
       '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(this.busPort),
       '--cluster-node-timeout', String(CLUSTER_NODE_TIMEOUT_MS),
       // a replica may always take over (the default refuses one that lost its master too long ago)
@@ -356,6 +356,17 @@ class Cluster {
 }
 
 /**
+ * A detached watchdog that SIGKILLs every node of `dir` (by its pidfile) and removes `dir` once
+ * this process is gone: the reaper's exit hook does not run when the test process is killed
+ * (SIGKILL, SIGPIPE of a closed output pipe), and six orphaned nodes would outlive it.
+ */
+function watchdog(dir) {
+  const script = 'while kill -0 "$0" 2>/dev/null; do sleep 1; done; for f in "$1"/*/redis.pid; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done; rm -rf "$1"';
+  const child = spawn('sh', ['-c', script, String(process.pid), dir], { detached: true, stdio: 'ignore' });
+  child.unref();
+}
+
+/**
  * Starts a cluster of `masters` masters with `replicas` replica(s) each on free loopback ports.
  * Resolves a Cluster ({seeds, url, nodes, stop(), failover(slot), killMaster(slot),
  * migrateSlot(slot), masterOf(key), ownerOf(slot), waitStable()}) once every node says
@@ -367,6 +378,7 @@ async function startCluster({ masters = 3, replicas = 1 } = {}) {
   const probe = spawnSync(cli, ['--version'], { encoding: 'utf8' });
   if (probe.error || probe.status !== 0) throw new Error(`redis-cli not found or not runnable (${cli}); the cluster is made with redis-cli --cluster create`);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringback-cluster-'));
+  watchdog(dir);
   const count = masters * (1 + replicas);
   const nodes = [];
   const cluster = new Cluster(nodes, dir);
