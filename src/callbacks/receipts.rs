@@ -98,11 +98,11 @@ pub struct Receipts {
 impl Receipts {
     pub fn new(conn: Conn, claim_prefix: String, times: ReceiptTimes) -> Self {
         Self {
+            topology: Topology::forced_or(Topology::of(&conn)),
             conn,
             trips: Default::default(),
             claim_prefix,
             times,
-            topology: Topology::forced_or(Topology::Fused),
         }
     }
 

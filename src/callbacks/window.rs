@@ -112,12 +112,12 @@ impl Window {
         times: WindowTimes,
     ) -> Self {
         Self {
+            topology: Topology::forced_or(Topology::of(&conn)),
             conn,
             trips,
             claim_prefix,
             times,
             offset: Arc::new(AtomicI64::new(0)),
-            topology: Topology::forced_or(Topology::Fused),
         }
     }
 
@@ -169,10 +169,10 @@ impl Window {
 
     /// Make a claim or a sent marker durable enough on a cluster: replication is asynchronous,
     /// so a master killed right after acknowledging it could lose it. PerSlot mode only.
-    /// Until the cluster connection's `wait_for_replicas` (WAIT on the node owning `key`'s
-    /// slot) is merged, this is the call site and does nothing.
+    /// `WAIT` on the node owning `key`'s slot, as the replica policy asks
+    /// ([`Conn::wait_for_replicas`]); a short count is logged there, not an error.
     async fn durable(&self, key: &str) -> Result<(), Error> {
-        let _ = key;
+        self.conn.clone().wait_for_replicas(key).await?;
         Ok(())
     }
 

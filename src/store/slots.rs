@@ -21,6 +21,15 @@ pub enum Topology {
 }
 
 impl Topology {
+    /// What the connection calls for: one slot per call on a cluster, fused on one Redis.
+    pub fn of(conn: &crate::connection::Conn) -> Topology {
+        if conn.is_cluster() {
+            Topology::PerSlot
+        } else {
+            Topology::Fused
+        }
+    }
+
     pub fn per_slot(self) -> bool {
         self == Topology::PerSlot
     }
