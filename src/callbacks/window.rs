@@ -70,6 +70,12 @@ pub fn window_overruns() -> u64 {
     WINDOW_OVERRUNS.load(Ordering::Relaxed)
 }
 
+/// Count a sent marker written after a window overrun (also by the fused finish, which writes
+/// the marker in the job's finishing call).
+pub fn note_overrun() {
+    WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
+}
+
 /// The window's Redis operations.
 #[derive(Clone)]
 pub struct Window {
@@ -157,6 +163,12 @@ impl Window {
             .window_claim
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)
             .await?;
+        self.read_claim(&reply)
+    }
+
+    /// A claim's reply (`window_claim.lua`'s, also the claim a fused finish made for the job it
+    /// fetched) as a [`Claim`]; notes Redis's clock from it.
+    pub fn read_claim(&self, reply: &[String]) -> Result<Claim, Error> {
         let bad = || Error::Reply {
             script: "window_claim",
             detail: format!("{reply:?}"),
