@@ -25,21 +25,4 @@
   Returns 0 marked within the window, 1 marked after a window overrun, 2 refused: the message
   belongs to another run
 ]]
-local now = redisNowMs()
-if ARGV[7] == "found" then
-  local owner = rcall("GET", KEYS[4])
-  if owner and owner ~= ARGV[4] then return 2 end
-end
-local overrun = 0
-if rcall("GET", KEYS[1]) ~= "pending:" .. ARGV[1] then overrun = 1 end
-rcall("SET", KEYS[1], "sent:" .. ARGV[2], "PX", ARGV[3])
-if rcall("HGET", KEYS[2], "token") == ARGV[1] or rcall("EXISTS", KEYS[2]) == 0 then
-  rcall("HSET", KEYS[2], "token", ARGV[1], "state", "sent", "sid", ARGV[2], "sent_at", now)
-end
-rcall("PEXPIRE", KEYS[2], ARGV[3])
-rcall("ZREM", KEYS[3], ARGV[4])
-applyReceipt({rec = KEYS[5], hist = KEYS[6], seen = "", link = KEYS[4], reconcile = KEYS[7],
-  runId = ARGV[4], sid = ARGV[2], status = ARGV[5], code = "", dlr = "", now = now,
-  source = "send", repeatTtl = "0", recordTtl = ARGV[3], nextPoll = now + tonumber(ARGV[6]),
-  attempt = ARGV[1]})
-return overrun
+return markSentRun(KEYS, ARGV)

@@ -1,0 +1,216 @@
+--[[
+  ringback: the window's per-run steps as functions, prepended (after common.lua) to the scripts
+  that name `[window]` in src/store/scripts.rs. A script that is only one step calls one function
+  with its KEYS and ARGV (window_claim.lua, window_mark_sent.lua, receipt_apply.lua); a script that
+  fuses several steps in one call (the single-Redis finish) calls several, each with its own
+  tables laid out exactly as that step's script header says: the headers stay the one contract.
+
+  Nothing here reads KEYS or ARGV; needs common.lua (rcall, redisNowMs).
+]]
+
+-- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
+-- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
+-- `r` = {rec, hist, seen ("" = no repeat check), link, reconcile, runId, sid, status, code,
+--        dlr, now, source, repeatTtl, recordTtl, nextPoll ("" = leave), attempt (token or nil)}.
+local function applyReceipt(r)
+  local rec, hist = r.rec, r.hist
+  local runId, sid, status, code, dlr, now, source = r.runId, r.sid, r.status, r.code, r.dlr, r.now, r.source
+  if r.seen ~= "" and not rcall("SET", r.seen, "1", "NX", "PX", r.repeatTtl) then
+    return {"repeat", rcall("HGET", rec, "status") or "", ""}
+  end
+
+  local ranks = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2, delivered = 3,
+    undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
+  local rank = ranks[status]
+  local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr")
+  local prev = cur[2] or ""
+
+  local function remember(outcome)
+    local entry = {status = status, sid = sid, at = tonumber(now), source = source, outcome = outcome}
+    if code ~= "" then entry["error_code"] = code end
+    if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
+    if r.attempt and r.attempt ~= "" then entry["attempt"] = r.attempt end
+    rcall("RPUSH", hist, cjson.encode(entry))
+    rcall("LTRIM", hist, -200, -1)
+    rcall("PEXPIRE", hist, r.recordTtl)
+  end
+
+  rcall("SET", r.link, runId, "PX", r.recordTtl)
+  if rank == nil then
+    remember("unknown")
+    return {"unknown", prev, prev}
+  end
+  if cur[1] and cur[1] ~= sid then
+    remember("other")
+    return {"other", prev, prev}
+  end
+
+  local curRank = tonumber(cur[3])
+  local outcome = "applied"
+  if curRank ~= nil then
+    if rank < curRank then
+      outcome = "stale"
+    elseif rank == curRank then
+      if status == prev then
+        outcome = "same"
+      elseif dlr ~= "" and cur[4] and cur[4] ~= "" and dlr > cur[4] then
+        outcome = "applied"
+      elseif dlr ~= "" and cur[4] and cur[4] ~= "" and dlr < cur[4] then
+        outcome = "stale"
+      elseif rank == 3 then
+        outcome = "conflict"
+        rcall("HSET", rec, "conflict", "1")
+      else
+        outcome = "same"
+      end
+    end
+  end
+  remember(outcome)
+  if outcome ~= "applied" then
+    if outcome == "same" and code ~= "" and not rcall("HGET", rec, "error_code") then
+      rcall("HSET", rec, "error_code", code)
+    end
+    return {outcome, prev, prev}
+  end
+
+  rcall("HSET", rec, "run_id", runId, "sid", sid, "status", status, "rank", rank, "updated_at", now, "source", source)
+  if code ~= "" then rcall("HSET", rec, "error_code", code) end
+  if dlr ~= "" then rcall("HSET", rec, "dlr", dlr) end
+  if not rcall("HGET", rec, "accepted_at") then rcall("HSET", rec, "accepted_at", now) end
+  rcall("PEXPIRE", rec, r.recordTtl)
+  if rank >= 3 then
+    rcall("ZREM", r.reconcile, sid)
+  elseif r.nextPoll ~= "" then
+    rcall("ZADD", r.reconcile, r.nextPoll, sid)
+  end
+  return {"applied", status, prev}
+end
+
+-- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract).
+local function claimRun(keys, args)
+  local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
+  local now = redisNowMs()
+  local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), tonumber(args[12])
+  local supersede, runId = args[4], args[11]
+  local v = rcall("GET", claimKey)
+  local rec = {}
+  local flat = rcall("HGETALL", attemptKey)
+  for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
+  local receipt = rcall("HGET", keys[3], "sid") or ""
+
+  local function sent(sid)
+    rcall("ZREM", index, runId)
+    return {"sent", sid, now}
+  end
+
+  -- Hold the claim under `token` and hand the resolution to this caller.
+  local function resolveWith(token, since)
+    local to, from, body = rec["to"] or args[8], rec["from"] or args[9], rec["body"] or args[10]
+    rcall("SET", claimKey, "pending:" .. token, "PX", lease)
+    rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "ambiguous",
+      "since", since, "to", to, "from", from, "body", body, "touched", now)
+    rcall("PEXPIRE", attemptKey, args[7])
+    -- a resolver touches the attempt every poll; half the hold without a touch means it is gone
+    rcall("ZADD", index, now + math.floor(hold / 2), runId)
+    return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", now}
+  end
+
+  -- A new attempt: the claim (a lease) and the record, in one step.
+  local function fresh(token)
+    rcall("SET", claimKey, "pending:" .. token, "PX", lease)
+    rcall("DEL", attemptKey)
+    rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
+      "claimed_at", now, "since", now, "to", args[8], "from", args[9], "body", args[10])
+    rcall("PEXPIRE", attemptKey, args[7])
+    -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
+    rcall("ZADD", index, now + pendingTtl, runId)
+    -- the console's newest-first list; ZCARD is O(1), the trim runs once per claim past the cap
+    rcall("ZADD", keys[5], now, runId)
+    local over = rcall("ZCARD", keys[5]) - tonumber(args[13])
+    if over > 0 then rcall("ZREMRANGEBYRANK", keys[5], 0, over - 1) end
+    return {"claimed", token, now}
+  end
+
+  local function since() return rec["since"] or rec["claimed_at"] or now end
+  -- `retry` counts as open here: its lease ended, so someone else may have sent since (model: F1)
+  local open = rec["state"] == "claimed" or rec["state"] == "ambiguous" or rec["state"] == "retry"
+
+  if v then
+    if v == "sent" or string.sub(v, 1, 5) == "sent:" then
+      local sid = string.sub(v, 6)
+      if sid == "" then sid = rec["sid"] or receipt end
+      return sent(sid)
+    end
+    if string.sub(v, 1, 8) ~= "pending:" then
+      -- The legacy worker (or an unknown writer) holds a plain "pending": inside its window, or
+      -- dead there. Take the claim over: a live legacy attempt still ends with SET XX "sent"
+      -- (which we read), and no legacy retry can claim and send meanwhile.
+      rec = {}
+      rcall("DEL", attemptKey)
+      return resolveWith(args[1], now)
+    end
+    local token = string.sub(v, 9)
+    if rec["token"] ~= token then
+      -- A ringback claim without its record (expired, or removed by hand): unknown, so resolve.
+      rec = {}
+      rcall("DEL", attemptKey)
+      return resolveWith(token, now)
+    end
+    if supersede ~= "" and supersede == token and rec["state"] == "ambiguous" then
+      -- The caller resolved this attempt as never sent: replace it atomically, so the claim never
+      -- disappears between the old attempt and the new one.
+      return fresh(args[1])
+    end
+    if rec["state"] == "claimed" then
+      local deadAt = (tonumber(rec["claimed_at"]) or now) + pendingTtl
+      if now < deadAt then return {"busy", deadAt - now, now} end
+      return resolveWith(token, since())
+    end
+    if rec["state"] == "ambiguous" then return resolveWith(token, since()) end
+    if rec["state"] == "sent" then
+      rcall("SET", claimKey, "sent:" .. (rec["sid"] or ""), "PX", args[7])
+      return sent(rec["sid"] or "")
+    end
+    -- retry (or an older record's released / send-failed) under our own claim: Twilio took nothing
+    return fresh(args[1])
+  end
+
+  if open then
+    -- the lease ran out under an attempt that never finished its window: resolve before any send
+    local token = rec["token"]
+    if token == nil or token == "" then token = args[1] end
+    return resolveWith(token, since())
+  end
+  if rec["state"] == "sent" and rec["sid"] then
+    rcall("SET", claimKey, "sent:" .. rec["sid"], "PX", args[7])
+    return sent(rec["sid"])
+  end
+  if receipt ~= "" then
+    -- a status callback already proved a message for this run
+    rcall("SET", claimKey, "sent:" .. receipt, "PX", args[7])
+    return sent(receipt)
+  end
+  return fresh(args[1])
+end
+
+-- window_mark_sent.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract).
+local function markSentRun(keys, args)
+  local now = redisNowMs()
+  if args[7] == "found" then
+    local owner = rcall("GET", keys[4])
+    if owner and owner ~= args[4] then return 2 end
+  end
+  local overrun = 0
+  if rcall("GET", keys[1]) ~= "pending:" .. args[1] then overrun = 1 end
+  rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
+  if rcall("HGET", keys[2], "token") == args[1] or rcall("EXISTS", keys[2]) == 0 then
+    rcall("HSET", keys[2], "token", args[1], "state", "sent", "sid", args[2], "sent_at", now)
+  end
+  rcall("PEXPIRE", keys[2], args[3])
+  rcall("ZREM", keys[3], args[4])
+  applyReceipt({rec = keys[5], hist = keys[6], seen = "", link = keys[4], reconcile = keys[7],
+    runId = args[4], sid = args[2], status = args[5], code = "", dlr = "", now = now,
+    source = "send", repeatTtl = "0", recordTtl = args[3], nextPoll = now + tonumber(args[6]),
+    attempt = args[1]})
+  return overrun
+end
