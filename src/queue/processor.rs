@@ -141,7 +141,9 @@ impl JobContext {
     /// What the previous job's [`FinishStep`] prepared for this job when its finishing call
     /// fetched it (`None`: fetched by a plain call, or the step prepared nothing).
     pub fn prepared(&self) -> Option<&redis::Value> {
-        self.prepared.as_ref().filter(|v| !matches!(v, redis::Value::Nil))
+        self.prepared
+            .as_ref()
+            .filter(|v| !matches!(v, redis::Value::Nil))
     }
 
     /// Fold `step` into this job's finishing call. Only used when the attempt completes (an
@@ -215,11 +217,7 @@ pub trait Processor: Send + Sync + 'static {
     /// The previous job's [`FinishStep`] prepared `prepared` for `job`, but the job ends without
     /// the processor running (a deferred failure, unreadable options, the started limit): undo
     /// what needs undoing. Nothing by default.
-    fn unprepared(
-        &self,
-        job: &Job,
-        prepared: redis::Value,
-    ) -> impl Future<Output = ()> + Send {
+    fn unprepared(&self, job: &Job, prepared: redis::Value) -> impl Future<Output = ()> + Send {
         let _ = (job, prepared);
         async {}
     }

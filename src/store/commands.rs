@@ -330,7 +330,9 @@ impl Commands {
             detail,
         };
         let Value::Array(items) = reply else {
-            return Err(bad(format!("expected {{finish, own, next}}, got {reply:?}")));
+            return Err(bad(format!(
+                "expected {{finish, own, next}}, got {reply:?}"
+            )));
         };
         let mut items = items.into_iter();
         let finished = finished_reply(script.name, items.next().unwrap_or(Value::Nil))?;
@@ -781,7 +783,10 @@ fn code_or(script: &'static str, reply: Value) -> Result<(), ScriptCode> {
 
 /// Parse BullMQ's 4-tuple `{fields|0, jobId|0, rateLimitTtl, nextDelayedMs}`.
 /// move_to_finished's answer: 0, a negative code, or the next job's 4-tuple.
-fn finished_reply(script: &'static str, reply: Value) -> Result<Result<Fetched, ScriptCode>, Error> {
+fn finished_reply(
+    script: &'static str,
+    reply: Value,
+) -> Result<Result<Fetched, ScriptCode>, Error> {
     match reply {
         Value::Array(_) => parse_fetched(script, reply).map(Ok),
         other => Ok(code_or(script, other).map(|()| Fetched::Empty)),

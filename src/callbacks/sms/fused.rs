@@ -160,7 +160,7 @@ impl SmsProcessor {
 
     /// `finish_sent.lua`'s claim reply: window_claim's reply followed by the runId.
     fn read_prepared(&self, prepared: &Value) -> Option<(String, Claim)> {
-        let mut reply: Vec<String> = redis::from_redis_value(prepared).ok()?;
+        let mut reply: Vec<String> = redis::from_redis_value(prepared.clone()).ok()?;
         let run_id = reply.pop()?;
         match self.window.read_claim(&reply) {
             Ok(claim) => Some((run_id, claim)),
