@@ -46,7 +46,12 @@ async fn crash_at_production_ratios(point: &str, runs: &[&str]) {
     for run in runs {
         ids.push(add(&e, &data(run)).await);
     }
-    let crashing = spawn_worker(&e, Some(point), Timings::Production, &[]);
+    let crashing = spawn_worker(
+        &e,
+        Some(point),
+        Timings::Production,
+        &[("RINGBACK_CONCURRENCY", "1")],
+    );
     let status = wait_exit(crashing, Duration::from_secs(20)).await;
     assert!(!status.success(), "the drill hook aborted at {point}");
     // The claim key is there however long recovery takes: a legacy SET NX cannot succeed.
