@@ -638,3 +638,109 @@ async fn the_single_redis_finish_is_one_script_per_job() {
         "separate calls: {separate:.2} scripts per job"
     );
 }
+
+/// The fused finish claims the fetched job's run only for plain callback requests; whatever the
+/// processor would refuse is never claimed (so nothing is ever sent for it, by the sweep either),
+/// and whatever the Lua check is unsure of is claimed by the processor as usual.
+#[tokio::test]
+async fn the_fused_claim_is_never_made_for_a_job_the_processor_refuses() {
+    let e = env("fused-strict", "").await;
+    let body = |run: &str| format!("Run {run} finished: 2 approvals needed");
+    let plain = |run: &str| (data(run), true);
+    // Each case follows a plain job, so its predecessor's fused finish is what fetches it.
+    let jobs = [
+        plain("f0"),
+        // numbers strict JSON refuses and cjson takes (hex, Infinity): invalid, never claimed
+        (
+            format!(
+                r#"{{"runId":"f1","to":"+15558675310","body":"{}","n":0x10}}"#,
+                body("f1")
+            ),
+            false,
+        ),
+        plain("f2"),
+        (
+            format!(
+                r#"{{"runId":"f3","to":"+15558675310","body":"{}","n":Infinity}}"#,
+                body("f3")
+            ),
+            false,
+        ),
+        plain("f4"),
+        // an alphanumeric sender: claimed by the fused finish
+        (
+            serde_json::json!({"runId": "f5", "to": "+15558675310", "body": body("f5"), "from": "Acme"})
+                .to_string(),
+            true,
+        ),
+        // an escape: the Lua check is unsure, the processor claims as usual
+        (
+            format!(
+                r#"{{"runId":"f6","to":"+15558675310","body":"{} \u00e9"}}"#,
+                body("f6")
+            ),
+            true,
+        ),
+        // a sender that is neither E.164 nor alphanumeric: invalid
+        (
+            serde_json::json!({"runId": "f7", "to": "+15558675310", "body": body("f7"), "from": "+0"})
+                .to_string(),
+            false,
+        ),
+        plain("f8"),
+    ];
+    let mut ids = vec![];
+    for (d, _) in &jobs {
+        ids.push(add(&e, d).await);
+    }
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let p = processor(&e, conn, sms_config());
+    // one job at a time: every job after the first is fetched by its predecessor's finish
+    let cfg = ringback::WorkerConfig {
+        concurrency: 1,
+        ..worker_config(&e)
+    };
+    let worker = Worker::new(cfg, p).unwrap();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    let mut c = e.redis.conn().await;
+    for (i, ((_, valid), id)) in jobs.iter().zip(&ids).enumerate() {
+        let run = format!("f{i}");
+        let (state, h) = finished(&e, id).await;
+        let claim: Option<String> = c
+            .get(WindowKeys::new("agent-callback:", &run).claim)
+            .await
+            .unwrap();
+        if *valid {
+            assert_eq!(state, "completed", "{run}: {h:?}");
+            assert_eq!(texts_to(&e, &run), 1, "{run}: one text");
+            assert!(claim.is_some_and(|v| v.starts_with("sent:")), "{run}");
+        } else {
+            assert_eq!(state, "failed", "{run}: {h:?}");
+            let reason = &h["failedReason"];
+            assert!(
+                reason.contains("invalid callback job") || reason.contains("not valid JSON"),
+                "{reason}"
+            );
+            assert_eq!(claim, None, "{run}: never claimed");
+            assert_eq!(texts_to(&e, &run), 0, "{run}: never texted");
+        }
+    }
+    cancel.cancel();
+    let _ = handle.await;
+}
+
+/// Texts whose body names `run` (the bodies of this file's tests differ in their suffix).
+fn texts_to(e: &Env, run: &str) -> usize {
+    e.sim
+        .store
+        .all()
+        .iter()
+        .filter(|m| {
+            m.body
+                .as_deref()
+                .is_some_and(|b| b.starts_with(&format!("Run {run} finished")))
+        })
+        .count()
+}
