@@ -17,6 +17,7 @@
   KEYS[1] claim key       (<claim prefix><runId>)
   KEYS[2] attempt record  (ringback:attempt:{<claim key>})
   KEYS[3] callback record (ringback:callback:{<claim key>}; field `sid` = a receipt's MessageSid)
+  Global keys (other slots; absent = the caller writes them in separate calls, see window.rs):
   KEYS[4] open-attempts index (ZSET runId -> when the orphan sweep must look at the attempt)
   KEYS[5] recent-runs index (ZSET runId -> when its latest fresh attempt was claimed, ms; capped
           at ARGV[13] members, oldest dropped): the operators' console lists runs from it

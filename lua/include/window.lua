@@ -10,13 +10,17 @@
 
 -- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
 -- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
--- `r` = {rec, hist, seen ("" = no repeat check), link, reconcile, runId, sid, status, code,
---        dlr, now, source, repeatTtl, recordTtl, nextPoll ("" = leave), attempt (token or nil)}.
+-- `r` = {rec, hist, seen (nil or "" = no repeat check), link (nil = the caller's), runId, sid,
+--        status, code, dlr, now, source, repeatTtl, recordTtl, attempt (token or nil)}.
+-- `link` is a global key (another slot): a caller that cannot declare it (a cluster, or the
+-- one-call webhook) leaves it out; the 4th reply element then says whether the MessageSid link
+-- is missing ("1": the record did not know this sid), for the caller to write. The reconcile
+-- schedule is the send path's (markSentRun), never a receipt's.
 local function applyReceipt(r)
   local rec, hist = r.rec, r.hist
   local runId, sid, status, code, dlr, now, source = r.runId, r.sid, r.status, r.code, r.dlr, r.now, r.source
-  if r.seen ~= "" and not rcall("SET", r.seen, "1", "NX", "PX", r.repeatTtl) then
-    return {"repeat", rcall("HGET", rec, "status") or "", ""}
+  if r.seen and r.seen ~= "" and not rcall("SET", r.seen, "1", "NX", "PX", r.repeatTtl) then
+    return {"repeat", rcall("HGET", rec, "status") or "", "", ""}
   end
 
   local ranks = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2, delivered = 3,
@@ -24,6 +28,9 @@ local function applyReceipt(r)
   local rank = ranks[status]
   local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr")
   local prev = cur[2] or ""
+  -- the send path links its sid when it marks the message; any other sid needs its link
+  local unlinked = ""
+  if cur[1] ~= sid then unlinked = "1" end
 
   local function remember(outcome)
     local entry = {status = status, sid = sid, at = tonumber(now), source = source, outcome = outcome}
@@ -35,14 +42,14 @@ local function applyReceipt(r)
     rcall("PEXPIRE", hist, r.recordTtl)
   end
 
-  rcall("SET", r.link, runId, "PX", r.recordTtl)
+  if r.link then rcall("SET", r.link, runId, "PX", r.recordTtl) end
   if rank == nil then
     remember("unknown")
-    return {"unknown", prev, prev}
+    return {"unknown", prev, prev, unlinked}
   end
   if cur[1] and cur[1] ~= sid then
     remember("other")
-    return {"other", prev, prev}
+    return {"other", prev, prev, unlinked}
   end
 
   local curRank = tonumber(cur[3])
@@ -70,7 +77,7 @@ local function applyReceipt(r)
     if outcome == "same" and code ~= "" and not rcall("HGET", rec, "error_code") then
       rcall("HSET", rec, "error_code", code)
     end
-    return {outcome, prev, prev}
+    return {outcome, prev, prev, unlinked}
   end
 
   rcall("HSET", rec, "run_id", runId, "sid", sid, "status", status, "rank", rank, "updated_at", now, "source", source)
@@ -78,15 +85,11 @@ local function applyReceipt(r)
   if dlr ~= "" then rcall("HSET", rec, "dlr", dlr) end
   if not rcall("HGET", rec, "accepted_at") then rcall("HSET", rec, "accepted_at", now) end
   rcall("PEXPIRE", rec, r.recordTtl)
-  if rank >= 3 then
-    rcall("ZREM", r.reconcile, sid)
-  elseif r.nextPoll ~= "" then
-    rcall("ZADD", r.reconcile, r.nextPoll, sid)
-  end
-  return {"applied", status, prev}
+  return {"applied", status, prev, unlinked}
 end
 
--- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract).
+-- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
+-- the global keys (4, 5) may be nil: the caller writes them in separate calls.
 local function claimRun(keys, args)
   local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
   local now = redisNowMs()
@@ -99,7 +102,7 @@ local function claimRun(keys, args)
   local receipt = rcall("HGET", keys[3], "sid") or ""
 
   local function sent(sid)
-    rcall("ZREM", index, runId)
+    if index then rcall("ZREM", index, runId) end
     return {"sent", sid, now}
   end
 
@@ -111,7 +114,7 @@ local function claimRun(keys, args)
       "since", since, "to", to, "from", from, "body", body, "touched", now)
     rcall("PEXPIRE", attemptKey, args[7])
     -- a resolver touches the attempt every poll; half the hold without a touch means it is gone
-    rcall("ZADD", index, now + math.floor(hold / 2), runId)
+    if index then rcall("ZADD", index, now + math.floor(hold / 2), runId) end
     return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", now}
   end
 
@@ -123,11 +126,13 @@ local function claimRun(keys, args)
       "claimed_at", now, "since", now, "to", args[8], "from", args[9], "body", args[10])
     rcall("PEXPIRE", attemptKey, args[7])
     -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
-    rcall("ZADD", index, now + pendingTtl, runId)
+    if index then rcall("ZADD", index, now + pendingTtl, runId) end
     -- the console's newest-first list; ZCARD is O(1), the trim runs once per claim past the cap
-    rcall("ZADD", keys[5], now, runId)
-    local over = rcall("ZCARD", keys[5]) - tonumber(args[13])
-    if over > 0 then rcall("ZREMRANGEBYRANK", keys[5], 0, over - 1) end
+    if keys[5] then
+      rcall("ZADD", keys[5], now, runId)
+      local over = rcall("ZCARD", keys[5]) - tonumber(args[13])
+      if over > 0 then rcall("ZREMRANGEBYRANK", keys[5], 0, over - 1) end
+    end
     return {"claimed", token, now}
   end
 
@@ -193,11 +198,13 @@ local function claimRun(keys, args)
   return fresh(args[1])
 end
 
--- window_mark_sent.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract).
+-- window_mark_sent.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
+-- the global keys (3, 4, 7) may be nil: the caller writes them in separate calls.
 local function markSentRun(keys, args)
+  local index, link, reconcile = keys[3], keys[4], keys[7]
   local now = redisNowMs()
-  if args[7] == "found" then
-    local owner = rcall("GET", keys[4])
+  if args[7] == "found" and link then
+    local owner = rcall("GET", link)
     if owner and owner ~= args[4] then return 2 end
   end
   local overrun = 0
@@ -207,10 +214,12 @@ local function markSentRun(keys, args)
     rcall("HSET", keys[2], "token", args[1], "state", "sent", "sid", args[2], "sent_at", now)
   end
   rcall("PEXPIRE", keys[2], args[3])
-  rcall("ZREM", keys[3], args[4])
-  applyReceipt({rec = keys[5], hist = keys[6], seen = "", link = keys[4], reconcile = keys[7],
+  if index then rcall("ZREM", index, args[4]) end
+  applyReceipt({rec = keys[5], hist = keys[6], seen = "", link = link,
     runId = args[4], sid = args[2], status = args[5], code = "", dlr = "", now = now,
-    source = "send", repeatTtl = "0", recordTtl = args[3], nextPoll = now + tonumber(args[6]),
-    attempt = args[1]})
+    source = "send", repeatTtl = "0", recordTtl = args[3], attempt = args[1]})
+  -- every sent message is looked up when due; the reconciler drops it then if a receipt
+  -- already ended it (a status callback may even have come before this marker)
+  if reconcile then rcall("ZADD", reconcile, now + tonumber(args[6]), args[2]) end
   return overrun
 end

@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, Script, ToRedisArgs};
 
+use super::slots::{Topology, common_slot};
+
 const COMMON: &str = include_str!("../../lua/include/common.lua");
 
 macro_rules! scripts {
@@ -62,6 +64,7 @@ scripts! {
     window_sweep => "window_sweep.lua",
     window_adopt => "window_adopt.lua",
     window_settle_unknown => "window_settle_unknown.lua",
+    window_index => "window_index.lua",
     receipt_apply => "receipt_apply.lua" [window],
     claim_due => "claim_due.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.
@@ -113,6 +116,42 @@ impl LuaScript {
             .query_async::<String>(conn)
             .await
             .map(|_| ())
+    }
+
+    /// [`run`](Self::run), laid out for `topology`: in `PerSlot` mode a call whose keys span
+    /// two Redis Cluster slots is refused before it is sent (`CROSSSLOT`, as a cluster would
+    /// answer), so tests on a single Redis prove every such call single-slot.
+    pub async fn run_in<C, T, K, A>(
+        &self,
+        topology: Topology,
+        conn: &mut C,
+        trips: &RoundTrips,
+        keys: &[K],
+        args: &[A],
+    ) -> redis::RedisResult<T>
+    where
+        C: ConnectionLike + Send,
+        T: FromRedisValue,
+        K: ToRedisArgs,
+        A: ToRedisArgs,
+    {
+        if topology.per_slot() {
+            self.check_one_slot(keys)?;
+        }
+        self.run(conn, trips, keys, args).await
+    }
+
+    /// Refuse keys that span two slots (a call a Redis Cluster would refuse with CROSSSLOT).
+    pub fn check_one_slot<K: ToRedisArgs>(&self, keys: &[K]) -> redis::RedisResult<()> {
+        let flat: Vec<Vec<u8>> = keys.iter().flat_map(|k| k.to_redis_args()).collect();
+        common_slot(&flat).map(|_| ()).map_err(|(a, b)| {
+            crate::telemetry::global().redis_error(self.name, "crossslot".into());
+            redis::RedisError::from((
+                redis::ErrorKind::Server(redis::ServerErrorKind::CrossSlot),
+                "refused before sending",
+                format!("{}: keys in different slots ({a:?}, {b:?})", self.name),
+            ))
+        })
     }
 
     /// Run with `keys` and `args`: EVALSHA, and on NOSCRIPT one EVAL of the body (which also
@@ -183,5 +222,21 @@ mod tests {
         assert!(common < include && include < body);
         assert!(!s.move_to_active.code.contains("local function claimRun"));
         assert!(s.receipt_apply.code.contains("local function applyReceipt"));
+    }
+
+    #[test]
+    fn the_slot_check_refuses_a_cross_slot_call() {
+        let s = scripts();
+        let w = crate::keys::WindowKeys::new("agent-callback:", "r1");
+        let run_keys = [w.claim.clone(), w.attempt.clone(), w.record.clone()];
+        assert!(s.window_claim.check_one_slot(&run_keys).is_ok());
+        let crossed = [
+            w.claim,
+            w.attempt,
+            crate::keys::open_attempts("agent-callback:"),
+        ];
+        let e = s.window_claim.check_one_slot(&crossed).unwrap_err();
+        assert_eq!(e.code(), Some("CROSSSLOT"));
+        assert!(e.to_string().contains("window_claim"), "{e}");
     }
 }
