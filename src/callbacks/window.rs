@@ -254,11 +254,20 @@ impl Window {
                 &args,
             )
             .await?;
-        self.read_claim(&reply)
+        let claim = self.read_claim(&reply)?;
+        if self.per_slot() {
+            let redis_now = reply
+                .last()
+                .and_then(|n| n.parse::<i64>().ok())
+                .unwrap_or_else(|| self.now());
+            self.after_claim(run_id, &claim_key, &claim, redis_now)
+                .await?;
+        }
+        Ok(claim)
     }
 
     /// A claim's reply (`window_claim.lua`'s, also the claim a fused finish made for the job it
-    /// fetched) as a [`Claim`]; notes Redis's clock from it.
+    /// fetched, on one Redis only) as a [`Claim`]; notes Redis's clock from it.
     pub fn read_claim(&self, reply: &[String]) -> Result<Claim, Error> {
         let bad = || Error::Reply {
             script: "window_claim",
@@ -283,14 +292,6 @@ impl Window {
             }),
             _ => return Err(bad()),
         };
-        if self.per_slot() {
-            let redis_now = reply
-                .last()
-                .and_then(|n| n.parse::<i64>().ok())
-                .unwrap_or_else(|| self.now());
-            self.after_claim(run_id, &claim_key, &claim, redis_now)
-                .await?;
-        }
         Ok(claim)
     }
 

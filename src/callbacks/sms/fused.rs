@@ -16,6 +16,7 @@ use crate::keys::WindowKeys;
 use crate::processor::{FinishStep, JobContext};
 use crate::redact::mask;
 use crate::scripts::scripts;
+use crate::slots::Topology;
 use crate::window::Claim;
 
 /// Where the runId goes in the key templates handed to `finish_sent.lua` (a runId never holds
@@ -36,8 +37,9 @@ pub(super) enum Mark<'a> {
 }
 
 impl SmsProcessor {
-    /// Use the fused finish (default: on). Off on a Redis Cluster, where one script cannot reach
-    /// both the queue's keys and a run's.
+    /// Use the fused finish (default: on). It is used only where the window's own layout is
+    /// [`Topology::Fused`] (one Redis): on a Redis Cluster (or with `RINGBACK_DRILL_PER_SLOT=1`)
+    /// one script cannot reach both the queue's keys and a run's, and the separate calls stay.
     pub fn with_fused_finish(mut self, on: bool) -> Self {
         self.fused = on;
         self
@@ -45,7 +47,7 @@ impl SmsProcessor {
 
     /// The context to fold this job's finish into, when the fused finish is on.
     pub(super) fn fused_ctx<'c>(&self, ctx: Option<&'c JobContext>) -> Option<&'c JobContext> {
-        ctx.filter(|_| self.fused)
+        ctx.filter(|_| self.fused && self.window.topology() == Topology::Fused)
     }
 
     /// The finishing step for a completed callback of `req`: `mark`, then the completion, then
