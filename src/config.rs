@@ -12,6 +12,8 @@ pub struct WorkerConfig {
     pub redis_url: String,
     /// CA and client certificate for `rediss://`.
     pub redis_tls: crate::connection::RedisTls,
+    /// Replicas to `WAIT` for after a claim and a sent marker (see [`crate::cluster::ReplicaWait`]).
+    pub redis_wait: crate::cluster::ReplicaWait,
     pub prefix: String,
     pub queue: String,
     /// Jobs processed at once by this process.
@@ -47,6 +49,7 @@ impl Default for WorkerConfig {
         Self {
             redis_url: "redis://127.0.0.1:6379".into(),
             redis_tls: Default::default(),
+            redis_wait: Default::default(),
             prefix: "bull".into(),
             queue: "notify".into(),
             concurrency: 1,
@@ -82,14 +85,13 @@ impl WorkerConfig {
             (!ok).then(|| ConfigError::new(setting, problem))
         }
         let found = [
-            need(
-                ["redis://", "rediss://", "unix://"]
-                    .iter()
-                    .any(|s| self.redis_url.starts_with(s)),
-                "REDIS_URL",
-                "must start with redis://, rediss:// or unix://",
-            ),
+            crate::connection::check_url(&self.redis_url).err(),
             self.redis_tls.validate(&self.redis_url).err(),
+            need(
+                (1..=5_000).contains(&self.redis_wait.timeout.as_millis()),
+                "RINGBACK_REDIS_WAIT_TIMEOUT_MS",
+                "must be 1..=5000 (WAIT with 0 blocks until the replicas answer, and a wait must end well within the 10 s command timeout)",
+            ),
             need(
                 !self.prefix.is_empty(),
                 "RINGBACK_PREFIX",

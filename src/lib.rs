@@ -12,7 +12,8 @@
 //! - [`store`], Redis and Lua: [`keys`] (the one place that builds key names), [`scripts`] (the
 //!   Lua wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), [`commands`] (one typed
 //!   function per queue script), [`connection`] (command and blocking connections, connecting
-//!   until Redis answers), [`json`] (JSON as JavaScript writes it).
+//!   until Redis answers, one Redis or a Cluster), [`cluster`] (Redis Cluster URLs, slots,
+//!   `WAIT` for a replica), [`json`] (JSON as JavaScript writes it).
 //! - [`queue`], the BullMQ worker core: [`job`], [`processor`] (the `Processor` trait and
 //!   `Outcome`), [`lock_manager`], [`stalled_checker`], [`fetcher`], [`worker`], [`scripted`] (a
 //!   job-data driven processor for tests and drills).
@@ -44,7 +45,7 @@ pub use callbacks::{
 };
 pub use edge::{access, api, cli, console, drill, metrics, run, twilio, twilio_sim};
 pub use queue::{fetcher, job, lock_manager, processor, scripted, stalled_checker, worker};
-pub use store::{commands, connection, json, keys, scripts, slots};
+pub use store::{cluster, commands, connection, json, keys, scripts, slots};
 
 pub use config::WorkerConfig;
 pub use error::{ConfigError, ConfigErrors, Error, ScriptCode};

@@ -1059,7 +1059,7 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
         let url = server.tls_url();
         async move {
             let client = ringback::connection::client(&url, &tls)?;
-            client.get_multiplexed_async_connection().await?;
+            ringback::connection::commands(&client).await?;
             Ok::<_, ringback::Error>(())
         }
     };
@@ -1080,7 +1080,7 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
     };
     let refused = async {
         let client = ringback::connection::client(&server.tls_url(), &anonymous)?;
-        let mut conn = client.get_multiplexed_async_connection().await?;
+        let mut conn = ringback::connection::commands(&client).await?;
         redis::cmd("PING").query_async::<String>(&mut conn).await?;
         Ok::<_, ringback::Error>(())
     };

@@ -259,6 +259,7 @@ async fn worker(args: &RunArgs) -> ExitCode {
             let processor = match ringback::service::connect(
                 &v.worker.redis_url,
                 &v.worker.redis_tls,
+                v.worker.redis_wait,
                 &v.worker.prefix,
                 &v.worker.queue,
                 sms,
@@ -466,6 +467,7 @@ async fn drain(
     let processor = match ringback::service::connect(
         &queue.redis_url,
         &queue.tls(),
+        queue.redis_wait(),
         &queue.prefix,
         &queue.queue,
         sms,

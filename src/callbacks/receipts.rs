@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use crate::connection::Conn;
 use serde::Serialize;
 
 use crate::commands::now_ms;
@@ -88,7 +88,7 @@ const RECEIPT_SAMPLE: isize = 200;
 /// The callback records.
 #[derive(Clone)]
 pub struct Receipts {
-    conn: ConnectionManager,
+    conn: Conn,
     trips: Arc<RoundTrips>,
     claim_prefix: String,
     times: ReceiptTimes,
@@ -96,7 +96,7 @@ pub struct Receipts {
 }
 
 impl Receipts {
-    pub fn new(conn: ConnectionManager, claim_prefix: String, times: ReceiptTimes) -> Self {
+    pub fn new(conn: Conn, claim_prefix: String, times: ReceiptTimes) -> Self {
         Self {
             conn,
             trips: Default::default(),

@@ -8,17 +8,20 @@ use crate::sms::{SmsConfig, SmsProcessor};
 use crate::twilio::TwilioClient;
 
 /// Build the SMS processor (its own Redis connection for the window, retrying until Redis
-/// answers or `shutdown`; the Twilio client). [`start`] runs its background work.
+/// answers or `shutdown`, waiting for replicas per `redis_wait` after a claim and a sent
+/// marker; the Twilio client). [`start`] runs its background work.
+#[allow(clippy::too_many_arguments)]
 pub async fn connect(
     redis_url: &str,
     redis_tls: &crate::connection::RedisTls,
+    redis_wait: crate::cluster::ReplicaWait,
     prefix: &str,
     queue: &str,
     config: SmsConfig,
     twilio: crate::twilio::TwilioConfig,
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<SmsProcessor, crate::error::Error> {
-    let client = crate::connection::client(redis_url, redis_tls)?;
+    let client = crate::connection::client(redis_url, redis_tls)?.with_wait(redis_wait);
     let conn = crate::worker::connect_until(&client, shutdown).await?;
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;

@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use crate::connection::Conn;
 
 use crate::commands::now_ms;
 use crate::error::Error;
@@ -101,7 +101,7 @@ pub fn note_overrun() {
 /// The window's Redis operations.
 #[derive(Clone)]
 pub struct Window {
-    conn: ConnectionManager,
+    conn: Conn,
     trips: Arc<RoundTrips>,
     claim_prefix: String,
     times: WindowTimes,
@@ -112,7 +112,7 @@ pub struct Window {
 
 impl Window {
     pub fn new(
-        conn: ConnectionManager,
+        conn: Conn,
         trips: Arc<RoundTrips>,
         claim_prefix: String,
         times: WindowTimes,

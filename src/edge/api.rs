@@ -257,8 +257,8 @@ async fn starting(State(s): State<Arc<Startup>>, req: axum::extract::Request) ->
 /// hand [`Startup`] the full router. Returns without it when `shutdown` fires first.
 pub async fn open_when_redis_answers(
     startup: Arc<Startup>,
-    client: redis::Client,
-    state: impl FnOnce(redis::aio::ConnectionManager) -> Arc<ApiState>,
+    client: crate::connection::Client,
+    state: impl FnOnce(crate::connection::Conn) -> Arc<ApiState>,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
     let conn = match crate::connection::commands(&client).await {

@@ -27,6 +27,13 @@ pub struct QueueArgs {
     /// PEM key of the client certificate.
     #[arg(long, env = "RINGBACK_REDIS_CLIENT_KEY")]
     pub redis_client_key: Option<std::path::PathBuf>,
+    /// Replicas that must acknowledge a claim and a sent marker (`WAIT`) before the worker goes
+    /// on. Unset: 1 on a Redis Cluster when the key's master has a replica, 0 on one Redis.
+    #[arg(long, env = "RINGBACK_REDIS_WAIT_REPLICAS")]
+    pub redis_wait_replicas: Option<usize>,
+    /// How long such a `WAIT` may take; after it the worker goes on (and logs it).
+    #[arg(long, env = "RINGBACK_REDIS_WAIT_TIMEOUT_MS", default_value_t = 500)]
+    pub redis_wait_timeout_ms: u64,
 }
 
 impl QueueArgs {
@@ -39,12 +46,24 @@ impl QueueArgs {
         }
     }
 
+    /// The replica wait after a claim and a sent marker.
+    pub fn redis_wait(&self) -> crate::cluster::ReplicaWait {
+        crate::cluster::ReplicaWait {
+            replicas: self.redis_wait_replicas,
+            timeout: Duration::from_millis(self.redis_wait_timeout_ms),
+        }
+    }
+
     /// A Redis client for these settings, the TLS invariants checked first.
-    pub fn client(&self) -> Result<redis::Client, ConfigError> {
+    pub fn client(&self) -> Result<crate::connection::Client, ConfigError> {
         let tls = self.tls();
         tls.validate(&self.redis_url)?;
         crate::connection::client(&self.redis_url, &tls)
-            .map_err(|e| ConfigError::new("REDIS_URL", e.to_string()))
+            .map(|c| c.with_wait(self.redis_wait()))
+            .map_err(|e| match e {
+                crate::error::Error::Config(c) => c,
+                e => ConfigError::new("REDIS_URL", e.to_string()),
+            })
     }
 }
 
@@ -136,6 +155,7 @@ impl WorkerArgs {
         let config = WorkerConfig {
             redis_url: self.queue.redis_url.clone(),
             redis_tls: self.queue.tls(),
+            redis_wait: self.queue.redis_wait(),
             prefix: self.queue.prefix.clone(),
             queue: self.queue.queue.clone(),
             concurrency: self.concurrency,
@@ -176,6 +196,17 @@ impl WorkerArgs {
             }
         }
         out.extend([
+            (
+                "RINGBACK_REDIS_WAIT_REPLICAS",
+                q.redis_wait_replicas.map_or(
+                    "auto (1 on a cluster when the master has a replica, 0 on one Redis)".into(),
+                    |n| n.to_string(),
+                ),
+            ),
+            (
+                "RINGBACK_REDIS_WAIT_TIMEOUT_MS",
+                q.redis_wait_timeout_ms.to_string(),
+            ),
             ("RINGBACK_PREFIX", q.prefix.clone()),
             ("RINGBACK_QUEUE", q.queue.clone()),
             ("RINGBACK_CONCURRENCY", self.concurrency.to_string()),

@@ -107,14 +107,14 @@ async fn serve_metrics<P: Processor>(
 /// queue name).
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    client: redis::Client,
+    client: crate::connection::Client,
     queue: (String, String),
     sms: SmsConfig,
     serve: ServeConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let startup = crate::api::Startup::new(crate::connection::describe(&client));
-    let state = move |conn: redis::aio::ConnectionManager| {
+    let state = move |conn: crate::connection::Conn| {
         let (prefix, name) = &queue;
         let (receipts, escalator) = sms.after_send(conn.clone(), prefix, name);
         let commands = Commands::new(conn, QueueKeys::new(prefix, name), Default::default());

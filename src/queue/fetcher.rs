@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
+use crate::connection::{Client, Conn};
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{Commands, Fetched, now_ms};
@@ -22,9 +22,9 @@ const MAX_RATE_LIMIT_DELAY: Duration = Duration::from_secs(30);
 const MIN_BLOCK: Duration = Duration::from_millis(1);
 
 pub struct Fetcher {
-    client: redis::Client,
+    client: Client,
     commands: Commands,
-    blocking: Option<MultiplexedConnection>,
+    blocking: Option<Conn>,
     config: WorkerConfig,
     worker_id: String,
     fetches: u64,
@@ -35,7 +35,7 @@ pub struct Fetcher {
 
 impl Fetcher {
     pub fn new(
-        client: redis::Client,
+        client: Client,
         commands: Commands,
         config: &WorkerConfig,
         limit_until: Arc<AtomicI64>,

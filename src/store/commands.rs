@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::connection::Conn;
 use redis::Value;
-use redis::aio::ConnectionManager;
 
 use crate::error::{Error, ScriptCode};
 use crate::job::{Job, KeepJobs};
@@ -108,13 +108,13 @@ pub struct StepFinished {
 /// Redis commands of one queue, over the shared multiplexed connection.
 #[derive(Clone)]
 pub struct Commands {
-    conn: ConnectionManager,
+    conn: Conn,
     keys: Arc<QueueKeys>,
     trips: Arc<RoundTrips>,
 }
 
 impl Commands {
-    pub fn new(conn: ConnectionManager, keys: QueueKeys, trips: Arc<RoundTrips>) -> Self {
+    pub fn new(conn: Conn, keys: QueueKeys, trips: Arc<RoundTrips>) -> Self {
         Self {
             conn,
             keys: Arc::new(keys),
@@ -130,7 +130,7 @@ impl Commands {
         &self.trips
     }
 
-    pub fn connection(&self) -> ConnectionManager {
+    pub fn connection(&self) -> Conn {
         self.conn.clone()
     }
 

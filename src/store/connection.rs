@@ -1,13 +1,223 @@
 //! Redis connections: one multiplexed, self-reconnecting connection for commands and scripts,
 //! and a dedicated connection for `BZPOPMIN` with no client response timeout (redis-rs's default
 //! 500 ms timeout silently loses blocking replies: bullmq #4512, redis-rs #1924).
+//!
+//! Both come as a [`Conn`], which is one Redis or a Redis Cluster: the rest of the crate runs
+//! commands and scripts on it the same way and never asks which. What is cluster-only (the
+//! URL's seeds, the slot owner, `WAIT` for a replica) lives in [`crate::cluster`].
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use redis::AsyncConnectionConfig;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
+use redis::cluster_async::ClusterConnection;
+use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 use tokio_util::sync::CancellationToken;
+
+use crate::cluster::{Cluster, ReplicaWait, Waiting};
+
+/// Where Redis is: one server, or a Redis Cluster reached through its seed nodes. Made by
+/// [`client`]; a plain `redis::Client` converts into one (tests make those).
+#[derive(Clone)]
+pub struct Client {
+    target: Arc<Target>,
+    wait: ReplicaWait,
+}
+
+// one per process, behind an Arc: the size difference costs nothing
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+enum Target {
+    Single(redis::Client),
+    Cluster(Cluster),
+}
+
+impl Client {
+    fn new(target: Target) -> Self {
+        Self {
+            target: Arc::new(target),
+            wait: ReplicaWait::default(),
+        }
+    }
+
+    /// A Redis Cluster rather than one server.
+    pub fn is_cluster(&self) -> bool {
+        matches!(*self.target, Target::Cluster(_))
+    }
+
+    /// Command connections made from this client wait for replicas per `wait` (see
+    /// [`Conn::wait_for_replicas`]).
+    pub fn with_wait(mut self, wait: ReplicaWait) -> Self {
+        self.wait = wait;
+        self
+    }
+}
+
+impl From<redis::Client> for Client {
+    fn from(c: redis::Client) -> Self {
+        Self::new(Target::Single(c))
+    }
+}
+
+impl From<&redis::Client> for Client {
+    fn from(c: &redis::Client) -> Self {
+        Self::new(Target::Single(c.clone()))
+    }
+}
+
+impl From<&Client> for Client {
+    fn from(c: &Client) -> Self {
+        c.clone()
+    }
+}
+
+/// A connection to Redis, single or cluster. Cheap to clone (clones share the connection), and
+/// a `redis::aio::ConnectionLike`, so scripts and `query_async` run on it unchanged. On a
+/// cluster, each command goes to the master owning its first key's slot, following `MOVED`,
+/// `ASK` and `TRYAGAIN`.
+#[derive(Clone)]
+pub struct Conn {
+    link: Link,
+    wait: Arc<Waiting>,
+}
+
+#[derive(Clone)]
+enum Link {
+    /// The self-reconnecting command connection to one Redis.
+    Single(ConnectionManager),
+    /// One plain connection: the blocking one, which must not reconnect behind our back.
+    Direct(MultiplexedConnection),
+    Cluster(ClusterConnection),
+}
+
+impl Conn {
+    fn new(link: Link, wait: ReplicaWait) -> Self {
+        Self {
+            link,
+            wait: Arc::new(Waiting::new(wait)),
+        }
+    }
+
+    /// Connected to a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.link, Link::Cluster(_))
+    }
+
+    /// After a write to `key` that must survive a failover (a claim, a sent marker): `WAIT`
+    /// until the replicas the policy asks for have it, on the node that took the write, over
+    /// the same connection (see [`ReplicaWait`]). Returns how many acknowledged (0 without a
+    /// wait). A short count is logged, not an error: the write stands on the master.
+    ///
+    /// A round trip of its own: [`Conn::write_durably`] sends the `WAIT` in the write's
+    /// pipeline instead, which costs far less (README has both figures).
+    pub async fn wait_for_replicas(&mut self, key: &str) -> Result<usize, crate::error::Error> {
+        let wanted = self.replicas_wanted(key).await;
+        if wanted == 0 {
+            return Ok(0);
+        }
+        let wait = self.wait_command(wanted);
+        let acked = match &mut self.link {
+            Link::Cluster(c) => crate::cluster::wait(c, key, wait).await?,
+            link => {
+                let reply = link.req_packed_command(&wait).await?;
+                redis::from_redis_value(reply).map_err(redis::RedisError::from)?
+            }
+        };
+        self.check_acked(key, wanted, acked);
+        Ok(acked)
+    }
+
+    /// Send `write` (a script call or a command whose first key is in `key`'s slot) and, in the
+    /// same pipeline, the `WAIT` the policy asks for after a write to `key`: the write's reply
+    /// and how many replicas acknowledged (0 without a wait). The write's error comes back as
+    /// it would alone (a `NOSCRIPT` keeps its kind, so a caller can re-send with `EVAL`).
+    pub async fn write_durably<T: redis::FromRedisValue>(
+        &mut self,
+        key: &str,
+        write: &Cmd,
+    ) -> redis::RedisResult<(T, usize)> {
+        let wanted = self.replicas_wanted(key).await;
+        if wanted == 0 {
+            return Ok((write.query_async(self).await?, 0));
+        }
+        let mut pipe = redis::pipe();
+        pipe.add_command(write.clone())
+            .add_command(self.wait_command(wanted));
+        let (reply, acked): (T, usize) = pipe.query_async(self).await?;
+        self.check_acked(key, wanted, acked);
+        Ok((reply, acked))
+    }
+
+    /// How many replicas to wait for after a write to `key` (see [`ReplicaWait`]).
+    async fn replicas_wanted(&mut self, key: &str) -> usize {
+        let Conn { link, wait } = self;
+        match link {
+            Link::Cluster(c) => wait.wanted(c, key).await,
+            _ => wait.policy.replicas.unwrap_or(0),
+        }
+    }
+
+    fn wait_command(&self, wanted: usize) -> Cmd {
+        let mut cmd = redis::cmd("WAIT");
+        // WAIT with 0 would block until the replicas answer
+        cmd.arg(wanted)
+            .arg(self.wait.policy.timeout.as_millis().max(1) as u64);
+        cmd
+    }
+
+    fn check_acked(&self, key: &str, wanted: usize, acked: usize) {
+        if acked < wanted {
+            self.wait.forget();
+            tracing::warn!(
+                key,
+                wanted,
+                acked,
+                timeout_ms = self.wait.policy.timeout.as_millis() as u64,
+                "replicas did not acknowledge a write in time: a failover now could lose it"
+            );
+        }
+    }
+}
+
+impl Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Link::Single(c) => c.req_packed_command(cmd),
+            Link::Direct(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        self.link.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match &mut self.link {
+            Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Direct(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match &self.link {
+            Link::Single(c) => c.get_db(),
+            Link::Direct(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
+        }
+    }
+}
 
 /// TLS material for a `rediss://` URL: a CA to trust instead of the system's roots (a private CA,
 /// as self-hosted TLS and some managed services use), and a client certificate and key for
@@ -32,7 +242,7 @@ impl RedisTls {
         if !self.is_set() {
             return Ok(());
         }
-        if !url.starts_with("rediss://") {
+        if !(url.starts_with("rediss://") || url.starts_with("rediss+cluster://")) {
             let setting = if self.ca_file.is_some() {
                 "RINGBACK_REDIS_CA_FILE"
             } else {
@@ -40,7 +250,7 @@ impl RedisTls {
             };
             return Err(ConfigError::new(
                 setting,
-                "TLS files are given but REDIS_URL is not rediss:// (the connection would not use them)",
+                "TLS files are given but REDIS_URL is not rediss:// or rediss+cluster:// (the connection would not use them)",
             ));
         }
         if self.client_cert.is_some() != self.client_key.is_some() {
@@ -86,10 +296,25 @@ impl RedisTls {
 }
 
 /// The one place a Redis client is made: plain for `redis://` and `unix://`; for `rediss://`,
-/// with the system's roots, or `tls` when given.
-pub fn client(url: &str, tls: &RedisTls) -> Result<redis::Client, crate::error::Error> {
+/// with the system's roots, or `tls` when given; a Redis Cluster for `redis+cluster://` and
+/// `rediss+cluster://` (see [`crate::cluster::seeds`]), with the same TLS settings.
+pub fn client(url: &str, tls: &RedisTls) -> Result<Client, crate::error::Error> {
+    if let Some(seeds) = crate::cluster::seeds(url)? {
+        return Ok(Client::new(Target::Cluster(Cluster::new(seeds, tls)?)));
+    }
+    let certs = certificates(tls)?;
+    Ok(Client::new(Target::Single(match certs {
+        None => redis::Client::open(url)?,
+        Some(certs) => redis::Client::build_with_tls(url, certs)?,
+    })))
+}
+
+/// The TLS material read from its files; `None` when no file is set.
+pub(crate) fn certificates(
+    tls: &RedisTls,
+) -> Result<Option<redis::TlsCertificates>, crate::error::Error> {
     if !tls.is_set() {
-        return Ok(redis::Client::open(url)?);
+        return Ok(None);
     }
     let read = |setting: &'static str, p: &PathBuf| {
         std::fs::read(p).map_err(|e| {
@@ -111,23 +336,62 @@ pub fn client(url: &str, tls: &RedisTls) -> Result<redis::Client, crate::error::
         .as_ref()
         .map(|p| read("RINGBACK_REDIS_CA_FILE", p))
         .transpose()?;
-    Ok(redis::Client::build_with_tls(
-        url,
-        redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        },
-    )?)
+    Ok(Some(redis::TlsCertificates {
+        client_tls,
+        root_cert,
+    }))
+}
+
+/// What is wrong with a `REDIS_URL`, if anything: its scheme, or a cluster URL's seeds.
+pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
+    const SCHEMES: [&str; 5] = [
+        "redis://",
+        "rediss://",
+        "unix://",
+        "redis+cluster://",
+        "rediss+cluster://",
+    ];
+    if !SCHEMES.iter().any(|s| url.starts_with(s)) {
+        return Err(crate::error::ConfigError::new(
+            "REDIS_URL",
+            "must start with redis://, rediss://, unix:// (one Redis) or redis+cluster://, rediss+cluster:// (a Redis Cluster)",
+        ));
+    }
+    crate::cluster::seeds(url).map(|_| ())
 }
 
 /// Commands must answer within this; our slowest script (a 1000-job age cleanup) is far below.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 /// One connection attempt (TCP connect and handshake) gives up after this.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The Redis a client connects to, for messages: scheme, user, host, port and database, the
-/// password masked (`redis://:***@host:6379`).
-pub fn describe(client: &redis::Client) -> String {
+/// password masked (`redis://:***@host:6379`); a cluster as `redis+cluster://` and its seeds.
+pub fn describe(client: &Client) -> String {
+    match &*client.target {
+        Target::Single(c) => describe_one(c),
+        Target::Cluster(cluster) => {
+            let mut out = String::new();
+            for seed in &cluster.seeds {
+                let one = redis::Client::open(seed.as_str())
+                    .map(|c| describe_one(&c))
+                    .unwrap_or_else(|_| crate::cluster::seed_host(seed));
+                if out.is_empty() {
+                    out = one.replacen("://", "+cluster://", 1);
+                } else {
+                    out.push(',');
+                    out.push_str(one.rsplit_once('@').map_or_else(
+                        || one.split_once("://").map_or(one.as_str(), |(_, r)| r),
+                        |(_, r)| r,
+                    ));
+                }
+            }
+            out
+        }
+    }
+}
+
+fn describe_one(client: &redis::Client) -> String {
     use redis::ConnectionAddr;
     let info = client.get_connection_info();
     let settings = info.redis_settings();
@@ -156,16 +420,27 @@ pub fn describe(client: &redis::Client) -> String {
 /// (exponential, with jitter) would add a wait no log shows, about 1.15 s per failed attempt
 /// with the 3 retries we once set, on top of every logged `retry_ms`, and made `ringback status`
 /// take as long to say Redis is down (issue 9). Our loops own the backoff, and log it.
-pub async fn commands(client: &redis::Client) -> Result<ConnectionManager, crate::error::Error> {
-    let config = ConnectionManagerConfig::new()
-        .set_response_timeout(Some(COMMAND_TIMEOUT))
-        .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        .set_number_of_retries(0);
-    client
-        .get_connection_manager_with_config(config)
-        .await
+///
+/// On a cluster it is redis-rs's cluster connection (see [`Cluster::new`] for its retries).
+///
+/// Takes a [`Client`] or a plain `redis::Client`.
+pub async fn commands(client: impl Into<Client>) -> Result<Conn, crate::error::Error> {
+    let client = client.into();
+    let conn = match &*client.target {
+        Target::Single(c) => {
+            let config = ConnectionManagerConfig::new()
+                .set_response_timeout(Some(COMMAND_TIMEOUT))
+                .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                .set_number_of_retries(0);
+            c.get_connection_manager_with_config(config)
+                .await
+                .map(Link::Single)
+        }
+        Target::Cluster(c) => c.client.get_async_connection().await.map(Link::Cluster),
+    };
+    conn.map(|link| Conn::new(link, client.wait))
         .map_err(|source| crate::error::Error::Connect {
-            addr: describe(client),
+            addr: describe(&client),
             source,
         })
 }
@@ -174,15 +449,16 @@ pub async fn commands(client: &redis::Client) -> Result<ConnectionManager, crate
 /// is logged with the Redis tried and the true wait before the next. Returns
 /// [`Error::Stopped`](crate::error::Error::Stopped) when `shutdown` fires first.
 pub async fn connect_until(
-    client: &redis::Client,
+    client: impl Into<Client>,
     shutdown: &CancellationToken,
-) -> Result<ConnectionManager, crate::error::Error> {
+) -> Result<Conn, crate::error::Error> {
+    let client = client.into();
     let mut delay = Duration::from_millis(100);
     loop {
         let attempt = tokio::select! {
             biased;
             _ = shutdown.cancelled() => return Err(crate::error::Error::Stopped),
-            c = commands(client) => c,
+            c = commands(&client) => c,
         };
         match attempt {
             Ok(c) => return Ok(c),
@@ -200,15 +476,23 @@ pub async fn connect_until(
 
 /// A blocking connection, named as BullMQ names worker connections so `Queue.getWorkers()` lists
 /// us: `<prefix>:<base64(queue)>` (bullmq-protocol.md §2.1).
-pub async fn blocking(
-    client: &redis::Client,
-    prefix: &str,
-    queue: &str,
-) -> redis::RedisResult<MultiplexedConnection> {
+///
+/// It is one plain connection with no response timeout, never a self-reconnecting one. On a
+/// cluster it goes to the master that owns the queue's slot now; when the slot moves or that
+/// master fails over, Redis answers the blocked `BZPOPMIN` with `MOVED` (or the connection
+/// drops), the caller drops this connection, and the next one is opened where the slot is then.
+pub async fn blocking(client: &Client, prefix: &str, queue: &str) -> redis::RedisResult<Conn> {
+    let node = match &*client.target {
+        Target::Single(c) => c.clone(),
+        Target::Cluster(c) => {
+            let marker = crate::keys::QueueKeys::new(prefix, queue).marker();
+            c.master_of(&marker).await?
+        }
+    };
     let config = AsyncConnectionConfig::new()
         .set_response_timeout(None)
         .set_connection_timeout(Some(CONNECT_TIMEOUT));
-    let mut conn = client
+    let mut conn = node
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
     let name = format!("{prefix}:{}", base64(queue.as_bytes()));
@@ -217,7 +501,7 @@ pub async fn blocking(
         .arg(name)
         .query_async::<()>(&mut conn)
         .await?;
-    Ok(conn)
+    Ok(Conn::new(Link::Direct(conn), ReplicaWait::default()))
 }
 
 /// Standard base64 with padding (what Node's `Buffer.toString('base64')` gives).
@@ -253,11 +537,49 @@ mod tests {
 
     #[test]
     fn describe_masks_the_password() {
-        let d = |url: &str| super::describe(&redis::Client::open(url).unwrap());
+        let d = |url: &str| super::describe(&redis::Client::open(url).unwrap().into());
         assert_eq!(d("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
         assert_eq!(d("redis://:s3cret@h:1"), "redis://:***@h:1");
         assert_eq!(d("redis://u:s3cret@h:1/2"), "redis://u:***@h:1/2");
         assert_eq!(d("unix:///tmp/r.sock?pass=s3cret"), "unix:///tmp/r.sock");
+    }
+
+    #[test]
+    fn cluster_urls_give_one_seed_url_per_node() {
+        use crate::cluster::seeds as cluster_seeds;
+        assert_eq!(cluster_seeds("redis://h:1").unwrap(), None);
+        assert_eq!(
+            cluster_seeds("redis+cluster://u:p@a:7000,b:7001").unwrap(),
+            Some(vec![
+                "redis://u:p@a:7000".into(),
+                "redis://u:p@b:7001".into()
+            ])
+        );
+        assert_eq!(
+            cluster_seeds("rediss+cluster://[::1]:7000/0").unwrap(),
+            Some(vec!["rediss://[::1]:7000".into()])
+        );
+        // every bad seed named at once
+        let e = cluster_seeds("redis+cluster://a,b:x,,c:7000").unwrap_err();
+        assert_eq!(e.setting, "REDIS_URL");
+        for part in ["`a`", "`b:x`", "empty seed"] {
+            assert!(e.problem.contains(part), "{e}");
+        }
+        assert!(cluster_seeds("redis+cluster://a:1/2").is_err());
+        assert!(cluster_seeds("redis+cluster://a:1?x=1").is_err());
+        assert!(super::check_url("http://a:1").is_err());
+        assert!(super::check_url("redis+cluster://a:1,b:2").is_ok());
+    }
+
+    #[test]
+    fn describe_names_a_clusters_seeds_without_the_password() {
+        let c = super::client(
+            "redis+cluster://u:s3cret@a:7000,b:7001",
+            &Default::default(),
+        )
+        .unwrap();
+        assert!(c.is_cluster());
+        assert_eq!(super::describe(&c), "redis+cluster://u:***@a:7000,b:7001");
     }
 
     #[test]

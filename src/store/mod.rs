@@ -2,6 +2,7 @@
 //! typed function per queue script, the command and blocking connections, JSON as JavaScript
 //! writes it. Uses nothing of ringback's above it (only `error`, `config` and `redact`).
 
+pub mod cluster;
 pub mod commands;
 pub mod connection;
 pub mod json;

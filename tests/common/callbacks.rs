@@ -118,7 +118,7 @@ impl Running {
 }
 
 /// The SMS processor on the test's queue and simulator.
-pub fn processor(e: &Env, conn: redis::aio::ConnectionManager, sms: SmsConfig) -> SmsProcessor {
+pub fn processor(e: &Env, conn: ringback::connection::Conn, sms: SmsConfig) -> SmsProcessor {
     SmsProcessor::new(
         sms,
         conn,
@@ -304,7 +304,7 @@ pub fn ringback_command(e: &Env, subcommand: &str, timings: Timings) -> std::pro
 
 pub fn window(
     e: &Env,
-    conn: redis::aio::ConnectionManager,
+    conn: ringback::connection::Conn,
     pending_ms: u64,
 ) -> ringback::window::Window {
     let _ = e;

@@ -359,4 +359,5 @@ pub fn serve_config() -> ringback::cli::ServeConfig {
 }
 pub mod api;
 pub mod callbacks;
+pub mod cluster;
 pub mod console;

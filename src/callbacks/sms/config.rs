@@ -151,7 +151,7 @@ impl SmsConfig {
     /// The receipt store and the escalator of callbacks on queue `prefix`/`queue`.
     pub fn after_send(
         &self,
-        conn: redis::aio::ConnectionManager,
+        conn: crate::connection::Conn,
         prefix: &str,
         queue: &str,
     ) -> (crate::receipts::Receipts, crate::escalation::Escalator) {

@@ -50,11 +50,12 @@ impl SmsProcessor {
     /// configured otherwise; fallback texts go to the callback queue).
     pub fn new(
         config: SmsConfig,
-        conn: redis::aio::ConnectionManager,
+        conn: crate::connection::Conn,
         twilio: TwilioClient,
         prefix: &str,
         queue: &str,
     ) -> Self {
+        let is_cluster = conn.is_cluster();
         let window = Window::new(
             conn.clone(),
             Default::default(),
@@ -70,7 +71,8 @@ impl SmsProcessor {
             receipts,
             escalator,
             worker_id: uuid::Uuid::new_v4().to_string(),
-            fused: true,
+            // never on a cluster, whatever the window's layout says (one script, two slots)
+            fused: !is_cluster,
         }
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use redis::aio::ConnectionManager;
+use crate::connection::Conn;
 
 use crate::error::Error;
 use crate::keys::{self, QueueKeys, WindowKeys};
@@ -65,7 +65,7 @@ impl RunRow {
 /// The console's reads.
 #[derive(Clone)]
 pub struct Reads {
-    conn: ConnectionManager,
+    conn: Conn,
     claim_prefix: String,
     queue: QueueKeys,
 }
@@ -86,7 +86,7 @@ fn int(s: &Option<String>) -> Option<i64> {
 }
 
 impl Reads {
-    pub fn new(conn: ConnectionManager, claim_prefix: &str, queue: QueueKeys) -> Self {
+    pub fn new(conn: Conn, claim_prefix: &str, queue: QueueKeys) -> Self {
         Self {
             conn,
             claim_prefix: claim_prefix.to_string(),

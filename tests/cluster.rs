@@ -1,0 +1,526 @@
+//! ringback on a real Redis Cluster (three masters, one replica each; scripts/redis-cluster):
+//! a worker given `REDIS_URL=redis+cluster://…` and the `{bull}` prefix processes jobs a Node
+//! `Queue` on an ioredis `Cluster` added, also after every node's script cache is emptied;
+//! through a manual failover, a master killed with SIGKILL and a migration of the queue's slot
+//! no job is lost and none finishes twice, and the blocking fetch still wakes the worker at once
+//! afterwards, from the slot's new master. `WAIT` for a replica goes to the key's master and is
+//! skipped once that master has no replica. The binary takes the cluster URL (`worker`,
+//! `status`, `check-config`) and names every bad seed of a wrong one.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::cluster::RedisCluster;
+use common::queue_name;
+use redis::AsyncCommands;
+use ringback::connection::Conn;
+use ringback::keys::QueueKeys;
+use ringback::{Job, JobContext, Outcome, Processor, Worker, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+/// BullMQ's documented Cluster prefix: every key of a queue in the slot of `bull`.
+const PREFIX: &str = "{bull}";
+
+/// Completes each job after `work`, counting how often each job ran.
+#[derive(Clone)]
+struct Counting {
+    runs: Arc<Mutex<HashMap<String, u32>>>,
+    work: Duration,
+}
+
+impl Counting {
+    fn new(work: Duration) -> Self {
+        Self {
+            runs: Default::default(),
+            work,
+        }
+    }
+
+    fn runs(&self) -> HashMap<String, u32> {
+        self.runs.lock().unwrap().clone()
+    }
+}
+
+impl Processor for Counting {
+    async fn process(&self, job: &Job, _ctx: &JobContext) -> Outcome {
+        *self.runs.lock().unwrap().entry(job.id.clone()).or_default() += 1;
+        tokio::time::sleep(self.work).await;
+        Outcome::Completed(serde_json::json!({"ok": true}))
+    }
+}
+
+struct Running {
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
+}
+
+impl Running {
+    fn start(cfg: WorkerConfig, p: Counting) -> Self {
+        let worker = Worker::new(cfg, p).expect("valid config");
+        let cancel = CancellationToken::new();
+        let handle = tokio::spawn(worker.run(cancel.clone()));
+        Running { cancel, handle }
+    }
+
+    async fn stop(self) {
+        self.cancel.cancel();
+        self.handle.await.expect("worker task").expect("worker run");
+    }
+}
+
+fn config(cluster: &RedisCluster, queue: &str) -> WorkerConfig {
+    WorkerConfig {
+        redis_url: cluster.url(),
+        prefix: PREFIX.to_string(),
+        queue: queue.to_string(),
+        concurrency: 4,
+        // production's order: the stall sweep comes after a lock has expired
+        lock_duration: Duration::from_millis(2000),
+        lock_renew_time: Duration::from_millis(1000),
+        stalled_interval: Duration::from_millis(1000),
+        shutdown_grace: Duration::from_secs(5),
+        // long: a job added to an idle queue is only picked up at once if BZPOPMIN wakes us
+        drain_delay: Duration::from_secs(10),
+        ..Default::default()
+    }
+}
+
+/// Add `n` jobs (ids `j<from>`…; BullMQ refuses integer custom ids) with a Node BullMQ `Queue` on an ioredis `Cluster`.
+fn node_add(cluster: &RedisCluster, queue: &str, from: usize, n: usize) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let script = r#"
+        const { Cluster } = require('ioredis');
+        const { Queue } = require('bullmq6');
+        const [seeds, name, prefix, from, n] = process.argv.slice(1);
+        (async () => {
+          const nodes = seeds.split(',').map((s) => ({ host: s.split(':')[0], port: Number(s.split(':')[1]) }));
+          const connection = new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
+          const queue = new Queue(name, { connection, prefix });
+          const jobs = [];
+          for (let i = 0; i < Number(n); i++) {
+            jobs.push({ name: 'job', data: { i }, opts: { jobId: `j${Number(from) + i}` } });
+          }
+          await queue.addBulk(jobs);
+          await queue.close();
+          await connection.quit();
+        })().catch((e) => { console.error(e); process.exit(1); });
+    "#;
+    let out = Command::new("node")
+        .current_dir(format!("{root}/node-harness"))
+        .arg("-e")
+        .arg(script)
+        .arg(cluster.seeds.join(","))
+        .arg(queue)
+        .arg(PREFIX)
+        .arg(from.to_string())
+        .arg(n.to_string())
+        .output()
+        .expect("node runs (the Node harness is installed by scripts/lib.sh ensure_node_harness)");
+    assert!(
+        out.status.success(),
+        "node producer failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn conn(cluster: &RedisCluster) -> Conn {
+    let client = ringback::connection::client(&cluster.url(), &Default::default()).unwrap();
+    ringback::connection::commands(&client).await.unwrap()
+}
+
+/// Wait until `n` jobs are completed; fail after `timeout`.
+async fn completed(c: &mut Conn, k: &QueueKeys, n: usize, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let done: usize = c.zcard(k.completed()).await.unwrap_or(0);
+        if done >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{done} of {n} jobs completed after {timeout:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Every one of `n` jobs finished exactly once: in `completed`, one `completed` event each,
+/// nothing left waiting or active.
+async fn each_finished_once(c: &mut Conn, k: &QueueKeys, n: usize) {
+    let done: Vec<String> = c.zrange(k.completed(), 0, -1).await.unwrap();
+    let mut done = done;
+    done.sort_by_key(|id| id[1..].parse::<usize>().unwrap_or(usize::MAX));
+    let want: Vec<String> = (0..n).map(|i| format!("j{i}")).collect();
+    assert_eq!(done, want, "every job completed");
+    let reply: redis::streams::StreamRangeReply = c.xrange_all(k.events()).await.unwrap();
+    let mut finishes: HashMap<String, u32> = HashMap::new();
+    for e in &reply.ids {
+        if e.get::<String>("event").as_deref() == Some("completed") {
+            *finishes
+                .entry(e.get::<String>("jobId").unwrap_or_default())
+                .or_default() += 1;
+        }
+    }
+    let twice: Vec<_> = finishes.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "jobs finished more than once: {twice:?}");
+    let (wait, active): (usize, usize) = (
+        c.llen(k.wait()).await.unwrap(),
+        c.llen(k.active()).await.unwrap(),
+    );
+    assert_eq!((wait, active), (0, 0), "nothing left waiting or active");
+}
+
+/// A job added to the idle queue is taken within a second: the blocking `BZPOPMIN` woke the
+/// worker (its drain delay is 10 s).
+async fn wakes_at_once(cluster: &RedisCluster, c: &mut Conn, k: &QueueKeys, id: usize) {
+    // let the worker go idle on the marker first
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    node_add(cluster, &queue_of(k), id, 1);
+    let added = started.elapsed();
+    completed(c, k, id + 1, Duration::from_secs(3)).await;
+    let took = started.elapsed() - added;
+    assert!(
+        took < Duration::from_secs(2),
+        "an idle worker took {took:?} to pick up a job: the blocking fetch is not waking it"
+    );
+}
+
+/// The worker's blocking connection (named as BullMQ names it) is on the master on `port`.
+async fn blocking_on(cluster: &RedisCluster, q: &str, port: u16) {
+    use base64::Engine as _;
+    let name = format!(
+        "{PREFIX}:{}",
+        base64::engine::general_purpose::STANDARD.encode(q)
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !cluster.client_names(port).contains(&name) {
+        assert!(
+            Instant::now() < deadline,
+            "no blocking connection {name} on {port}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn queue_of(k: &QueueKeys) -> String {
+    // `{bull}:<queue>:`
+    k.base()
+        .trim_end_matches(':')
+        .rsplit_once(':')
+        .map(|(_, q)| q.to_string())
+        .expect("queue name in the key base")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn worker_on_a_cluster_processes_node_produced_jobs_and_survives_empty_script_caches() {
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-basic");
+    let k = QueueKeys::new(PREFIX, &q);
+    node_add(&cluster, &q, 0, 50);
+    let p = Counting::new(Duration::ZERO);
+    let w = Running::start(config(&cluster, &q), p.clone());
+    let mut c = conn(&cluster).await;
+    assert!(c.is_cluster());
+    completed(&mut c, &k, 50, Duration::from_secs(20)).await;
+    each_finished_once(&mut c, &k, 50).await;
+    blocking_on(&cluster, &q, cluster.owner_of(&k.marker())).await;
+    wakes_at_once(&cluster, &mut c, &k, 50).await;
+
+    // every node's script cache emptied (a restart, a failover to a replica that never ran
+    // them): the next calls fall back to EVAL on whichever node owns their keys
+    let flush_all = || {
+        for port in cluster.ports() {
+            let _: () = redis::cmd("SCRIPT")
+                .arg("FLUSH")
+                .query(&mut cluster.node(port))
+                .unwrap();
+        }
+    };
+    flush_all();
+    node_add(&cluster, &q, 51, 20);
+    completed(&mut c, &k, 71, Duration::from_secs(20)).await;
+    // readiness loads every script on every node (SCRIPT LOAD goes to all of them)
+    flush_all();
+    let commands = ringback::commands::Commands::new(c.clone(), k.clone(), Default::default());
+    commands.ensure_scripts().await.unwrap();
+    let hashes: Vec<&str> = ringback::scripts::scripts()
+        .all()
+        .iter()
+        .map(|s| s.hash())
+        .collect();
+    for port in cluster.ports() {
+        let there: Vec<bool> = redis::cmd("SCRIPT")
+            .arg("EXISTS")
+            .arg(&hashes)
+            .query(&mut cluster.node(port))
+            .unwrap();
+        assert!(
+            there.iter().all(|t| *t),
+            "every script loaded on node {port}"
+        );
+    }
+    w.stop().await;
+    assert!(p.runs().values().all(|n| *n == 1), "each job ran once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failover_and_a_killed_master_lose_no_job_and_finish_none_twice() {
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-failover");
+    let k = QueueKeys::new(PREFIX, &q);
+    let n = 600;
+    node_add(&cluster, &q, 0, n);
+    let p = Counting::new(Duration::from_millis(20));
+    let w = Running::start(config(&cluster, &q), p.clone());
+    let mut c = conn(&cluster).await;
+    let owner = cluster.owner_of(&k.wait());
+
+    completed(&mut c, &k, 30, Duration::from_secs(20)).await;
+    let cl = &cluster;
+    let promoted = tokio::task::block_in_place(|| cl.failover(owner));
+    let at_failover: usize = c.zcard(k.completed()).await.unwrap();
+    assert!(
+        at_failover < n,
+        "the failover came mid-run ({at_failover} of {n} done)"
+    );
+    completed(&mut c, &k, at_failover + 60, Duration::from_secs(20)).await;
+    let taken_over = tokio::task::block_in_place(|| cl.kill(promoted));
+    let at_kill: usize = c.zcard(k.completed()).await.unwrap();
+    assert!(
+        at_kill < n,
+        "the master was killed mid-run ({at_kill} of {n} done)"
+    );
+    let taken_over = taken_over.expect("a replica took over");
+
+    completed(&mut c, &k, n, Duration::from_secs(40)).await;
+    each_finished_once(&mut c, &k, n).await;
+    // idle now: the blocking connection went to where the slot is
+    assert_eq!(cluster.owner_of(&k.marker()), taken_over);
+    blocking_on(&cluster, &q, taken_over).await;
+    wakes_at_once(&cluster, &mut c, &k, n).await;
+    w.stop().await;
+    let again: Vec<_> = p.runs().into_iter().filter(|(_, n)| *n > 1).collect();
+    eprintln!("jobs run more than once (a write lost with the killed master): {again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn migrating_the_queues_slot_loses_no_job_and_finishes_none_twice() {
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-migrate");
+    let k = QueueKeys::new(PREFIX, &q);
+    let n = 400;
+    node_add(&cluster, &q, 0, n);
+    let p = Counting::new(Duration::from_millis(20));
+    let w = Running::start(config(&cluster, &q), p.clone());
+    let mut c = conn(&cluster).await;
+    let slot = cluster.slot_of(&k.wait());
+    let from = cluster.owner_of_slot(slot);
+    let to = cluster.other_master(from);
+
+    completed(&mut c, &k, 30, Duration::from_secs(20)).await;
+    let cl = &cluster;
+    tokio::task::block_in_place(|| {
+        cl.migrate_slot(slot, to, || std::thread::sleep(Duration::from_millis(20)))
+    });
+    assert_eq!(cluster.owner_of(&k.wait()), to);
+    let at_move: usize = c.zcard(k.completed()).await.unwrap();
+    assert!(
+        at_move < n,
+        "the slot moved mid-run ({at_move} of {n} done)"
+    );
+
+    completed(&mut c, &k, n, Duration::from_secs(40)).await;
+    each_finished_once(&mut c, &k, n).await;
+    // idle now: the blocking connection went to where the slot is
+    blocking_on(&cluster, &q, to).await;
+    wakes_at_once(&cluster, &mut c, &k, n).await;
+    w.stop().await;
+    let again: Vec<_> = p.runs().into_iter().filter(|(_, n)| *n > 1).collect();
+    assert!(again.is_empty(), "a migration loses no write: {again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() {
+    use ringback::cluster::ReplicaWait;
+    let cluster = RedisCluster::start();
+    let wait = ReplicaWait {
+        replicas: None,
+        timeout: Duration::from_millis(100),
+    };
+    let client = ringback::connection::client(&cluster.url(), &Default::default())
+        .unwrap()
+        .with_wait(wait);
+    let mut c = ringback::connection::commands(&client).await.unwrap();
+    let key = "agent-callback:run-1";
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+
+    // the cost: a write alone, then a write and its WAIT (the figure README quotes)
+    let rounds = 1000;
+    let started = Instant::now();
+    for i in 0..rounds {
+        let _: () = c.set(key, i).await.unwrap();
+    }
+    let write = started.elapsed();
+    let started = Instant::now();
+    for i in 0..rounds {
+        let _: () = c.set(key, i).await.unwrap();
+        assert_eq!(c.wait_for_replicas(key).await.unwrap(), 1);
+    }
+    let with_wait = started.elapsed();
+    // the same in one pipeline: the write and its WAIT in one round trip to the key's master
+    let started = Instant::now();
+    for i in 0..rounds {
+        let mut set = redis::cmd("SET");
+        set.arg(key).arg(i);
+        let ((), acked) = c.write_durably(key, &set).await.unwrap();
+        assert_eq!(acked, 1);
+    }
+    let pipelined = started.elapsed();
+    let per = |d: Duration| d.as_micros() as f64 / rounds as f64;
+    eprintln!(
+        "per write: {:.0} µs alone, {:.0} µs then wait_for_replicas (+{:.0}), {:.0} µs with write_durably (+{:.0})",
+        per(write),
+        per(with_wait),
+        per(with_wait) - per(write),
+        per(pipelined),
+        per(pipelined) - per(write),
+    );
+
+    // a script the node has not cached: NOSCRIPT as alone, so the caller re-sends with EVAL
+    let body = "return redis.call('SET', KEYS[1], ARGV[1])";
+    let mut evalsha = redis::cmd("EVALSHA");
+    evalsha
+        .arg(redis::Script::new(body).get_hash())
+        .arg(1)
+        .arg(key)
+        .arg("by-script");
+    let e = c
+        .write_durably::<redis::Value>(key, &evalsha)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        e.kind(),
+        redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
+    );
+    let mut eval = redis::cmd("EVAL");
+    eval.arg(body).arg(1).arg(key).arg(rounds - 1);
+    let (_, acked) = c.write_durably::<redis::Value>(key, &eval).await.unwrap();
+    assert_eq!(acked, 1);
+
+    // the replica has the write
+    let master = cluster.owner_of(key);
+    let replica = cluster.replica_of(master);
+    let mut r = cluster.node(replica);
+    let _: () = redis::cmd("READONLY").query(&mut r).unwrap();
+    let seen: i64 = redis::cmd("GET").arg(key).query(&mut r).unwrap();
+    assert_eq!(seen, rounds - 1);
+
+    // with the master's replica gone, the default stops waiting once the cluster says so
+    tokio::task::block_in_place(|| cluster.kill(replica));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let _: () = c.set(key, "after").await.unwrap();
+        let started = Instant::now();
+        let acked = c.wait_for_replicas(key).await.unwrap();
+        if acked == 0 && started.elapsed() < Duration::from_millis(50) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still waiting for a dead replica"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // an explicit count is waited for (and times out) whatever the topology
+    let client = client.with_wait(ReplicaWait {
+        replicas: Some(1),
+        timeout: Duration::from_millis(100),
+    });
+    let mut c = ringback::connection::commands(&client).await.unwrap();
+    let _: () = c.set(key, "explicit").await.unwrap();
+    let started = Instant::now();
+    assert_eq!(c.wait_for_replicas(key).await.unwrap(), 0);
+    assert!(started.elapsed() >= Duration::from_millis(100));
+}
+
+/// The binary with an empty environment but for what the test sets.
+fn ringback(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ringback"));
+    cmd.args(args)
+        .env_clear()
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info");
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_binary_takes_a_cluster_url_for_every_subcommand() {
+    // a bad cluster URL: every bad seed named at once, before anything connects
+    let out = ringback(&["check-config"])
+        .env("REDIS_URL", "redis+cluster://a,b:x,c:7000")
+        .env("RINGBACK_PROCESSOR", "scripted")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for part in ["REDIS_URL", "`a`", "`b:x`"] {
+        assert!(err.contains(part), "names {part}: {err}");
+    }
+
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-bin");
+    let k = QueueKeys::new(PREFIX, &q);
+    let out = ringback(&["check-config"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_PROCESSOR", "scripted")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // `ringback worker` on the cluster takes what a Node Queue on an ioredis Cluster added
+    node_add(&cluster, &q, 0, 20);
+    let mut worker = ringback(&["worker"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", &q)
+        .env("RINGBACK_PROCESSOR", "scripted")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut c = conn(&cluster).await;
+    completed(&mut c, &k, 20, Duration::from_secs(20)).await;
+    each_finished_once(&mut c, &k, 20).await;
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(worker.id().to_string())
+        .status();
+    let status = tokio::task::block_in_place(|| worker.wait()).unwrap();
+    assert!(status.success(), "worker exit: {status}");
+
+    // `ringback status` reads through the cluster too
+    let out = ringback(&["status", "run-none"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", &q)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "status: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
