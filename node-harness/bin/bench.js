@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Side-by-side throughput of worker processes on one Redis: for each subject, JOBS no-op jobs
-// are added to a paused queue by the real Node Queue, the worker starts (concurrency CONC), the
+// Side-by-side throughput of worker processes on one Redis: for each subject, on an emptied
+// Redis (FLUSHALL), JOBS no-op jobs are added to a paused queue by the real Node Queue, the worker starts (concurrency CONC), the
 // queue is resumed, and the clock runs until the queue is empty. Redis work per job is counted
 // server-side (INFO: commands processed, and script calls), so every subject is measured alike.
 //
@@ -117,6 +117,9 @@ async function main() {
     const [name, command] = spec.split('=');
     const [cmd, ...args] = command.split(',');
     const queueName = `bench-${name}-${Date.now()}`;
+    // every subject starts on an empty Redis: none pays for the keys another left (a keyspace
+    // grown by 100,000s of keys makes every lookup dearer)
+    await r.flushall();
     if (sms) await fetch(`${values.twilio}/sim/reset`, { method: 'POST' });
     const queue = new Queue(queueName, { connection: connectionFromUrl(values.url) });
     await queue.pause();
@@ -258,6 +261,9 @@ async function latency(values) {
     const [name, command] = spec.split('=');
     const [cmd, ...args] = command.split(',');
     const queueName = `lat-${name}-${Date.now()}`;
+    const r = new IORedis(values.url);
+    await r.flushall();
+    await r.quit();
     await fetch(`${values.twilio}/sim/reset`, { method: 'POST' });
     const queue = new Queue(queueName, { connection: connectionFromUrl(values.url) });
     const child = spawn(cmd, args, {
