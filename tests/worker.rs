@@ -701,6 +701,30 @@ async fn every_script_runs_after_script_flush() {
             .unwrap();
         assert_eq!(r.unwrap_err(), ringback::ScriptCode::JobMissing);
     }
+    // the fused SMS finish (one Redis): nothing to mark, no claim asked, the job is missing
+    let step_keys: Vec<String> = (0..8).map(|i| format!("flush-step:{i}")).collect();
+    let mut step_args: Vec<String> = vec!["0".into(), String::new(), String::new(), "1000".into()];
+    step_args.resize(16, String::new());
+    let answer = cmds
+        .complete_with_step(
+            &job,
+            "t:1",
+            "null",
+            ringback::job::KeepJobs::KEEP_ALL,
+            None,
+            None,
+            (
+                &ringback::scripts::scripts().finish_sent,
+                &step_keys,
+                &step_args,
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.finished.unwrap_err(),
+        ringback::ScriptCode::JobMissing
+    );
     assert_eq!(
         cmds.update_job_scheduler(&job, "none", ringback::commands::now_ms(), None)
             .await

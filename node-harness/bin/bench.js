@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Side-by-side throughput of worker processes on one Redis: for each subject, JOBS no-op jobs
-// are added to a paused queue by the real Node Queue, the worker starts (concurrency CONC), the
+// Side-by-side throughput of worker processes on one Redis: for each subject, on an emptied
+// Redis (FLUSHALL), JOBS no-op jobs are added to a paused queue by the real Node Queue, the worker starts (concurrency CONC), the
 // queue is resumed, and the clock runs until the queue is empty. Redis work per job is counted
 // server-side (INFO: commands processed, and script calls), so every subject is measured alike.
 //
@@ -13,6 +13,11 @@
 // `--slowlog` also breaks Redis's time down by command and script (SLOWLOG at 0 µs: it costs
 // Redis time itself, so its run's totals are not the headline figures). Peak RSS is the
 // worker's VmHWM.
+//
+// `--rate <jobs/s>` (with --twilio): the latency run. The worker runs first on an empty queue;
+// the producer adds JOBS callbacks at that steady rate (Queue.add, paced every 10 ms), and each
+// callback's latency is from just before its Queue.add to its arrival at the simulator
+// (`/sim/arrivals`, ms). Prints p50/p90/p99/max per subject.
 'use strict';
 
 const fs = require('node:fs');
@@ -52,14 +57,23 @@ async function texted(base) {
   return Array.isArray(body) ? body.length : (body.messages || []).length;
 }
 
-/** The script names ringback's SHAs stand for: lua/include/common.lua + "-- script: <file>" + body. */
+/** The script names ringback's SHAs stand for: as src/store/scripts.rs builds each body,
+ * lua/include/common.lua, then the includes the `scripts!` table names for it
+ * (`name => "file.lua" [window, finish]`), then "-- script: <file>" and the file. */
 function scriptNames() {
-  const dir = path.join(__dirname, '..', '..', 'lua');
-  const common = fs.readFileSync(path.join(dir, 'include', 'common.lua'), 'utf8');
+  const root = path.join(__dirname, '..', '..');
+  const read = (...p) => fs.readFileSync(path.join(root, ...p), 'utf8');
+  const common = read('lua', 'include', 'common.lua');
+  const table = read('src', 'store', 'scripts.rs');
   const names = new Map();
-  for (const f of fs.readdirSync(dir).filter((f) => f.endsWith('.lua'))) {
-    const code = `${common}\n-- script: ${f}\n${fs.readFileSync(path.join(dir, f), 'utf8')}`;
-    names.set(require('node:crypto').createHash('sha1').update(code).digest('hex'), f.replace(/\.lua$/, ''));
+  for (const m of table.matchAll(/^\s*\w+ => "([\w.]+\.lua)"(?:\s*\[([\w,\s]+)\])?,/gm)) {
+    const [, file, includes] = m;
+    const parts = [common];
+    for (const inc of (includes || '').split(',').map((x) => x.trim()).filter(Boolean)) {
+      parts.push(`\n-- include: ${inc}.lua\n${read('lua', 'include', `${inc}.lua`)}`);
+    }
+    parts.push(`\n-- script: ${file}\n${read('lua', file)}`);
+    names.set(require('node:crypto').createHash('sha1').update(parts.join('')).digest('hex'), file.replace(/\.lua$/, ''));
   }
   return names;
 }
@@ -88,8 +102,12 @@ async function main() {
       subject: { type: 'string', multiple: true },
       twilio: { type: 'string' },
       slowlog: { type: 'boolean', default: false },
+      rate: { type: 'string' },
+      table: { type: 'string' },
     },
   });
+  if (values.table !== undefined) return table(values.table);
+  if (values.rate !== undefined) return latency(values);
   const sms = values.twilio !== undefined;
   const jobs = Number(values.jobs);
   const { Queue } = load(defaultVersion());
@@ -99,6 +117,9 @@ async function main() {
     const [name, command] = spec.split('=');
     const [cmd, ...args] = command.split(',');
     const queueName = `bench-${name}-${Date.now()}`;
+    // every subject starts on an empty Redis: none pays for the keys another left (a keyspace
+    // grown by 100,000s of keys makes every lookup dearer)
+    await r.flushall();
     if (sms) await fetch(`${values.twilio}/sim/reset`, { method: 'POST' });
     const queue = new Queue(queueName, { connection: connectionFromUrl(values.url) });
     await queue.pause();
@@ -181,6 +202,131 @@ async function main() {
       );
     }
   }
+}
+
+/** The median of numbers (undefined for none). */
+function median(xs) {
+  const s = xs.filter((x) => typeof x === 'number').sort((a, b) => a - b);
+  if (s.length === 0) return undefined;
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** `--table <file>`: issue 12's one table from this script's JSON lines (SMS throughput rows and
+ * latency rows; SLOWLOG runs left out), the median of each figure over the rounds, ratios to
+ * Node. The status webhook pair is measured apart (wrk against `ringback serve`); its row is a
+ * slot here. */
+function table(file) {
+  const rows = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const sms = rows.filter((r) => r.texts !== undefined && r.jobsPerSecond !== undefined && !r.redisMicrosPerJobBy);
+  const lat = rows.filter((r) => r.p50Ms !== undefined);
+  const names = [...new Set([...sms, ...lat].map((r) => r.subject))];
+  const by = (list, name, field) => median(list.filter((r) => r.subject === name).map((r) => r[field]));
+  const fig = Object.fromEntries(names.map((n) => [n, {
+    jobsPerSecond: by(sms, n, 'jobsPerSecond'), rounds: sms.filter((r) => r.subject === n).length,
+    redisCpu: by(sms, n, 'redisCpuMicrosPerJob'), cmds: by(sms, n, 'redisCommandsPerJob'),
+    scripts: by(sms, n, 'scriptCallsPerJob'), workerCpu: by(sms, n, 'workerCpuMicrosPerJob'),
+    rss: by(sms, n, 'peakRssMb'), p50: by(lat, n, 'p50Ms'), p99: by(lat, n, 'p99Ms'),
+  }]));
+  const base = fig.node || fig[names[0]];
+  const f = (x, d = 0) => (x === undefined ? '–' : Number(x).toFixed(d));
+  const ratio = (a, b) => (a === undefined || b === undefined ? '–' : `${(a / b).toFixed(2)}×`);
+  const head = ['subject', 'jobs/s', '× Node', '× official', 'Redis µs/job', 'Redis cmds/job', 'scripts/job',
+    'worker µs/job', 'worker CPU ÷ Node', 'peak RSS MB', 'RSS ÷ Node', 'p50 ms', 'p99 ms'];
+  console.log(`| ${head.join(' | ')} |`);
+  console.log(`|${head.map(() => '---').join('|')}|`);
+  for (const n of names) {
+    const x = fig[n];
+    console.log(`| ${[n, f(x.jobsPerSecond), ratio(x.jobsPerSecond, base.jobsPerSecond),
+      ratio(x.jobsPerSecond, fig.official && fig.official.jobsPerSecond), f(x.redisCpu, 1), f(x.cmds, 1),
+      f(x.scripts, 2), f(x.workerCpu, 1), ratio(x.workerCpu, base.workerCpu), f(x.rss),
+      ratio(x.rss, base.rss), f(x.p50), f(x.p99)].join(' | ')} |`);
+  }
+  console.log('| status webhook (ringback serve vs Node express) | measured apart: see README "Benchmarks" |');
+  const rounds = names.map((n) => `${n} ${fig[n].rounds}`).join(', ');
+  console.log(`(medians; throughput rounds: ${rounds}; latency rows: ${lat.length})`);
+}
+
+/** The `q` quantile (0..1) of sorted numbers. */
+function quantile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/** `--rate`: add-to-text latency at a steady producer rate, subject after subject. */
+async function latency(values) {
+  const jobs = Number(values.jobs);
+  const rate = Number(values.rate);
+  const { Queue } = load(defaultVersion());
+  const rows = [];
+  for (const spec of values.subject || []) {
+    const [name, command] = spec.split('=');
+    const [cmd, ...args] = command.split(',');
+    const queueName = `lat-${name}-${Date.now()}`;
+    const r = new IORedis(values.url);
+    await r.flushall();
+    await r.quit();
+    await fetch(`${values.twilio}/sim/reset`, { method: 'POST' });
+    const queue = new Queue(queueName, { connection: connectionFromUrl(values.url) });
+    const child = spawn(cmd, args, {
+      cwd: path.join(__dirname, '..'),
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: {
+        ...process.env, NO_COLOR: '1', RUST_LOG: 'warn', REDIS_URL: values.url, RINGBACK_QUEUE: queueName,
+        RINGBACK_CONCURRENCY: values.concurrency, RINGBACK_METRICS_LISTEN: 'off',
+        TWILIO_API_BASE: values.twilio, TWILIO_ACCOUNT_SID: SIM_ACCOUNT, TWILIO_AUTH_TOKEN: SIM_TOKEN,
+        TWILIO_FROM: '+15005550006', RINGBACK_PROCESSOR: 'sms',
+      },
+    });
+    let log = '';
+    child.stderr.on('data', (c) => { log += c; });
+    await new Promise((res) => setTimeout(res, 1500));
+    const addedAt = new Array(jobs);
+    const opts = { removeOnComplete: { count: 1000 } };
+    const t0 = Date.now();
+    // Paced: by each 10 ms tick, as many jobs as the rate asks for so far (no bursts of catch-up
+    // beyond that; an add that falls behind is timed from its own Queue.add call).
+    let sent = 0;
+    const adds = [];
+    while (sent < jobs) {
+      const due = Math.min(jobs, Math.floor(((Date.now() - t0) * rate) / 1000) + 1);
+      for (; sent < due; sent += 1) {
+        const i = sent;
+        addedAt[i] = Date.now();
+        adds.push(queue.add('agent-callback', { runId: `${queueName}-${i}`, to: '+15558675310', body: `Run ${i} finished: 2 approvals needed` }, opts));
+      }
+      await new Promise((res) => setTimeout(res, 10));
+    }
+    await Promise.all(adds);
+    const deadline = Date.now() + 60_000;
+    let arrivals = [];
+    for (;;) {
+      arrivals = await (await fetch(`${values.twilio}/sim/arrivals`)).json();
+      if (arrivals.length >= jobs || Date.now() > deadline) break;
+      if (child.exitCode !== null) throw new Error(`${name} exited: ${log}`);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    child.kill('SIGTERM');
+    await new Promise((res) => child.once('exit', res));
+    await queue.close();
+    const lat = [];
+    for (const a of arrivals) {
+      const m = /^Run (\d+) finished/.exec(a.body);
+      if (m && addedAt[Number(m[1])] !== undefined) lat.push(a.atMs - addedAt[Number(m[1])]);
+    }
+    lat.sort((a, b) => a - b);
+    const row = {
+      subject: name, jobs, rate, concurrency: Number(values.concurrency), texts: arrivals.length,
+      p50Ms: quantile(lat, 0.5), p90Ms: quantile(lat, 0.9), p99Ms: quantile(lat, 0.99), maxMs: lat[lat.length - 1],
+    };
+    console.log(JSON.stringify(row));
+    rows.push(row);
+  }
+  if (rows.length > 1) {
+    console.log(`\nsubject      rate/s   p50 ms   p90 ms   p99 ms   max ms   texts`);
+    for (const x of rows) {
+      console.log(`${x.subject.padEnd(12)} ${String(x.rate).padStart(6)}   ${String(x.p50Ms).padStart(6)}   ${String(x.p90Ms).padStart(6)}   ${String(x.p99Ms).padStart(6)}   ${String(x.maxMs).padStart(6)}   ${String(x.texts).padStart(5)}`);
+    }
+  }
+  process.exit(0);
 }
 
 main().catch((err) => {

@@ -17,7 +17,7 @@ const { VERSIONS } = require('../lib/bullmq');
 const { JOB_NAME, JOB_OPTIONS } = require('../lib/legacy');
 
 const RUNS = 40;
-const RINGBACK_POINTS = ['after-claim', 'after-provider-accept', 'after-sent-marker', 'before-complete'];
+const RINGBACK_POINTS = ['after-claim', 'after-provider-accept', 'after-sent-marker'];
 const LEGACY_POINTS = ['after-provider-accept', 'before-complete'];
 const QUEUE = 'cutover';
 

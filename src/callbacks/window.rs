@@ -92,6 +92,12 @@ pub fn window_overruns() -> u64 {
     WINDOW_OVERRUNS.load(Ordering::Relaxed)
 }
 
+/// Count a sent marker written after a window overrun (also by the fused finish, which writes
+/// the marker in the job's finishing call).
+pub fn note_overrun() {
+    WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
+}
+
 /// The window's Redis operations.
 #[derive(Clone)]
 pub struct Window {
@@ -247,6 +253,21 @@ impl Window {
                 &args,
             )
             .await?;
+        let claim = self.read_claim(&reply)?;
+        if self.per_slot() {
+            let redis_now = reply
+                .last()
+                .and_then(|n| n.parse::<i64>().ok())
+                .unwrap_or_else(|| self.now());
+            self.after_claim(run_id, &claim_key, &claim, redis_now)
+                .await?;
+        }
+        Ok(claim)
+    }
+
+    /// A claim's reply (`window_claim.lua`'s, also the claim a fused finish made for the job it
+    /// fetched, on one Redis only) as a [`Claim`]; notes Redis's clock from it.
+    pub fn read_claim(&self, reply: &[String]) -> Result<Claim, Error> {
         let bad = || Error::Reply {
             script: "window_claim",
             detail: format!("{reply:?}"),
@@ -270,14 +291,6 @@ impl Window {
             }),
             _ => return Err(bad()),
         };
-        if self.per_slot() {
-            let redis_now = reply
-                .last()
-                .and_then(|n| n.parse::<i64>().ok())
-                .unwrap_or_else(|| self.now());
-            self.after_claim(run_id, &claim_key, &claim, redis_now)
-                .await?;
-        }
         Ok(claim)
     }
 

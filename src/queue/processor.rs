@@ -6,12 +6,13 @@
 //! decides from it and the job's options whether to complete, retry, delay or fail.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::commands::Commands;
 use crate::error::Error;
 use crate::job::Job;
+use crate::scripts::LuaScript;
 
 /// How one attempt ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,9 +89,75 @@ pub struct JobContext {
     /// Set by [`JobContext::wait_for_children`]: the job is in waiting-children, nothing to
     /// record.
     pub(crate) waiting_children: Arc<AtomicBool>,
+    /// What the finishing call that fetched this job prepared for it (see [`FinishStep`]).
+    pub(crate) prepared: Option<redis::Value>,
+    /// Set by [`JobContext::finish_with`].
+    pub(crate) finish_step: Arc<Mutex<Option<FinishStep>>>,
+}
+
+/// A processor's last write, folded into the call that completes its job, and its first step for
+/// the next job, folded into the same call's fetch (issue 12: one Redis round trip per job).
+///
+/// When an attempt completes and its processor gave a step ([`JobContext::finish_with`]), the
+/// worker runs `script` in place of `move_to_finished.lua`: it takes that script's KEYS\[1..14\]
+/// and ARGV\[1..17\] (the same contract, so Node sees the same completion), then `keys` and
+/// `args`, and answers `{finish, own, next}`: move_to_finished's answer, the step's own answer
+/// (handed to `done`, whatever became of the job: the step's write is not the job's), and what it
+/// prepared for the job it fetched, if any (that job's [`JobContext::prepared`]). The worker
+/// knows nothing of what the step does; a step is only given where one script can reach all
+/// its keys (a single Redis, not a Cluster).
+pub struct FinishStep {
+    pub script: &'static LuaScript,
+    pub keys: Vec<String>,
+    pub args: Vec<String>,
+    /// Called with the step's own answer once the call answered.
+    pub done: Box<dyn FnOnce(&redis::Value) + Send>,
+}
+
+impl std::fmt::Debug for FinishStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FinishStep")
+            .field("script", &self.script.name)
+            .field("keys", &self.keys)
+            .finish_non_exhaustive()
+    }
 }
 
 impl JobContext {
+    /// A context with no finishing step and nothing prepared.
+    pub(crate) fn new(commands: Commands, job: &Job, token: &str) -> Self {
+        Self {
+            commands,
+            job_id: job.id.clone(),
+            keep_logs: job.opts.keep_logs,
+            rate_limited: Arc::new(AtomicBool::new(false)),
+            token: token.to_string(),
+            waiting_children: Arc::new(AtomicBool::new(false)),
+            prepared: None,
+            finish_step: Arc::default(),
+        }
+    }
+
+    /// What the previous job's [`FinishStep`] prepared for this job when its finishing call
+    /// fetched it (`None`: fetched by a plain call, or the step prepared nothing).
+    pub fn prepared(&self) -> Option<&redis::Value> {
+        self.prepared
+            .as_ref()
+            .filter(|v| !matches!(v, redis::Value::Nil))
+    }
+
+    /// Fold `step` into this job's finishing call. Only used when the attempt completes (an
+    /// [`Outcome::Completed`]); a processor that must write whatever the outcome writes itself.
+    pub fn finish_with(&self, step: FinishStep) {
+        if let Ok(mut slot) = self.finish_step.lock() {
+            *slot = Some(step);
+        }
+    }
+
+    pub(crate) fn take_finish_step(&self) -> Option<FinishStep> {
+        self.finish_step.lock().ok().and_then(|mut s| s.take())
+    }
+
     /// Store progress on the job and emit the `progress` event QueueEvents listens for.
     pub async fn update_progress(&self, progress: &serde_json::Value) -> Result<(), Error> {
         self.commands.update_progress(&self.job_id, progress).await
@@ -146,4 +213,12 @@ impl JobContext {
 /// The work a worker does for each job.
 pub trait Processor: Send + Sync + 'static {
     fn process(&self, job: &Job, ctx: &JobContext) -> impl Future<Output = Outcome> + Send;
+
+    /// The previous job's [`FinishStep`] prepared `prepared` for `job`, but the job ends without
+    /// the processor running (a deferred failure, unreadable options, the started limit): undo
+    /// what needs undoing. Nothing by default.
+    fn unprepared(&self, job: &Job, prepared: redis::Value) -> impl Future<Output = ()> + Send {
+        let _ = (job, prepared);
+        async {}
+    }
 }

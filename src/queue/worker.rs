@@ -8,7 +8,7 @@
 //! runs with the same permit.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -210,31 +210,49 @@ impl<P: Processor> Worker<P> {
 /// Kept here for the callers that name it so; it lives in [`crate::connection`].
 pub use crate::connection::connect_until;
 
+/// A job its predecessor's finishing call fetched, with what that call's [`FinishStep`]
+/// prepared for it.
+///
+/// [`FinishStep`]: crate::processor::FinishStep
+struct NextJob {
+    job: Job,
+    prepared: Option<redis::Value>,
+}
+
 /// Run a job, then whatever job its finishing call fetched next, on one permit.
 async fn run_jobs<P: Processor>(
     shared: Arc<Shared<P>>,
-    mut job: Job,
+    job: Job,
     token: String,
     _permit: OwnedSemaphorePermit,
 ) {
+    let mut next = NextJob {
+        job,
+        prepared: None,
+    };
     loop {
-        let span = tracing::info_span!("job", queue = %shared.config.queue, job_id = %job.id,
-            attempt = job.attempt());
-        match run_one(&shared, job, &token).instrument(span).await {
-            Some(next) => job = next,
+        let span = tracing::info_span!("job", queue = %shared.config.queue, job_id = %next.job.id,
+            attempt = next.job.attempt());
+        match run_one(&shared, next, &token).instrument(span).await {
+            Some(fetched) => next = fetched,
             None => return,
         }
     }
 }
 
-async fn run_one<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Option<Job> {
+async fn run_one<P: Processor>(shared: &Shared<P>, job: NextJob, token: &str) -> Option<NextJob> {
     shared.stats.running.fetch_add(1, Ordering::Relaxed);
     let next = run_attempt(shared, job, token).await;
     shared.stats.running.fetch_sub(1, Ordering::Relaxed);
     next
 }
 
-async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) -> Option<Job> {
+async fn run_attempt<P: Processor>(
+    shared: &Shared<P>,
+    next: NextJob,
+    token: &str,
+) -> Option<NextJob> {
+    let NextJob { job, prepared } = next;
     shared.locks.track(&job.id, token);
     let refused = match &job.scheduler_id {
         Some(id) => schedule_next(shared, &job, id).await,
@@ -246,18 +264,19 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
             .filter(|max| *max < job.attempts_started)
             .map(|_| Outcome::unrecoverable("job started more than allowable limit"))
     };
+    let mut step = None;
     let outcome = match refused.or_else(|| precheck(&job)).or_else(too_many_starts) {
-        Some(outcome) => outcome,
+        Some(outcome) => {
+            if let Some(prepared) = prepared.filter(|p| !matches!(p, redis::Value::Nil)) {
+                shared.processor.unprepared(&job, prepared).await;
+            }
+            outcome
+        }
         None => {
-            let ctx = JobContext {
-                commands: shared.commands.clone(),
-                job_id: job.id.clone(),
-                keep_logs: job.opts.keep_logs,
-                rate_limited: Arc::new(AtomicBool::new(false)),
-                token: token.to_string(),
-                waiting_children: Arc::new(AtomicBool::new(false)),
-            };
+            let mut ctx = JobContext::new(shared.commands.clone(), &job, token);
+            ctx.prepared = prepared;
             let outcome = shared.processor.process(&job, &ctx).await;
+            step = ctx.take_finish_step();
             if ctx.waiting_children.load(Ordering::Relaxed) {
                 // moved to waiting-children with its lock released: nothing left to record
                 shared.locks.untrack(&job.id);
@@ -310,24 +329,54 @@ async fn run_attempt<P: Processor>(shared: &Shared<P>, job: Job, token: &str) ->
     // valid: giving up early would leave finished work to be redone by stall recovery.
     let deadline = tokio::time::Instant::now() + shared.config.lock_duration;
     let mut delay = Duration::from_millis(50);
+    // A processor's step rides only on a completion; once its call answered, the step is done
+    // (its write is not the job's), and any retry below is a plain finish.
+    let mut step = step.filter(|_| matches!(finish, Finish::Completed { .. }));
     loop {
-        let result = shared
-            .commands
-            .finish(
-                &job,
-                token,
-                &finish,
-                keep_for(&finish),
-                shared.config.metrics_max_data_points,
-                fetch.as_ref(),
-            )
-            .await;
+        let mut prepared = None;
+        let result = match (&step, &finish) {
+            (Some(s), Finish::Completed { returnvalue }) => shared
+                .commands
+                .complete_with_step(
+                    &job,
+                    token,
+                    returnvalue,
+                    keep_for(&finish),
+                    shared.config.metrics_max_data_points,
+                    fetch.as_ref(),
+                    (s.script, &s.keys, &s.args),
+                )
+                .await
+                .map(|answer| {
+                    if let Some(s) = step.take() {
+                        (s.done)(&answer.own);
+                    }
+                    prepared = Some(answer.prepared);
+                    answer.finished
+                }),
+            _ => {
+                shared
+                    .commands
+                    .finish(
+                        &job,
+                        token,
+                        &finish,
+                        keep_for(&finish),
+                        shared.config.metrics_max_data_points,
+                        fetch.as_ref(),
+                    )
+                    .await
+            }
+        };
         match result {
             Ok(Ok(fetched)) => {
                 shared.stats.finished.fetch_add(1, Ordering::Relaxed);
                 log_finish(&finish);
                 return match fetched {
-                    Fetched::Job(next) => Some(*next),
+                    Fetched::Job(next) => Some(NextJob {
+                        job: *next,
+                        prepared,
+                    }),
                     _ => None,
                 };
             }

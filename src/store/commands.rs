@@ -10,7 +10,7 @@ use redis::Value;
 use crate::error::{Error, ScriptCode};
 use crate::job::{Job, KeepJobs};
 use crate::keys::QueueKeys;
-use crate::scripts::{RoundTrips, scripts};
+use crate::scripts::{LuaScript, RoundTrips, scripts};
 
 /// Milliseconds since the Unix epoch, as BullMQ timestamps are: this process's clock. No window
 /// decision uses it (the window scripts read Redis's `TIME`). `RINGBACK_CLOCK_SKEW_MS`, a test
@@ -92,6 +92,17 @@ pub enum Finish {
         skip_attempt: bool,
         failure: Option<(String, String)>,
     },
+}
+
+/// The answer of a completion with a processor's step folded in.
+#[derive(Debug)]
+pub struct StepFinished {
+    /// As [`Commands::finish`] answers.
+    pub finished: Result<Fetched, ScriptCode>,
+    /// The step's own answer.
+    pub own: Value,
+    /// What the step prepared for the fetched job (`Nil`: nothing).
+    pub prepared: Value,
 }
 
 /// Redis commands of one queue, over the shared multiplexed connection.
@@ -283,6 +294,68 @@ impl Commands {
         metrics_max: Option<u32>,
         fetch: Option<&FetchArgs>,
     ) -> Result<Result<Fetched, ScriptCode>, Error> {
+        let (script, keys, args) =
+            self.finished_call(job, token, finish, keep, metrics_max, fetch, None);
+        let reply: Value = script
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        finished_reply(script.name, reply)
+    }
+
+    /// Complete `job` with a processor's step folded in (`crate::processor::FinishStep`):
+    /// `script` runs move_to_finished's contract, then the step with `keys` and `args` appended.
+    /// Returns the finish (as [`Commands::finish`]), the step's own answer and what it prepared
+    /// for the fetched job.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn complete_with_step(
+        &self,
+        job: &Job,
+        token: &str,
+        returnvalue: &str,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&FetchArgs>,
+        step: (&'static LuaScript, &[String], &[String]),
+    ) -> Result<StepFinished, Error> {
+        let finish = Finish::Completed {
+            returnvalue: returnvalue.to_string(),
+        };
+        let (script, keys, args) =
+            self.finished_call(job, token, &finish, keep, metrics_max, fetch, Some(step));
+        let reply: Value = script
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        let bad = |detail: String| Error::Reply {
+            script: script.name,
+            detail,
+        };
+        let Value::Array(items) = reply else {
+            return Err(bad(format!(
+                "expected {{finish, own, next}}, got {reply:?}"
+            )));
+        };
+        let mut items = items.into_iter();
+        let finished = finished_reply(script.name, items.next().unwrap_or(Value::Nil))?;
+        Ok(StepFinished {
+            finished,
+            own: items.next().unwrap_or(Value::Nil),
+            prepared: items.next().unwrap_or(Value::Nil),
+        })
+    }
+
+    /// The script, KEYS and ARGV of a completion or final failure (move_to_finished.lua's
+    /// header), with a step's keys and arguments appended after them when given.
+    #[allow(clippy::too_many_arguments)]
+    fn finished_call<'a>(
+        &'a self,
+        job: &Job,
+        token: &'a str,
+        finish: &'a Finish,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&'a FetchArgs>,
+        step: Option<(&'static LuaScript, &[String], &[String])>,
+    ) -> (&'static LuaScript, Vec<String>, Vec<String>) {
         let k = &self.keys;
         let (target, field, value, stack) = match finish {
             Finish::Completed { returnvalue } => ("completed", "returnvalue", returnvalue, None),
@@ -291,50 +364,49 @@ impl Commands {
             }
             _ => unreachable!("move_to_finished only takes Completed or Failed"),
         };
-        let keys = self.fetch_keys(&[
+        let mut keys = self.fetch_keys(&[
             k.finished(target),
             k.job(&job.id),
             k.metrics(target),
             k.marker(),
         ]);
-        let now = now_ms().to_string();
-        let none = String::new();
-        let count = keep.count.to_string();
-        let age = keep.age.map(|a| a.to_string()).unwrap_or_default();
-        let limit = keep.limit.map(|a| a.to_string()).unwrap_or_default();
-        let attempts = job.opts.attempts.to_string();
-        let metrics = metrics_max.map(|m| m.to_string()).unwrap_or_default();
         let f = fetch;
-        let mut args: Vec<&str> = vec![
-            &job.id,
-            &now,
+        let none = String::new();
+        let mut args: Vec<String> = [
+            job.id.as_str(),
+            &now_ms().to_string(),
             field,
             value,
             target,
             if fetch.is_some() { "1" } else { "0" },
             k.base(),
             token,
-            &count,
-            &age,
-            &limit,
-            &attempts,
-            &metrics,
+            &keep.count.to_string(),
+            &keep.age.map(|a| a.to_string()).unwrap_or_default(),
+            &keep.limit.map(|a| a.to_string()).unwrap_or_default(),
+            &job.opts.attempts.to_string(),
+            &metrics_max.map(|m| m.to_string()).unwrap_or_default(),
             f.map_or(&none, |f| &f.lock_ms),
             f.map_or(&none, |f| &f.name),
             f.map_or(&none, |f| &f.limiter_max),
             f.map_or(&none, |f| &f.limiter_duration),
-        ];
+        ]
+        .map(str::to_string)
+        .to_vec();
+        if let Some((script, more_keys, more_args)) = step {
+            keys.extend_from_slice(more_keys);
+            args.extend_from_slice(more_args);
+            return (script, keys, args);
+        }
         if let Some(stack) = stack {
-            args.extend(["failedReason", value.as_str(), "stacktrace", stack.as_str()]);
+            args.extend([
+                "failedReason".to_string(),
+                value.clone(),
+                "stacktrace".to_string(),
+                stack.clone(),
+            ]);
         }
-        let reply: Value = scripts()
-            .move_to_finished
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
-            .await?;
-        match reply {
-            Value::Array(_) => parse_fetched("move_to_finished", reply).map(Ok),
-            other => Ok(code_or("move_to_finished", other).map(|()| Fetched::Empty)),
-        }
+        (&scripts().move_to_finished, keys, args)
     }
 
     /// Renew the locks of `jobs` (id, token); returns the ids whose lock is no longer ours.
@@ -710,6 +782,17 @@ fn code_or(script: &'static str, reply: Value) -> Result<(), ScriptCode> {
 }
 
 /// Parse BullMQ's 4-tuple `{fields|0, jobId|0, rateLimitTtl, nextDelayedMs}`.
+/// move_to_finished's answer: 0, a negative code, or the next job's 4-tuple.
+fn finished_reply(
+    script: &'static str,
+    reply: Value,
+) -> Result<Result<Fetched, ScriptCode>, Error> {
+    match reply {
+        Value::Array(_) => parse_fetched(script, reply).map(Ok),
+        other => Ok(code_or(script, other).map(|()| Fetched::Empty)),
+    }
+}
+
 fn parse_fetched(script: &'static str, reply: Value) -> Result<Fetched, Error> {
     let bad = |detail: String| Error::Reply { script, detail };
     let Value::Array(mut items) = reply else {

@@ -45,7 +45,7 @@ macro_rules! scripts {
 
 scripts! {
     move_to_active => "move_to_active.lua",
-    move_to_finished => "move_to_finished.lua",
+    move_to_finished => "move_to_finished.lua" [finish],
     move_to_delayed => "move_to_delayed.lua",
     retry_job => "retry_job.lua",
     extend_locks => "extend_locks.lua",
@@ -67,6 +67,8 @@ scripts! {
     window_index => "window_index.lua",
     receipt_apply => "receipt_apply.lua" [window],
     claim_due => "claim_due.lua",
+    /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.
+    finish_sent => "finish_sent.lua" [finish, window],
 }
 
 /// The process-wide script set.

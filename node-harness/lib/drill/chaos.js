@@ -18,7 +18,7 @@ const { JOB_NAME, JOB_OPTIONS } = require('../legacy');
 const { waitFor, sleep } = require('../harness/wait');
 
 const QUEUE = 'drill-chaos';
-const POINTS = ['after-claim', 'after-provider-accept', 'after-sent-marker', 'before-complete'];
+const POINTS = ['after-claim', 'after-provider-accept', 'after-sent-marker'];
 const FAULTS = [
   { rate: 0.05, fault: 'rate_limited', retry_after_s: 1 },
   { rate: 0.05, fault: 'server_error', status: 503, created: false },

@@ -29,7 +29,6 @@ const CASES = [
   { id: 'ringback@after-claim', dies: 'ringback', point: 'after-claim' },
   { id: 'ringback@after-provider-accept', dies: 'ringback', point: 'after-provider-accept' },
   { id: 'ringback@after-sent-marker', dies: 'ringback', point: 'after-sent-marker' },
-  { id: 'ringback@before-complete', dies: 'ringback', point: 'before-complete' },
   // Issue 10 section 4: the stall limit fails the jobs (maxStalledCount 0 on the legacy worker
   // that runs the stall check) with an attempt open or before any attempt; the rejoining ringback
   // worker must still text each run once. The last one is the callback lost on v1: the sweep's

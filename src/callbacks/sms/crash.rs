@@ -6,10 +6,15 @@ use crate::error::ConfigError;
 /// Points where `RINGBACK_CRASH_AT` aborts the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashPoint {
+    /// The claim is ours; Twilio has not been called.
     AfterClaim,
+    /// Twilio accepted the message; nothing recorded it yet.
     AfterProviderAccept,
+    /// The sent marker is written. On a single Redis the same call also completed the job and
+    /// may have fetched and claimed the next one (`finish_sent.lua`), so the point is right after
+    /// that call; with separate calls, between the marker and the completion. (It merges the
+    /// former `before-complete`, which nothing separated from it; that name still parses.)
     AfterSentMarker,
-    BeforeComplete,
 }
 
 /// `RINGBACK_CRASH_AT=<point>[:<probability>]`.
@@ -32,11 +37,10 @@ impl std::str::FromStr for CrashAt {
         let point = match point {
             "after-claim" => CrashPoint::AfterClaim,
             "after-provider-accept" => CrashPoint::AfterProviderAccept,
-            "after-sent-marker" => CrashPoint::AfterSentMarker,
-            "before-complete" => CrashPoint::BeforeComplete,
+            "after-sent-marker" | "before-complete" => CrashPoint::AfterSentMarker,
             _ => {
                 return Err(bad(
-                    "unknown point (after-claim, after-provider-accept, after-sent-marker, before-complete)",
+                    "unknown point (after-claim, after-provider-accept, after-sent-marker)",
                 ));
             }
         };
@@ -45,5 +49,20 @@ impl std::str::FromStr for CrashAt {
             return Err(bad("probability must be within 0..=1"));
         }
         Ok(CrashAt { point, probability })
+    }
+}
+
+/// Abort the process when `crash_at` names `point` (with its probability): a drill.
+pub(super) fn maybe_abort(crash_at: Option<CrashAt>, point: CrashPoint, run_id: &str) {
+    if let Some(c) = crash_at
+        && c.point == point
+        && rand::random::<f64>() < c.probability
+    {
+        tracing::error!(
+            ?point,
+            run_id,
+            "RINGBACK_CRASH_AT: aborting the process now (drill)"
+        );
+        std::process::abort();
     }
 }

@@ -23,6 +23,7 @@ use std::sync::atomic::Ordering;
 mod config;
 mod crash;
 mod evidence;
+mod fused;
 mod stats;
 
 pub use config::{LOOKBACK, SAFETY_MARGIN, SmsConfig};
@@ -40,6 +41,8 @@ pub struct SmsProcessor {
     receipts: crate::receipts::Receipts,
     escalator: crate::escalation::Escalator,
     worker_id: String,
+    /// Fold the sent marker and the next claim into the job's finishing call ([`fused`]).
+    fused: bool,
 }
 
 impl SmsProcessor {
@@ -52,6 +55,7 @@ impl SmsProcessor {
         prefix: &str,
         queue: &str,
     ) -> Self {
+        let is_cluster = conn.is_cluster();
         let window = Window::new(
             conn.clone(),
             Default::default(),
@@ -67,6 +71,8 @@ impl SmsProcessor {
             receipts,
             escalator,
             worker_id: uuid::Uuid::new_v4().to_string(),
+            // never on a cluster, whatever the window's layout says (one script, two slots)
+            fused: !is_cluster,
         }
     }
 
@@ -118,17 +124,7 @@ impl SmsProcessor {
     }
 
     fn crash(&self, point: CrashPoint, run_id: &str) {
-        if let Some(c) = self.config.crash_at
-            && c.point == point
-            && rand::random::<f64>() < c.probability
-        {
-            tracing::error!(
-                ?point,
-                run_id,
-                "RINGBACK_CRASH_AT: aborting the process now (drill)"
-            );
-            std::process::abort();
-        }
+        crash::maybe_abort(self.config.crash_at, point, run_id);
     }
 
     /// The StatusCallback URL: the run and the attempt token, so a receipt names the attempt
@@ -174,24 +170,42 @@ impl SmsProcessor {
     /// Run one attempt of a callback for `job_id` (a queue job, or the orphan sweep and the
     /// drain: what an attempt gives up stays open in the window either way).
     pub async fn attempt(&self, job_id: &str, req: &CallbackRequest) -> Outcome {
+        self.attempt_in(job_id, req, None).await
+    }
+
+    /// [`SmsProcessor::attempt`] for a queue job: with its context, the attempt may start from
+    /// the claim the previous job's finishing call made, and folds its own last write into this
+    /// job's finishing call ([`fused`]).
+    async fn attempt_in(
+        &self,
+        job_id: &str,
+        req: &CallbackRequest,
+        ctx: Option<&JobContext>,
+    ) -> Outcome {
         let from = req.from.clone().unwrap_or_default();
         let mut supersede: Option<String> = None;
+        let mut prepared = self.prepared_claim(ctx, &req.run_id).await;
+        let ctx = self.fused_ctx(ctx);
         // At most: resolve an unknown send, find it unproven past the window, claim anew.
         for _ in 0..3 {
             let token = uuid::Uuid::new_v4().simple().to_string();
-            let claim = self
-                .window
-                .claim(
-                    &req.run_id,
-                    &token,
-                    supersede.as_deref(),
-                    job_id,
-                    &self.worker_id,
-                    &req.to,
-                    &from,
-                    &req.body,
-                )
-                .await;
+            let claim = match prepared.take() {
+                Some(claim) => Ok(claim),
+                None => {
+                    self.window
+                        .claim(
+                            &req.run_id,
+                            &token,
+                            supersede.as_deref(),
+                            job_id,
+                            &self.worker_id,
+                            &req.to,
+                            &from,
+                            &req.body,
+                        )
+                        .await
+                }
+            };
             match claim {
                 Err(e) => {
                     tracing::warn!(error = %e, "claim failed; will try again");
@@ -200,6 +214,10 @@ impl SmsProcessor {
                 Ok(Claim::Sent(sid)) => {
                     self.stats.record(SmsEvent::Deduplicated);
                     tracing::info!(sid = ?sid, "already sent; not sending again");
+                    if let Some(ctx) = ctx {
+                        // nothing to write; the finishing call still claims the next job's run
+                        ctx.finish_with(self.finish_step(req, fused::Mark::Nothing));
+                    }
                     return Outcome::Completed(
                         json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true}),
                     );
@@ -214,7 +232,7 @@ impl SmsProcessor {
                 }
                 Ok(Claim::Claimed { token }) => {
                     self.crash(CrashPoint::AfterClaim, &req.run_id);
-                    return self.send(req, &token).await;
+                    return self.send(req, &token, ctx).await;
                 }
                 Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {
                     Resolution::Sent(sid) => {
@@ -300,7 +318,8 @@ impl SmsProcessor {
         }
     }
 
-    async fn send(&self, req: &CallbackRequest, token: &str) -> Outcome {
+    /// `ctx`: the fused finish's job context (the sent marker then rides on the completion).
+    async fn send(&self, req: &CallbackRequest, token: &str, ctx: Option<&JobContext>) -> Outcome {
         let msg = CreateMessage {
             to: req.to.clone(),
             body: req.body.clone(),
@@ -311,18 +330,27 @@ impl SmsProcessor {
             SendOutcome::Accepted(m) => {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
+                let status = m.status.as_deref().unwrap_or("queued");
+                if let Some(ctx) = ctx {
+                    // The marker is written by the job's finishing call, first and whatever the
+                    // lock says; if that call never answers, the attempt record still says
+                    // `claimed` and the next attempt finds this message (receipt or lookup).
+                    let mark = fused::Mark::Sent {
+                        token,
+                        sid: &m.sid,
+                        status,
+                    };
+                    ctx.finish_with(self.finish_step(req, mark));
+                    return Outcome::Completed(json!({
+                        "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
+                    }));
+                }
                 let mut delay = Duration::from_millis(50);
                 let mut marked = false;
                 for _ in 0..6 {
                     match self
                         .window
-                        .mark_sent(
-                            &req.run_id,
-                            token,
-                            &m.sid,
-                            m.status.as_deref().unwrap_or("queued"),
-                            Marked::Sent,
-                        )
+                        .mark_sent(&req.run_id, token, &m.sid, status, Marked::Sent)
                         .await
                     {
                         Ok(done) => {
@@ -348,7 +376,6 @@ impl SmsProcessor {
                 self.crash(CrashPoint::AfterSentMarker, &req.run_id);
                 self.stats.record(SmsEvent::Sent);
                 tracing::info!(sid = %m.sid, to = %mask(&req.to), "sent");
-                self.crash(CrashPoint::BeforeComplete, &req.run_id);
                 Outcome::Completed(json!({
                     "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
                 }))
@@ -441,16 +468,23 @@ const AUTH_RETRY: Duration = Duration::from_secs(5);
 const AUTH_LOG_EVERY: Duration = Duration::from_secs(30);
 
 impl Processor for SmsProcessor {
-    async fn process(&self, job: &Job, _ctx: &JobContext) -> Outcome {
+    async fn process(&self, job: &Job, ctx: &JobContext) -> Outcome {
         let req = match CallbackRequest::parse(&job.data) {
             Ok(r) => r,
             Err(reason) => {
+                if let Some(prepared) = ctx.prepared() {
+                    self.hand_back_prepared(prepared).await;
+                }
                 self.stats.record(SmsEvent::Invalid);
                 return Outcome::unrecoverable(format!("invalid callback job: {reason}"));
             }
         };
         let span = tracing::info_span!("callback", run_id = %req.run_id);
-        tracing::Instrument::instrument(self.attempt(&job.id, &req), span).await
+        tracing::Instrument::instrument(self.attempt_in(&job.id, &req, Some(ctx)), span).await
+    }
+
+    async fn unprepared(&self, _job: &Job, prepared: redis::Value) {
+        self.hand_back_prepared(&prepared).await;
     }
 }
 

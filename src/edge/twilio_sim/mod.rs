@@ -7,7 +7,8 @@
 //!
 //! Routes: `POST|GET /2010-04-01/Accounts/{AccountSid}/Messages.json`,
 //! `GET /2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json`, `GET /sim/messages`,
-//! `GET /sim/stats`, `GET /sim/requests`, `GET|PUT /sim/faults`, `POST /sim/reset`.
+//! `GET /sim/stats`, `GET /sim/arrivals` (bodies and arrival times in ms, for the latency
+//! benchmark), `GET /sim/requests`, `GET|PUT /sim/faults`, `POST /sim/reset`.
 
 pub mod callbacks;
 pub mod faults;
@@ -83,6 +84,10 @@ pub fn app(sim: Arc<Simulator>) -> Router {
             get(fetch),
         )
         .route("/sim/messages", get(sim_messages))
+        .route(
+            "/sim/arrivals",
+            get(|State(s): State<Arc<Simulator>>| async move { Json(s.store.arrivals()) }),
+        )
         .route(
             "/sim/stats",
             get(|State(s): State<Arc<Simulator>>| async move { Json(s.store.stats()) }),

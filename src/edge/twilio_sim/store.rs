@@ -25,6 +25,9 @@ pub struct RecordedRequest {
 #[derive(Default)]
 struct Inner {
     messages: Vec<Message>,
+    /// When each message arrived (ms since the epoch), beside `messages`: the latency benchmark
+    /// measures `Queue.add` to the text from it (Twilio's `date_created` has whole seconds).
+    arrived_ms: Vec<i64>,
     by_sid: HashMap<String, usize>,
     requests: VecDeque<RecordedRequest>,
 }
@@ -32,6 +35,14 @@ struct Inner {
 #[derive(Default)]
 pub struct Store {
     inner: Mutex<Inner>,
+}
+
+/// A message's body and when it arrived.
+#[derive(Debug, Serialize)]
+pub struct Arrival {
+    pub body: String,
+    #[serde(rename = "atMs")]
+    pub at_ms: i64,
 }
 
 /// Counts per recipient and per (recipient, body).
@@ -60,6 +71,24 @@ impl Store {
         let i = g.messages.len();
         g.by_sid.insert(m.sid.clone(), i);
         g.messages.push(m);
+        // the real clock (not ringback's `now_ms`, which a drill may skew): the outside world's
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        g.arrived_ms.push(now);
+    }
+
+    /// Every message's body and arrival time (ms since the epoch), in arrival order.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        let g = self.lock();
+        g.messages
+            .iter()
+            .zip(&g.arrived_ms)
+            .map(|(m, &at_ms)| Arrival {
+                body: m.body.clone().unwrap_or_default(),
+                at_ms,
+            })
+            .collect()
     }
 
     pub fn get(&self, sid: &str) -> Option<Message> {

@@ -1,0 +1,175 @@
+--[[
+  finish: BullMQ's moveToFinished as functions, shared by move_to_finished.lua and the fused
+  finish_sent.lua (issue 12), so both leave exactly what a Node worker leaves. Needs common.lua.
+
+  Both scripts take the same KEYS[1..14] and ARGV[1..17] (move_to_finished.lua's header is the
+  contract); `finishedArgs()` reads them, so the layout is written down once.
+]]
+
+-- The queue keys and the finishing arguments of move_to_finished.lua's KEYS/ARGV layout.
+-- `fieldsFrom`: the first ARGV index of field/value pairs to write first ("" none past it).
+local function finishedArgs(fieldsFrom)
+  local q = {prefix = ARGV[7], wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3],
+    events = KEYS[4], stalled = KEYS[5], limiter = KEYS[6], delayed = KEYS[7],
+    paused = KEYS[8], meta = KEYS[9], pc = KEYS[10], marker = KEYS[14]}
+  local f = {jobKey = KEYS[12], jobId = ARGV[1], now = ARGV[2], field = ARGV[3], value = ARGV[4],
+    target = ARGV[5], token = ARGV[8], keepCount = ARGV[9], keepAge = ARGV[10],
+    keepLimit = ARGV[11], attempts = ARGV[12], metricsMax = ARGV[13], targetKey = KEYS[11],
+    metricsKey = KEYS[13], fieldsFrom = fieldsFrom}
+  local w = nil
+  if ARGV[6] == "1" then
+    w = {token = ARGV[8], lockDuration = ARGV[14], name = ARGV[15],
+      limiterMax = ARGV[16], limiterDuration = ARGV[17]}
+  end
+  return q, f, w
+end
+
+-- Complete or fail an active job (the order is BullMQ's; see move_to_finished.lua). Returns 0
+-- finished, or the negative code that refused it.
+local function moveToFinished(q, f)
+  local jobKey, jobId, now, target = f.jobKey, f.jobId, f.now, f.target
+  if rcall("EXISTS", jobKey) == 0 then return -1 end
+  if target == "completed" then
+    if rcall("SCARD", jobKey .. ":dependencies") ~= 0 then return -4 end
+    if rcall("ZCARD", jobKey .. ":unsuccessful") ~= 0 then return -9 end
+  end
+  local code = releaseLock(jobKey, q.stalled, f.token, jobId)
+  if code < 0 then return code end
+  applyFields(jobKey, f.fieldsFrom)
+
+  local attrs = rcall("HMGET", jobKey, "parentKey", "parent", "deid")
+  if rcall("LREM", q.active, -1, jobId) < 1 then return -3 end
+  rcall("XTRIM", q.events, "MAXLEN", "~", maxEvents(q.meta))
+
+  -- Deduplication: release the slot this job holds (a TTL'd slot expires by itself).
+  if attrs[3] then
+    local dedupKey = q.prefix .. "de:" .. attrs[3]
+    local pttl = rcall("PTTL", dedupKey)
+    if pttl == 0 or (pttl == -1 and rcall("GET", dedupKey) == jobId) then
+      rcall("DEL", dedupKey)
+    end
+    requeueDeduplicated(q, attrs[3], now)
+  end
+
+  -- Flows: tell the parent (possibly in another queue) what became of this child.
+  local parentKey = attrs[1] or ""
+  local parent = nil
+  if attrs[2] then parent = cjson.decode(attrs[2]) end
+  if parent == nil and parentKey ~= "" then
+    local pid = string.match(parentKey, ".*:(.*)")
+    parent = {id = pid, queueKey = string.sub(parentKey, 1, #parentKey - #pid - 1)}
+  end
+  if parent then
+    local pq = parent["queueKey"] .. ":"
+    local pKey = pq .. parent["id"]
+    local deps = pKey .. ":dependencies"
+    if target == "completed" then
+      if rcall("SREM", deps, jobKey) == 1 then
+        rcall("HSET", pKey .. ":processed", jobKey, f.value)
+        releaseParentIfDone(pq, parent["id"], now)
+      end
+    elseif parent["fpof"] then
+      if rcall("SREM", deps, jobKey) == 1 then
+        rcall("ZADD", pKey .. ":unsuccessful", now, jobKey)
+        if rcall("EXISTS", pKey) == 1 then
+          local reason = "child " .. jobKey .. " failed"
+          local holder = nil
+          if rcall("ZSCORE", pq .. "waiting-children", parent["id"]) then
+            holder = pq .. "waiting-children"
+          elseif rcall("ZSCORE", pq .. "delayed", parent["id"]) then
+            holder = pq .. "delayed"
+            rcall("HSET", pKey, "delay", 0)
+          end
+          if holder then
+            -- the parent must run now, to fail at once on its deferred failure
+            rcall("ZREM", holder, parent["id"])
+            rcall("HSET", pKey, "defa", reason)
+            moveParentToReady(pq, parent["id"], now)
+          elseif not rcall("ZSCORE", pq .. "failed", parent["id"]) then
+            rcall("HSET", pKey, "defa", reason)
+          end
+        end
+      end
+    elseif parent["cpof"] then
+      if rcall("SREM", deps, jobKey) == 1 then
+        rcall("HSET", pKey .. ":failed", jobKey, f.value)
+        releaseParent(pq, parent["id"], now)
+      end
+    elseif parent["idof"] or parent["rdof"] then
+      if rcall("SREM", deps, jobKey) == 1 then
+        releaseParentIfDone(pq, parent["id"], now)
+        if parent["idof"] then rcall("HSET", pKey .. ":failed", jobKey, f.value) end
+      end
+    end
+  end
+
+  local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
+
+  local keepCount = tonumber(f.keepCount)
+  if keepCount ~= 0 then
+    rcall("ZADD", f.targetKey, now, jobId)
+    rcall("HSET", jobKey, f.field, f.value, "finishedOn", now)
+    if target == "failed" then rcall("HDEL", jobKey, "defa") end
+    if f.keepAge ~= "" then
+      local limit = tonumber(f.keepLimit) or 1000
+      local oldest = tonumber(now) - tonumber(f.keepAge) * 1000
+      local old = rcall("ZREVRANGEBYSCORE", f.targetKey, oldest, "-inf", "LIMIT", 0, limit)
+      for _, id in ipairs(old) do removeJob(q.prefix, id, now) end
+      if #old > 0 then
+        if #old < limit then
+          rcall("ZREMRANGEBYSCORE", f.targetKey, "-inf", oldest)
+        else
+          for i = 1, #old, 5000 do
+            rcall("ZREM", f.targetKey, unpack(old, i, math.min(i + 4999, #old)))
+          end
+        end
+      end
+    end
+    if keepCount > 0 then
+      local extra = rcall("ZREVRANGE", f.targetKey, keepCount, -1)
+      for _, id in ipairs(extra) do removeJob(q.prefix, id, now) end
+      rcall("ZREMRANGEBYRANK", f.targetKey, 0, -(keepCount + 1))
+    end
+  else
+    removeJob(q.prefix, jobId, now)
+  end
+
+  rcall("XADD", q.events, "*", "event", target, "jobId", jobId, f.field, f.value, "prev", "active")
+  if target == "failed" and attemptsMade >= tonumber(f.attempts) then
+    rcall("XADD", q.events, "*", "event", "retries-exhausted", "jobId", jobId,
+      "attemptsMade", attemptsMade)
+  end
+
+  if f.metricsMax ~= "" then
+    local metricsKey, maxPoints = f.metricsKey, tonumber(f.metricsMax)
+    local count = rcall("HINCRBY", metricsKey, "count", 1) - 1
+    local prevTS = rcall("HGET", metricsKey, "prevTS")
+    if not prevTS then
+      rcall("HSET", metricsKey, "prevTS", now, "prevCount", 0)
+    else
+      local n = math.min(math.floor(now / 60000) - math.floor(prevTS / 60000), maxPoints)
+      if n > 0 then
+        local delta = count - rcall("HGET", metricsKey, "prevCount")
+        rcall("LPUSH", metricsKey .. ":data", delta)
+        for _ = 2, n do rcall("LPUSH", metricsKey .. ":data", 0) end
+        rcall("LTRIM", metricsKey .. ":data", 0, maxPoints - 1)
+        rcall("HSET", metricsKey, "prevCount", count, "prevTS", now)
+      end
+    end
+  end
+  return 0
+end
+
+-- After a finish: take the next job when `w` (fetch arguments) is given, else (or when nothing
+-- could be taken) announce `drained` if the queue is empty. Returns fetchNext's answer or nil.
+local function fetchNextOrDrain(q, now, w)
+  if w then
+    local next = fetchNext(q, now, w)
+    if next then return next end
+  end
+  if rcall("LLEN", q.wait) == 0 and rcall("LLEN", q.active) == 0
+      and rcall("ZCARD", q.prioritized) == 0 then
+    rcall("XADD", q.events, "*", "event", "drained")
+  end
+  return nil
+end

@@ -1,0 +1,175 @@
+//! The single-Redis finish (issue 12): the sent marker rides on the job's completion, and the
+//! completion's fetch claims the next job's run, so a steady stream of SMS jobs costs one Redis
+//! call per job plus the Twilio call (`lua/finish_sent.lua`).
+//!
+//! The processor hands the worker a [`FinishStep`]; the worker runs it in place of
+//! move_to_finished and gives the next job's [`JobContext`] the claim the call made for it. On a
+//! Redis Cluster the run's keys live in other slots than the queue's, so the processor keeps the
+//! separate calls there ([`SmsProcessor::with_fused_finish`]).
+
+use redis::Value;
+
+use super::crash::{self, CrashPoint};
+use super::{SmsEvent, SmsProcessor};
+use crate::callback::CallbackRequest;
+use crate::keys::WindowKeys;
+use crate::processor::{FinishStep, JobContext};
+use crate::redact::mask;
+use crate::scripts::scripts;
+use crate::slots::Topology;
+use crate::window::Claim;
+
+/// Where the runId goes in the key templates handed to `finish_sent.lua` (a runId never holds
+/// control characters: `CallbackRequest::parse` refuses them), so `keys.rs` stays the one place
+/// that names the window's keys.
+const RUN_ID_SLOT: &str = "\u{1}";
+
+/// What the finishing step writes for this job.
+pub(super) enum Mark<'a> {
+    /// Twilio accepted `sid` (status `status`) for this attempt (`token`): write the sent marker.
+    Sent {
+        token: &'a str,
+        sid: &'a str,
+        status: &'a str,
+    },
+    /// The run was already sent: nothing to write, only the next job's claim.
+    Nothing,
+}
+
+impl SmsProcessor {
+    /// Use the fused finish (default: on). It is used only where the window's own layout is
+    /// [`Topology::Fused`] (one Redis): on a Redis Cluster (or with `RINGBACK_DRILL_PER_SLOT=1`)
+    /// one script cannot reach both the queue's keys and a run's, and the separate calls stay.
+    pub fn with_fused_finish(mut self, on: bool) -> Self {
+        self.fused = on;
+        self
+    }
+
+    /// The context to fold this job's finish into, when the fused finish is on.
+    pub(super) fn fused_ctx<'c>(&self, ctx: Option<&'c JobContext>) -> Option<&'c JobContext> {
+        ctx.filter(|_| self.fused && self.window.topology() == Topology::Fused)
+    }
+
+    /// The finishing step for a completed callback of `req`: `mark`, then the completion, then
+    /// the claim of the next job's run.
+    pub(super) fn finish_step(&self, req: &CallbackRequest, mark: Mark<'_>) -> FinishStep {
+        let k = self.window.keys(&req.run_id);
+        let prefix = &self.config.claim_prefix;
+        let times = self.config.times();
+        let ms = |d: std::time::Duration| d.as_millis().to_string();
+        let (flag, token, sid, status) = match mark {
+            Mark::Sent { token, sid, status } => ("1", token, sid, status),
+            Mark::Nothing => ("0", "", "", ""),
+        };
+        // KEYS[15..22], in finish_sent.lua's order
+        let keys = vec![
+            k.claim,
+            k.attempt,
+            crate::keys::open_attempts(prefix),
+            crate::keys::message_link(sid),
+            k.record,
+            crate::keys::callback_history(prefix, &req.run_id),
+            crate::keys::reconcile_schedule(prefix),
+            crate::keys::recent_runs(prefix),
+        ];
+        let template = WindowKeys::new(prefix, RUN_ID_SLOT);
+        let args = vec![
+            flag.to_string(),
+            token.to_string(),
+            sid.to_string(),
+            ms(times.sent_ttl),
+            req.run_id.clone(),
+            status.to_string(),
+            ms(times.poll_after),
+            template.claim,
+            template.attempt,
+            template.record,
+            uuid::Uuid::new_v4().simple().to_string(),
+            self.worker_id.clone(),
+            ms(times.pending_ttl),
+            ms(times.hold),
+            ms(times.lease),
+            crate::keys::RECENT_RUNS_CAP.to_string(),
+        ];
+        let done: Box<dyn FnOnce(&Value) + Send> = match flag {
+            "0" => Box::new(|_| {}),
+            _ => {
+                let (stats, crash_at) = (self.stats.clone(), self.config.crash_at);
+                let (run_id, sid, to) = (req.run_id.clone(), sid.to_string(), mask(&req.to));
+                Box::new(move |own| {
+                    if matches!(own, Value::Int(1)) {
+                        crate::window::note_overrun();
+                        tracing::warn!(%sid, "sent marker written after the claim changed hands (window overrun)");
+                    }
+                    crash::maybe_abort(crash_at, CrashPoint::AfterSentMarker, &run_id);
+                    stats.record(SmsEvent::Sent);
+                    tracing::info!(%sid, %to, "sent");
+                })
+            }
+        };
+        FinishStep {
+            script: &scripts().finish_sent,
+            keys,
+            args,
+            done,
+        }
+    }
+
+    /// The claim the previous job's fused finish made for this job's run, if it made one for
+    /// `run_id`. A claim for another run cannot happen (both sides read the same `runId`); if it
+    /// did, it is handed back and `None` answered, so the attempt claims as usual.
+    pub(super) async fn prepared_claim(
+        &self,
+        ctx: Option<&JobContext>,
+        run_id: &str,
+    ) -> Option<Claim> {
+        let (claim_run, claim) = self.read_prepared(ctx?.prepared()?)?;
+        if claim_run == run_id {
+            return Some(claim);
+        }
+        tracing::warn!(prepared = %claim_run, "the prepared claim is another run's; handing it back");
+        self.hand_back(&claim_run, &claim).await;
+        None
+    }
+
+    /// Give back a claim prepared for a job that will not send (it fails before the attempt):
+    /// a fresh claim becomes `retry` (Twilio took nothing; the next attempt or the orphan sweep
+    /// sends), anything else stays as the window left it.
+    pub(super) async fn hand_back_prepared(&self, prepared: &Value) {
+        if let Some((run_id, claim)) = self.read_prepared(prepared) {
+            self.hand_back(&run_id, &claim).await;
+        }
+    }
+
+    async fn hand_back(&self, run_id: &str, claim: &Claim) {
+        if let Claim::Claimed { token } = claim {
+            let reason = "claimed for a job that did not run";
+            if let Err(e) = self
+                .window
+                .release(
+                    run_id,
+                    token,
+                    reason,
+                    "released",
+                    self.config.retry_later_default,
+                )
+                .await
+            {
+                tracing::warn!(error = %e, "could not hand back a prepared claim; the sweep resolves it");
+            }
+        }
+    }
+
+    /// `finish_sent.lua`'s claim reply: window_claim's reply followed by the runId.
+    fn read_prepared(&self, prepared: &Value) -> Option<(String, Claim)> {
+        let mut reply: Vec<String> = redis::from_redis_value(prepared.clone()).ok()?;
+        let run_id = reply.pop()?;
+        match self.window.read_claim(&reply) {
+            Ok(claim) => Some((run_id, claim)),
+            Err(e) => {
+                tracing::warn!(error = %e, "unreadable prepared claim; claiming as usual");
+                None
+            }
+        }
+    }
+}
