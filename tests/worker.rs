@@ -801,6 +801,11 @@ async fn every_script_runs_after_script_flush() {
         None,
         "closed: nothing to sweep"
     );
+    // the cluster layout's sweep takes an orphan with window_index.lua first
+    let per_slot = window
+        .clone()
+        .with_topology(ringback::slots::Topology::PerSlot);
+    assert_eq!(per_slot.sweep("f1").await.unwrap(), None);
     let sms = ringback::sms::SmsConfig::default();
     let (receipts, _) = sms.after_send(
         ringback::connection::commands(&client).await.unwrap(),
