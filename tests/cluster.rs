@@ -5,7 +5,7 @@
 //! no job is lost and none finishes twice, and the blocking fetch still wakes the worker at once
 //! afterwards, from the slot's new master. `WAIT` for a replica goes to the key's master and is
 //! skipped once that master has no replica. The binary takes the cluster URL (`worker`,
-//! `status`, `check-config`) and names every bad seed of a wrong one.
+//! `serve`, `status`, `check-config`) and names every bad seed of a wrong one.
 
 mod common;
 
@@ -586,6 +586,42 @@ async fn the_binary_takes_a_cluster_url_for_every_subcommand() {
         .status();
     let status = tokio::task::block_in_place(|| worker.wait()).unwrap();
     assert!(status.success(), "worker exit: {status}");
+
+    // `ringback serve` on the cluster: ready once every script is loaded on every node
+    ringback::twilio::client::install_tls_provider();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut serve = ringback(&["serve"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", &q)
+        .env("RINGBACK_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RINGBACK_PUBLIC_URL", "http://127.0.0.1")
+        .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+        .env("TWILIO_AUTH_TOKEN", "sim-token")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let ready = common::wait_for(Duration::from_secs(20), "serve to be ready", || {
+        let (http, url) = (http.clone(), format!("http://127.0.0.1:{port}/readyz"));
+        async move {
+            let r = http.get(url).send().await.ok()?;
+            (r.status() == 200).then_some(r.status())
+        }
+    })
+    .await;
+    assert_eq!(ready, 200);
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(serve.id().to_string())
+        .status();
+    let status = tokio::task::block_in_place(|| serve.wait()).unwrap();
+    assert!(status.success(), "serve exit: {status}");
 
     // `ringback status` reads through the cluster too
     let out = ringback(&["status", "run-none"])
