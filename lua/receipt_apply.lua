@@ -9,26 +9,32 @@
   different one is kept in the history as a conflict. A status for another message of the same
   run (a second text) goes to the history only.
 
+  One call, in the run's slot (Redis Cluster): the global keys (the MessageSid link, the reconcile
+  schedule) are not touched here. The send path links its sid and schedules its poll when it marks
+  the message sent (window_mark_sent.lua); a status for a sid the record did not know asks the
+  caller to write the link (4th reply element); the reconciler drops a scheduled sid whose record
+  is terminal when it comes due, so a terminal status needs no schedule write.
+
   KEYS[1] callback record   (ringback:callback:{<claim key>})
   KEYS[2] history list      (ringback:callback-history:{<claim key>})
-  KEYS[3] repeat marker     (ringback:receipt-seen:<idempotency token or params hash>; "" = none)
-  KEYS[4] message link      (ringback:message:<MessageSid> -> runId)
-  KEYS[5] reconcile set     (ZSET MessageSid -> when to poll it next)
+  KEYS[3] repeat marker     (ringback:receipt-seen:{<claim key>}:<idempotency token or params
+                            hash>; absent = no repeat check)
 
   ARGV[1] runId           ARGV[6] now (ms)
   ARGV[2] MessageSid      ARGV[7] source: "webhook" | "poll" | "send"
   ARGV[3] status          ARGV[8] repeat TTL (ms)
-  ARGV[4] error code ("") ARGV[9] link / record TTL (ms)
+  ARGV[4] error code ("") ARGV[9] record TTL (ms)
   ARGV[5] RawDlrDoneDate ("")
-  ARGV[10] next poll at (ms) for a non-terminal status ("" = leave)
-  ARGV[11] the attempt token the StatusCallback URL carried ("" = none): kept in the history,
+  ARGV[10] the attempt token the StatusCallback URL carried ("" = none): kept in the history,
            so a receipt names the attempt that sent
 
-  Returns {outcome, status now, previous status}; outcome is one of
+  Returns {outcome, status now, previous status, link}; outcome is one of
     "repeat" (seen before: nothing changed), "applied", "stale" (lower rank: history only),
     "same" (no change), "conflict" (a different terminal status: history only),
-    "other" (another message of the run: history only), "unknown" (not a status we rank)
+    "other" (another message of the run: history only), "unknown" (not a status we rank);
+  link is "1" when the caller must write the MessageSid link (ringback:message:<sid> -> runId,
+  record TTL): the record did not know this sid (its send was never marked, or another message)
 ]]
-return applyReceipt({rec = KEYS[1], hist = KEYS[2], seen = KEYS[3], link = KEYS[4], reconcile = KEYS[5],
+return applyReceipt({rec = KEYS[1], hist = KEYS[2], seen = KEYS[3],
   runId = ARGV[1], sid = ARGV[2], status = ARGV[3], code = ARGV[4], dlr = ARGV[5], now = ARGV[6],
-  source = ARGV[7], repeatTtl = ARGV[8], recordTtl = ARGV[9], nextPoll = ARGV[10], attempt = ARGV[11]})
+  source = ARGV[7], repeatTtl = ARGV[8], recordTtl = ARGV[9], nextPoll = "", attempt = ARGV[10]})

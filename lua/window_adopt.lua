@@ -6,7 +6,7 @@
   KEYS[1] claim key
   KEYS[2] attempt record
   KEYS[3] callback record
-  KEYS[4] open-attempts index
+  KEYS[4] open-attempts index (global: absent = the caller added the run, due now, before)
 
   ARGV[1] runId        ARGV[4] from ("" = the configured sender)
   ARGV[2] job id       ARGV[5] body
@@ -21,12 +21,12 @@ if rcall("HGET", KEYS[3], "sid") then return 0 end
 local state = rcall("HGET", KEYS[2], "state")
 if state == "sent" or state == "send-failed" or state == "unknown" then return 0 end
 if state == "claimed" or state == "ambiguous" or state == "retry" then
-  rcall("ZADD", KEYS[4], "NX", now, ARGV[1])
+  if KEYS[4] then rcall("ZADD", KEYS[4], "NX", now, ARGV[1]) end
   return 2
 end
 rcall("DEL", KEYS[2])
 rcall("HSET", KEYS[2], "token", "", "job", ARGV[2], "state", "retry", "since", now,
   "to", ARGV[3], "from", ARGV[4], "body", ARGV[5], "adopted_at", now)
 rcall("PEXPIRE", KEYS[2], ARGV[6])
-rcall("ZADD", KEYS[4], now, ARGV[1])
+if KEYS[4] then rcall("ZADD", KEYS[4], now, ARGV[1]) end
 return 1

@@ -6,7 +6,7 @@
 
   KEYS[1] claim key
   KEYS[2] attempt record
-  KEYS[3] open-attempts index
+  KEYS[3] open-attempts index (global: absent = the caller writes it in a separate call)
 
   ARGV[1] attempt token
   ARGV[2] claim lease (ms)
@@ -25,5 +25,5 @@ if rcall("HGET", KEYS[2], "state") ~= "ambiguous" then
   rcall("HSET", KEYS[2], "state", "ambiguous", "since", now, "error", ARGV[4])
 end
 rcall("HSET", KEYS[2], "touched", now)
-rcall("ZADD", KEYS[3], now + math.floor(tonumber(ARGV[3]) / 2), ARGV[5])
+if KEYS[3] then rcall("ZADD", KEYS[3], now + math.floor(tonumber(ARGV[3]) / 2), ARGV[5]) end
 return 1

@@ -5,41 +5,33 @@
   Written whatever the claim holds now: the message was sent, so the marker must say so. If the
   claim is no longer our pending value (another attempt took it), that is a window overrun:
   reported so metrics can count it. A resolver's find (ARGV[7] = "found") is refused when the
-  message is already linked to another run: a lookup never takes another run's message.
+  message is already linked to another run: a lookup never takes another run's message (without
+  KEYS[6] the caller checks the link before this call).
 
   KEYS[1] claim key
   KEYS[2] attempt record
-  KEYS[3] open-attempts index
-  KEYS[4] message link (ringback:message:<MessageSid> -> runId)
-  KEYS[5] callback record, KEYS[6] its history, KEYS[7] the reconcile set: the record starts
-          with Twilio's answer (source "send"), in this same call (see receipt_apply.lua)
+  KEYS[3] open-attempts index (global: the run leaves it)
+  KEYS[4] message link (global: ringback:message:<MessageSid> -> runId)
+  KEYS[5] callback record, KEYS[6] its history: the record starts with Twilio's answer (source
+          "send", see receipt_apply.lua), in this same call
+  KEYS[7] the reconcile schedule (global: the message is looked up at now + ARGV[6])
+  Or, on a Redis Cluster, 4 keys, all in the run's slot: claim key, attempt record, callback
+  record, history; the caller writes the global ones in separate calls (window.rs says in which
+  order, and why a cut between them loses nothing).
 
   ARGV[1] attempt token
   ARGV[2] MessageSid
   ARGV[3] sent TTL (ms)
   ARGV[4] runId
   ARGV[5] the status Twilio answered (queued / accepted)
-  ARGV[6] poll the message this long after now if no terminal receipt came (ms)
+  ARGV[6] look the message up this long after now (ms): the reconciler drops it then if a
+          receipt already ended it
   ARGV[7] "sent" (Twilio answered this attempt) | "found" (a lookup found it)
 
   Returns 0 marked within the window, 1 marked after a window overrun, 2 refused: the message
   belongs to another run
 ]]
-local now = redisNowMs()
-if ARGV[7] == "found" then
-  local owner = rcall("GET", KEYS[4])
-  if owner and owner ~= ARGV[4] then return 2 end
+if #KEYS == 4 then
+  return markSentRun({KEYS[1], KEYS[2], nil, nil, KEYS[3], KEYS[4], nil}, ARGV)
 end
-local overrun = 0
-if rcall("GET", KEYS[1]) ~= "pending:" .. ARGV[1] then overrun = 1 end
-rcall("SET", KEYS[1], "sent:" .. ARGV[2], "PX", ARGV[3])
-if rcall("HGET", KEYS[2], "token") == ARGV[1] or rcall("EXISTS", KEYS[2]) == 0 then
-  rcall("HSET", KEYS[2], "token", ARGV[1], "state", "sent", "sid", ARGV[2], "sent_at", now)
-end
-rcall("PEXPIRE", KEYS[2], ARGV[3])
-rcall("ZREM", KEYS[3], ARGV[4])
-applyReceipt({rec = KEYS[5], hist = KEYS[6], seen = "", link = KEYS[4], reconcile = KEYS[7],
-  runId = ARGV[4], sid = ARGV[2], status = ARGV[5], code = "", dlr = "", now = now,
-  source = "send", repeatTtl = "0", recordTtl = ARGV[3], nextPoll = now + tonumber(ARGV[6]),
-  attempt = ARGV[1]})
-return overrun
+return markSentRun(KEYS, ARGV)

@@ -12,7 +12,7 @@
 
   KEYS[1] claim key
   KEYS[2] attempt record
-  KEYS[3] open-attempts index
+  KEYS[3] open-attempts index (global: absent = the caller writes it in a separate call)
 
   ARGV[1] attempt token
   ARGV[2] retry in (ms), for "released"
@@ -36,10 +36,10 @@ end
 if rcall("HGET", KEYS[2], "token") == ARGV[1] then
   if ARGV[4] == "send-failed" then
     rcall("HSET", KEYS[2], "state", "send-failed", "released_at", now, "error", ARGV[3])
-    rcall("ZREM", KEYS[3], ARGV[5])
+    if KEYS[3] then rcall("ZREM", KEYS[3], ARGV[5]) end
   else
     rcall("HSET", KEYS[2], "state", "retry", "released_at", now, "error", ARGV[3])
-    rcall("ZADD", KEYS[3], now + retryIn, ARGV[5])
+    if KEYS[3] then rcall("ZADD", KEYS[3], now + retryIn, ARGV[5]) end
   end
 end
 if ours then return 1 end

@@ -5,7 +5,7 @@
 
   KEYS[1] claim key
   KEYS[2] attempt record
-  KEYS[3] open-attempts index
+  KEYS[3] open-attempts index (global: absent = the caller writes it in a separate call)
 
   ARGV[1] attempt token
   ARGV[2] sent TTL (ms)
@@ -19,5 +19,5 @@ local v = rcall("GET", KEYS[1])
 if v and v ~= "pending:" .. ARGV[1] then return 0 end
 rcall("SET", KEYS[1], "sent:", "PX", ARGV[2])
 rcall("HSET", KEYS[2], "state", "unknown", "settled_at", now, "error", ARGV[4])
-rcall("ZREM", KEYS[3], ARGV[3])
+if KEYS[3] then rcall("ZREM", KEYS[3], ARGV[3]) end
 return 1

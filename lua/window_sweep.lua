@@ -8,7 +8,8 @@
 
   KEYS[1] claim key
   KEYS[2] attempt record
-  KEYS[3] open-attempts index
+  KEYS[3] open-attempts index (global: absent = the caller took the run from it with
+          window_index.lua "take" before, and drops it after a {} reply with "drop")
 
   ARGV[1] runId
   ARGV[2] claim lease (ms)
@@ -19,22 +20,25 @@
           {generation, token, to, from, body}
 ]]
 local now, lease, hold = redisNowMs(), tonumber(ARGV[2]), tonumber(ARGV[3])
-local due = tonumber(rcall("ZSCORE", KEYS[3], ARGV[1]))
-if not due or (due > now and ARGV[4] ~= "1") then return {} end
+local index = KEYS[3]
+if index then
+  local due = tonumber(rcall("ZSCORE", index, ARGV[1]))
+  if not due or (due > now and ARGV[4] ~= "1") then return {} end
+end
 local rec = rcall("HMGET", KEYS[2], "state", "token", "to", "from", "body")
 local state = rec[1]
 if state ~= "claimed" and state ~= "ambiguous" and state ~= "retry" then
-  rcall("ZREM", KEYS[3], ARGV[1])
+  if index then rcall("ZREM", index, ARGV[1]) end
   return {}
 end
 local v = rcall("GET", KEYS[1])
 if v and (v == "sent" or string.sub(v, 1, 5) == "sent:") then
-  rcall("ZREM", KEYS[3], ARGV[1])
+  if index then rcall("ZREM", index, ARGV[1]) end
   return {}
 end
 if (v and v == "pending:" .. rec[2]) or (not v and state ~= "retry") then
   rcall("SET", KEYS[1], "pending:" .. rec[2], "PX", lease)
 end
 local generation = rcall("HINCRBY", KEYS[2], "sweeps", 1)
-rcall("ZADD", KEYS[3], now + math.floor(hold / 2), ARGV[1])
+if index then rcall("ZADD", index, now + math.floor(hold / 2), ARGV[1]) end
 return {tostring(generation), rec[2] or "", rec[3] or "", rec[4] or "", rec[5] or ""}

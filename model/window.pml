@@ -17,6 +17,19 @@
  *   F2_AS_WRITTEN (v2) a permanent refusal releases (send-failed) before it escalates, as
  *                src/sms.rs did at 2898d05; without it, the fix of F2 as the tree runs it (escalate first)
  *   AS_WRITTEN   both of the above
+ *   PER_SLOT     (v2) the Redis Cluster layout (src/callbacks/window.rs, Topology::PerSlot): the
+ *                scripts do not write the open-attempts index I; each index write is its own
+ *                call before or after the script, and a process may crash between them:
+ *                claim = I ZADD (intent), script, then Sent → ZREM / Resolve → ZADD; mark sent =
+ *                script, then ZREM; release / hold = script, then ZADD or ZREM (when the claim
+ *                was ours); adopt = ZADD, then script; sweep = take (window_index.lua), script,
+ *                then drop only if nobody wrote the run's index entry since the take (the
+ *                drop-if of window_index.lua: the score is still the one the take set).
+ *                Time, for I only: a sweep takes the entry only when it is due (idue); every
+ *                write but adopt's sets a time ahead, and the time passes (Env) except while a
+ *                live worker is between its intent and its claim script's answer: a live
+ *                process's consecutive calls are faster than the pending TTL (the claim script
+ *                enforces it: it opens no attempt once its intent is due, window_claim ARGV[14])
  *
  * d_step is deterministic (first true branch, like Lua's if/elseif); steps with a real choice
  * (Twilio's answer, a lookup) are atomic.
@@ -26,6 +39,16 @@
  * one d_step; between two steps anything interleaves, and a process may crash between any two
  * of its steps.
  */
+
+/* a script's own write of the index I (PER_SLOT: the caller's separate call instead) */
+#ifdef PER_SLOT
+#define SETI(v) skip
+#else
+#define SETI(v) inI = v
+#endif
+/* PER_SLOT: a write of the run's index entry in its own call; it changes the entry's score, so a
+ * sweep's pending drop-if (window_index.lua "drop") no longer matches */
+#define IW(v) inI = v; idue = 0; itake[0] = 0; itake[1] = 0
 
 #ifdef AS_WRITTEN
 #define F1_AS_WRITTEN
@@ -66,6 +89,9 @@ byte atok;
 bit  aged;                      /* claimed_at + pending TTL has passed (a claimed attempt is dead) */
 bit  rwin;                      /* since + reconcile window has passed */
 bit  inI;                       /* runId in the open-attempts index I */
+bit  iint[2];                   /* PER_SLOT: ringback worker i is between its claim intent and the claim's answer */
+bit  idue;                      /* PER_SLOT: I's entry is due (its time has passed) */
+bit  itake[2];                  /* PER_SLOT: ringback worker i's sweep took I's entry, and nobody wrote it since */
 bit  R;                         /* the callback record holds a sid (status webhook receipt) */
 
 /* ---- Twilio and the outcome ---- */
@@ -132,7 +158,7 @@ inline fresh(t) {
 #else
   cshort = 1;
 #endif
-  ast = A_CLAIMED; atok = t; aged = 0; rwin = 0; inI = 1;
+  ast = A_CLAIMED; atok = t; aged = 0; rwin = 0; SETI(1);
   tok[me] = t; sending[me] = 1; res = 3; rbClaimed = 1
 }
 
@@ -141,7 +167,7 @@ inline fresh(t) {
 inline resolveWith(t, keepSince) {
   C = C_RP; ctok = t; cshort = 0;
   if :: !keepSince -> rwin = 0 :: else -> skip fi;
-  ast = A_AMBIG; atok = t; inI = 1;
+  ast = A_AMBIG; atok = t; SETI(1);
   tok[me] = t; res = 4; rbClaimed = 1
 }
 
@@ -163,7 +189,7 @@ inline window_claim(sup) {
 #else
     /* v2 lua/window_claim.lua:84-139 (docs/window-protocol.md v2 §1, §3) */
     if
-    :: C == C_SENT -> inI = 0; res = 1                                   /* :85-89, sent() :51-54 */
+    :: C == C_SENT -> SETI(0); res = 1                                   /* :85-89, sent() :51-54 */
     :: C == C_LP -> ast = A_NONE; resolveWith(nt, 0)                      /* :90-97 take the legacy claim over */
     :: C == C_RP && (ast == A_NONE || atok != ctok) -> ast = A_NONE; resolveWith(ctok, 0)  /* :98-104 */
     :: C == C_RP && ast != A_NONE && atok == ctok ->
@@ -174,14 +200,14 @@ inline window_claim(sup) {
           :: ast == A_CLAIMED && !aged -> res = 2          /* :110-112 busy until claimed_at + pending TTL */
           :: ast == A_CLAIMED && aged -> resolveWith(ctok, 1)              /* :113 */
           :: ast == A_AMBIG -> resolveWith(ctok, 1)                        /* :115 */
-          :: ast == A_SENT -> C = C_SENT; inI = 0; res = 1                 /* :116-119 */
+          :: ast == A_SENT -> C = C_SENT; SETI(0); res = 1                 /* :116-119 */
           :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED -> fresh(nt)  /* :120-121 */
           fi
        fi
     :: C == C_NONE && (ast == A_CLAIMED || ast == A_AMBIG) -> resolveWith(atok, 1)  /* :124-129 */
-    :: C == C_NONE && ast == A_SENT -> C = C_SENT; inI = 0; res = 1      /* :130-133 */
+    :: C == C_NONE && ast == A_SENT -> C = C_SENT; SETI(0); res = 1      /* :130-133 */
     :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && R ->
-         C = C_SENT; inI = 0; res = 1                                     /* :134-138 a receipt proved a send */
+         C = C_SENT; SETI(0); res = 1                                     /* :134-138 a receipt proved a send */
 #if !defined(F1_AS_WRITTEN)
     /* F1 fix, :81-82 and :124-129: a `retry` whose fence is gone: someone else may have sent
      * since; resolve first. (The script tests this before the receipt of :134-138, and resolves
@@ -204,7 +230,7 @@ inline window_mark_sent(t) {
   d_step {
     C = C_SENT; cshort = 0;
     if :: atok == t || ast == A_NONE -> ast = A_SENT; atok = t :: else -> skip fi;
-    inI = 0
+    SETI(0)
   }
 }
 
@@ -215,6 +241,7 @@ inline window_mark_sent(t) {
  * lua/window_release.lua@2898d05:22-38 (C deleted; `retry` only for a caller with no queue job) */
 inline window_release(t, st, jobless) {
   d_step {
+    res = (C == C_RP && ctok == t);          /* PER_SLOT: Window::release's `released == 1` */
 #if defined(V2) && !defined(F1_AS_WRITTEN)
     /* F1 fix (:28-35): "not taken, retry" keeps the fence (C stays pending:<t>, lease refreshed)
      * and the record becomes `retry` in I (:41-42): whoever comes next (queue job or sweep)
@@ -228,11 +255,11 @@ inline window_release(t, st, jobless) {
 #ifdef V2
        if
 #ifdef F1_AS_WRITTEN
-       :: st == A_RELEASED && jobless -> ast = A_RETRY; inI = 1
+       :: st == A_RELEASED && jobless -> ast = A_RETRY; SETI(1)
 #else
-       :: st == A_RELEASED -> ast = A_RETRY; inI = 1
+       :: st == A_RELEASED -> ast = A_RETRY; SETI(1)
 #endif
-       :: else -> ast = st; inI = 0
+       :: else -> ast = st; SETI(0)
        fi
 #else
        ast = st; inI = 0
@@ -255,8 +282,8 @@ inline window_hold(t) {
 #endif
        C = C_RP; ctok = t; cshort = 0;
        if :: atok == t && ast != A_AMBIG && ast != A_NONE -> ast = A_AMBIG; rwin = 0 :: else -> skip fi;
-       inI = 1
-    :: else -> skip
+       SETI(1); res = 1
+    :: else -> res = 0
     fi
   }
 }
@@ -264,7 +291,7 @@ inline window_hold(t) {
 /* crash of ringback worker `me` (or restart later): its lock is never renewed again */
 inline rb_crash() {
   d_step {
-    alive[me] = 0; crashes++; sending[me] = 0; tok[me] = 0;
+    alive[me] = 0; crashes++; sending[me] = 0; tok[me] = 0; itake[me] = 0; iint[me] = 0;
     if :: js == J_ACTIVE && holder == me -> lockDead = 1 :: else -> skip fi;
     if :: inAttempt > 0 && busyAttempt -> inAttempt-- :: else -> skip fi;
     busyAttempt = 0; res = 0; ans = 0; nt = 0; found = 0; loops = 0; sup = 0; jobless = 0
@@ -272,6 +299,32 @@ inline rb_crash() {
   goto end_dead
 }
 #define CRASHPOINT if :: crashes < MAXCRASH -> rb_crash() :: true -> skip fi
+
+/* PER_SLOT: the index writes Window makes in their own calls (src/callbacks/window.rs) */
+inline idx_after_release(st) {
+#ifdef PER_SLOT
+  CRASHPOINT;
+  d_step { if :: res == 1 && st == A_SFAILED -> IW(0) :: res == 1 -> IW(1) :: else -> skip fi }
+#else
+  skip
+#endif
+}
+inline idx_after_hold() {
+#ifdef PER_SLOT
+  CRASHPOINT;
+  d_step { if :: res == 1 -> IW(1) :: else -> skip fi }
+#else
+  skip
+#endif
+}
+inline idx_after_mark() {
+#ifdef PER_SLOT
+  CRASHPOINT;
+  d_step { IW(0) }
+#else
+  skip
+#endif
+}
 
 /* end of an attempt: src/queue/processor.rs Outcome → BullMQ (lua/move_to_finished.lua /
  * lua/move_to_delayed.lua), or for the sweep (jobless) src/callbacks/orphans.rs sweep (and drain.rs
@@ -288,7 +341,7 @@ inline finish(o) {
        :: o == O_DELAY -> js = J_WAIT                                     /* delayed, promoted later */
        :: o == O_FAIL -> js = J_FAILED
        fi
-    :: jobless && o == O_DELAY && OPEN -> inI = 1                         /* revisit_at: ZADD XX */
+    :: jobless && o == O_DELAY && OPEN -> IW(1)                           /* revisit_at: ZADD XX */
     :: else -> skip
     fi;
     inAttempt--; busyAttempt = 0; tok[me] = 0; sending[me] = 0;
@@ -307,6 +360,37 @@ end_idle2:
   :: d_step { alive[me] && !rolledBack && js == J_WAIT ->                 /* lua/move_to_active.lua */
        js = J_ACTIVE; holder = me; lockDead = 0; jobless = 0; inAttempt++; busyAttempt = 1 }
      goto attempt
+#ifdef PER_SLOT
+  /* Window::sweep, PerSlot: window_index.lua take (due: I holds the run), window_sweep.lua
+   * without I, then drop when settled */
+  :: d_step { alive[me] && !rolledBack && inI && idue -> jobless = 0; found = 0; IW(1); itake[me] = 1 }
+     CRASHPOINT;
+     d_step {
+       if
+       :: !OPEN || C == C_SENT -> found = 1                               /* settled: drop after */
+       :: else ->
+          if :: ast != A_RETRY && (C == C_NONE || (C == C_RP && ctok == atok)) -> C = C_RP; ctok = atok
+             :: else -> skip fi;
+          jobless = 1; inAttempt++; busyAttempt = 1
+       fi
+     }
+     CRASHPOINT;
+     d_step { if :: found && itake[me] -> IW(0) :: else -> skip fi; found = 0; itake[me] = 0 }
+     if :: jobless -> goto attempt :: else -> skip fi
+  :: d_step { alive[me] && !rolledBack && js == J_FAILED && stallFailed && !adopted ->
+       IW(1); idue = 1 }                                      /* Window::adopt, PerSlot: ZADD (now) first */
+     CRASHPOINT;
+     d_step {
+       if
+       :: !adopted -> adopted = 1;
+          if
+          :: C == C_SENT || R || ast == A_SENT || ast == A_SFAILED -> skip
+          :: OPEN -> skip
+          :: else -> ast = A_RETRY; atok = 0
+          fi
+       :: else -> skip
+       fi }
+#else
   :: d_step { alive[me] && !rolledBack && inI ->       /* src/callbacks/orphans.rs sweep → Window::sweep */
        jobless = 0;
 #ifndef V2
@@ -332,7 +416,8 @@ end_idle2:
 #endif
      }
      if :: jobless -> goto attempt :: else -> skip fi
-#ifdef V2
+#endif
+#if defined(V2) && !defined(PER_SLOT)
   :: d_step { alive[me] && !rolledBack && js == J_FAILED && stallFailed && !adopted ->
        adopted = 1;          /* src/callbacks/orphans.rs adopt_stall_failures → Window::adopt */
        if                                                                  /* lua/window_adopt.lua:17-32 */
@@ -351,7 +436,16 @@ end_idle2:
 attempt:                                          /* src/callbacks/sms.rs SmsProcessor::attempt */
   loops = 0; sup = 0;
 claim:
+#ifdef PER_SLOT
+  skip;                                          /* (a label may not jump into the d_step) */
+  d_step { IW(1); iint[me] = 1 };                /* Window::claim: the intent, before the script */
+  CRASHPOINT;
+#endif
   window_claim(sup);
+#ifdef PER_SLOT
+  CRASHPOINT;
+  d_step { iint[me] = 0; if :: res == 1 -> IW(0) :: res == 2 || res == 4 -> IW(1) :: else -> skip fi }  /* after_claim */
+#endif
   sup = 0; loops++;
   if
   :: res == 1 -> finish(O_DONE); goto end_idle                           /* Claim::Sent */
@@ -378,6 +472,7 @@ send:
   CRASHPOINT;                                                            /* after-provider-accept */
   if
   :: ans == 1 -> window_mark_sent(tok[me]); sending[me] = 0;              /* SendOutcome::Accepted: mark_sent */
+     idx_after_mark();
      CRASHPOINT;                                                         /* after-sent-marker */
      finish(O_DONE); goto end_idle
   :: ans == 2 ->                                                          /* SendOutcome::Permanent */
@@ -388,6 +483,7 @@ send:
      d_step { escalated = 1; sending[me] = 0 }
      CRASHPOINT;
      window_release(tok[me], A_SFAILED, jobless);
+     idx_after_release(A_SFAILED);
 #else
      window_release(tok[me], A_SFAILED, jobless); sending[me] = 0;       /* src/sms.rs@2898d05: release, */
      CRASHPOINT;
@@ -396,9 +492,11 @@ send:
      CRASHPOINT;
      finish(O_FAIL); goto end_idle
   :: ans == 3 || ans == 6 -> window_release(tok[me], A_RELEASED, jobless); sending[me] = 0;
+     idx_after_release(A_RELEASED);
      CRASHPOINT;                  /* RetryLater, v2 AuthRefused: release("released"), DelayUntil */
      finish(O_DELAY); goto end_idle
   :: ans == 4 || ans == 5 -> window_hold(tok[me]); sending[me] = 0;       /* Ambiguous: hold */
+     idx_after_hold();
      CRASHPOINT;
      finish(O_DELAY); goto end_idle
   fi;
@@ -414,6 +512,7 @@ resolve:          /* src/callbacks/sms.rs SmsProcessor::resolve (Indistinct → 
   }
   if
   :: found -> window_mark_sent(tok[me]);                 /* Resolution::Sent: attempt's mark_sent(Found) */
+     idx_after_mark();
      CRASHPOINT;
      finish(O_DONE); goto end_idle
   :: !found && res == 0 -> finish(O_DELAY); goto end_idle                /* Resolution::Wait */
@@ -541,8 +640,23 @@ end_env:
   od
 }
 
+#ifdef PER_SLOT
+/* the index entry's time passes, but not under a live worker between its claim intent and the
+ * claim's answer (the pending TTL exceeds two consecutive calls). Its own process, so that weak
+ * fairness still gives Env's other steps their turn. */
+proctype Clock() {
+end_clock:
+  do
+  :: d_step { inI && !idue && !(alive[0] && iint[0]) && !(alive[1] && iint[1]) -> idue = 1 }
+  od
+}
+#endif
+
 init {
   atomic {
+#ifdef PER_SLOT
+    run Clock();
+#endif
     run Env();
     run Ringback(0);
     run Ringback(1);

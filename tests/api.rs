@@ -515,18 +515,17 @@ async fn replicas_never_take_the_same_due_poll() {
         ..SmsConfig::default()
     };
     let receipts = sms.after_send(conn, "bull", "due").0;
+    // the send path (window_mark_sent.lua) schedules each sent message's poll
+    let mut c = server.conn().await;
     for m in 0..200 {
-        let u = StatusUpdate {
-            run_id: format!("d{m}"),
-            sid: format!("SM{m:032x}"),
-            status: "queued".into(),
-            error_code: None,
-            raw_dlr_done_date: None,
-            source: Source::Send,
-            repeat_id: None,
-            attempt: None,
-        };
-        receipts.apply(&u).await.unwrap();
+        let _: () = c
+            .zadd(
+                ringback::keys::reconcile_schedule("agent-callback:"),
+                format!("SM{m:032x}"),
+                0,
+            )
+            .await
+            .unwrap();
     }
     let mut tasks = vec![];
     for _ in 0..4 {

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // One drill, or all of them, end to end: `node bin/drill.js
 // <stall|cutover|chaos|mixed|rollback|all> [--runs N] [--bullmq 5|6] [--timings compressed,prod]
-// [--json]`. Each drill starts its own redis-server and Twilio simulator and the ringback binary
-// (env RINGBACK_BIN, as `ringback drill` sets it). Each drill runs once per timing profile
-// (`--timings`, else env DRILL_TIMINGS, else compressed and prod). Prints a report per drill and
-// profile; exits 0 when every drill passed, 1 when one failed, 2 on bad usage or when
-// the lab cannot be set up (no redis-server, no ringback binary).
+// [--cluster] [--json]`. Each drill starts its own redis-server (with `--cluster`: a real local
+// Redis Cluster, three masters with a replica each, the queues under `{bull}`) and Twilio
+// simulator and the ringback binary (env RINGBACK_BIN, as `ringback drill` sets it). Each drill
+// runs once per timing profile (`--timings`, else env DRILL_TIMINGS, else compressed and prod).
+// Prints a report per drill and profile; exits 0 when every drill passed, 1 when one failed, 2 on
+// bad usage or when the lab cannot be set up (no redis-server, no ringback binary).
 'use strict';
 
 const path = require('node:path');
@@ -13,7 +14,7 @@ const { DRILLS, runDrills, formatReport } = require(path.join(__dirname, '..', '
 const { timingProfiles } = require(path.join(__dirname, '..', 'lib', 'drill', 'lab'));
 
 function usage(msg) {
-  process.stderr.write(`${msg}\nusage: drill.js <${[...Object.keys(DRILLS), 'all'].join('|')}> [--runs N] [--bullmq 5|6] [--timings compressed,prod] [--json]\n`);
+  process.stderr.write(`${msg}\nusage: drill.js <${[...Object.keys(DRILLS), 'all'].join('|')}> [--runs N] [--bullmq 5|6] [--timings compressed,prod] [--cluster] [--json]\n`);
   process.exit(2);
 }
 
@@ -33,6 +34,7 @@ async function main() {
     else if (a === '--bullmq') opts.version = value();
     else if (a === '--timings') opts.timings = value();
     else if (a === '--json') json = true;
+    else if (a === '--cluster') opts.cluster = true;
     else if (a.startsWith('-')) usage(`unknown flag ${a}`);
     else names.push(a);
   }

@@ -13,9 +13,8 @@
 'use strict';
 
 const path = require('node:path');
-const IORedis = require('ioredis');
 const twilio = require('twilio');
-const { load, defaultVersion, connectionFromUrl } = require(path.join(__dirname, '..', 'lib', 'bullmq.js'));
+const { load, defaultVersion, connectionFromUrl, redisClient } = require(path.join(__dirname, '..', 'lib', 'bullmq.js'));
 const { CLAIM_PREFIX } = require(path.join(__dirname, '..', 'lib', 'legacy.js'));
 
 const env = process.env;
@@ -38,7 +37,7 @@ function crashHook() {
 
 async function main() {
   const { Worker } = load(defaultVersion());
-  const redis = new IORedis(redisUrl, { maxRetriesPerRequest: null });
+  const redis = redisClient(redisUrl, { maxRetriesPerRequest: null });
   const client = twilio(env.TWILIO_ACCOUNT_SID, env.TWILIO_AUTH_TOKEN);
   if (env.TWILIO_API_BASE) client.api.baseUrl = env.TWILIO_API_BASE;
   const crash = crashHook();

@@ -2,17 +2,8 @@
 // queues processed by different workers can be compared key by key.
 'use strict';
 
-/** All keys matching `pattern`, sorted. */
-async function scanAll(redis, pattern) {
-  const keys = new Set();
-  let cursor = '0';
-  do {
-    const [next, batch] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    cursor = next;
-    for (const k of batch) keys.add(k);
-  } while (cursor !== '0');
-  return [...keys].sort();
-}
+// All keys matching a pattern, sorted: on one server, or on every master of a cluster.
+const { scanAll } = require('../lib/bullmq');
 
 /** Redis glob metacharacters in a queue name must not widen the match. */
 function globEscape(s) {

@@ -12,7 +12,7 @@
 'use strict';
 
 const crypto = require('node:crypto');
-const { load, connectionFromUrl } = require('../lib/bullmq');
+const { load, ownedConnection, defaultPrefix } = require('../lib/bullmq');
 const { EventLog, openQueue } = require('../lib/harness/scenario');
 const { spawnSubject, spawnNodeWorker, describeSubject, subjectIsNode } = require('../lib/harness/subject');
 const { waitFor } = require('../lib/harness/wait');
@@ -20,7 +20,6 @@ const { dumpQueue } = require('./dump');
 const { normalizeDump, normalizeStacktrace, rewriteDeep, ts } = require('./normalize');
 const { diffViews, classify, formatDiffs } = require('./diff');
 
-const PREFIX = 'bull';
 // Both workers start at the same instant (the pause gate), so their times agree within a few ms
 // on an idle machine; the margin is for a loaded 2-core CI machine.
 const DEFAULT_TOLERANCE = { ts: 150, dur: 40 };
@@ -44,8 +43,8 @@ class Side {
     this.redisUrl = redisUrl;
     this.version = String(version);
     this.bullmq = load(this.version);
-    this.prefix = PREFIX;
-    this.connection = connectionFromUrl(redisUrl);
+    // `{bull}` on a cluster: every key of a queue in one hash slot, as BullMQ requires there
+    this.prefix = defaultPrefix(redisUrl);
     this.queueName = `d-${scenario.name}-v${this.version}-${label === 'node' ? 'n' : 'r'}-${crypto.randomBytes(3).toString('hex')}`;
     this.settings = { ...DEFAULT_WORKER, ...(scenario.worker || {}) };
     this.events = new EventLog();
@@ -91,7 +90,7 @@ class Side {
 
   /** FlowProducer.add on this queue (children default to this queue). */
   async flow(tree) {
-    const fp = new this.bullmq.FlowProducer({ connection: this.connection, prefix: this.prefix });
+    const fp = new this.bullmq.FlowProducer({ connection: ownedConnection(this.redisUrl, this.closers), prefix: this.prefix });
     this.closers.push(() => fp.close());
     const withQueue = (node) => ({ queueName: this.queueName, ...node, children: node.children && node.children.map(withQueue) });
     const result = await fp.add(withQueue(tree));

@@ -1,6 +1,8 @@
 // Loads one of the two pinned BullMQ releases and builds connection options for it.
 'use strict';
 
+const IORedis = require('ioredis');
+
 const VERSIONS = {
   5: 'bullmq5', // npm:bullmq@5.81.5
   6: 'bullmq6', // npm:bullmq@6.7.0
@@ -25,14 +27,88 @@ function packageVersion(version = defaultVersion()) {
   return require(`${VERSIONS[String(version)]}/package.json`).version;
 }
 
+const CLUSTER_URL = /^(rediss?)\+cluster:\/\/(.*)$/;
+
+/** Whether `url` names a Redis Cluster (`redis+cluster://` or `rediss+cluster://`), as ringback reads REDIS_URL. */
+function isClusterUrl(url) {
+  return CLUSTER_URL.test(String(url || ''));
+}
+
 /**
- * ioredis options from a `redis://[user:pass@]host:port[/db]` URL.
- * Host/port form works for both majors (v5 has no `url` connection option).
+ * `redis+cluster://[user:pass@]host:port[,host:port…]` -> {seeds: [{host, port}], redisOptions}.
+ * No database path: a cluster has only db 0.
+ */
+function parseClusterUrl(url) {
+  const m = CLUSTER_URL.exec(String(url));
+  if (!m) throw new Error(`REDIS_URL must be redis+cluster:// or rediss+cluster://, got ${url}`);
+  let rest = m[2].replace(/\/+$/, '');
+  const redisOptions = { maxRetriesPerRequest: null };
+  const at = rest.lastIndexOf('@');
+  if (at !== -1) {
+    const [user, pass] = rest.slice(0, at).split(':');
+    if (user) redisOptions.username = decodeURIComponent(user);
+    if (pass !== undefined) redisOptions.password = decodeURIComponent(pass);
+    rest = rest.slice(at + 1);
+  }
+  if (rest.includes('/')) throw new Error(`REDIS_URL: a cluster URL takes no database path, got ${url}`);
+  const seeds = rest.split(',').map((hp) => {
+    const i = hp.lastIndexOf(':');
+    const host = i === -1 ? hp : hp.slice(0, i);
+    const port = i === -1 ? 6379 : Number(hp.slice(i + 1));
+    if (!host || !Number.isInteger(port) || port <= 0) throw new Error(`REDIS_URL: bad cluster seed ${JSON.stringify(hp)} in ${url}`);
+    return { host: host.replace(/^\[|\]$/g, ''), port };
+  });
+  if (m[1] === 'rediss') redisOptions.tls = {};
+  return { seeds, redisOptions };
+}
+
+/**
+ * A new ioredis `Cluster` for a cluster URL. It follows MOVED and ASK itself, retries
+ * TRYAGAIN and CLUSTERDOWN, and refreshes its slot table after a failover; the delays are short
+ * because the test clusters fail over in seconds. A multi-key command (every BullMQ script) meets
+ * TRYAGAIN for as long as its slot's keys are split between two masters during a migration,
+ * each retry counting as a redirection: the budget (1000 × 50 ms) outlasts a migration of a
+ * busy slot. BullMQ needs maxRetriesPerRequest: null on every connection it may block on, which
+ * is in `redisOptions` for a Cluster.
+ */
+function clusterClient(url, extra = {}) {
+  const { seeds, redisOptions } = parseClusterUrl(url);
+  const client = new IORedis.Cluster(seeds, {
+    redisOptions: { ...redisOptions, ...(extra.redisOptions || {}) },
+    maxRedirections: 1000,
+    retryDelayOnFailover: 200,
+    retryDelayOnClusterDown: 200,
+    retryDelayOnTryAgain: 50,
+    slotsRefreshTimeout: 2000,
+    ...extra,
+  });
+  // A node killed by a fault test refuses connections until the cluster drops it: commands see
+  // the error (and are retried); without a listener ioredis would also print each one.
+  client.on('error', () => {});
+  return client;
+}
+
+/**
+ * A raw ioredis client for `url`: a `Redis` for redis:// and rediss://, a `Cluster` for the
+ * cluster forms. The caller closes it (quit()).
+ */
+function redisClient(url, extra = {}) {
+  if (isClusterUrl(url)) return clusterClient(url);
+  return new IORedis({ ...connectionFromUrl(url), ...extra });
+}
+
+/**
+ * The `connection` option for BullMQ from a URL. For `redis://[user:pass@]host:port[/db]`:
+ * ioredis options (host/port form works for both majors; v5 has no `url` connection option),
+ * from which BullMQ makes and closes its own clients. For a cluster URL: a NEW ioredis
+ * `Cluster`, which BullMQ uses as given (it duplicates it for blocking reads) and does NOT
+ * close: the caller quits it after closing the BullMQ object, or lets the process end.
  */
 function connectionFromUrl(url) {
+  if (isClusterUrl(url)) return clusterClient(url);
   const u = new URL(url || 'redis://127.0.0.1:6379');
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
-    throw new Error(`REDIS_URL must be redis:// or rediss://, got ${url}`);
+    throw new Error(`REDIS_URL must be redis://, rediss://, redis+cluster:// or rediss+cluster://, got ${url}`);
   }
   const opts = {
     host: u.hostname || '127.0.0.1',
@@ -48,4 +124,50 @@ function connectionFromUrl(url) {
   return opts;
 }
 
-module.exports = { load, defaultVersion, packageVersion, connectionFromUrl, VERSIONS: Object.keys(VERSIONS) };
+/**
+ * The BullMQ `connection` for `url`, owned by whoever holds `closers`: the options for a single
+ * server (BullMQ closes the clients it makes), or a new Cluster whose quit() is pushed on
+ * `closers` (closers run last-in first-out, so the BullMQ object closes before its client).
+ */
+function ownedConnection(url, closers) {
+  const conn = connectionFromUrl(url);
+  if (isClusterUrl(url)) closers.push(() => conn.quit());
+  return conn;
+}
+
+/**
+ * Every key matching `pattern` on `redis`: SCAN on one server, or on each master of a Cluster
+ * (SCAN is per node), sorted and without duplicates.
+ */
+async function scanAll(redis, pattern) {
+  const nodes = redis.isCluster ? redis.nodes('master') : [redis];
+  const keys = new Set();
+  for (const node of nodes) {
+    let cursor = '0';
+    do {
+      const [next, batch] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+      cursor = next;
+      for (const k of batch) keys.add(k);
+    } while (cursor !== '0');
+  }
+  return [...keys].sort();
+}
+
+/** The BullMQ prefix for a URL: `{bull}` on a cluster (one hash slot per queue's keys), else `bull`. */
+function defaultPrefix(url) {
+  return isClusterUrl(url) ? '{bull}' : 'bull';
+}
+
+module.exports = {
+  load,
+  defaultVersion,
+  packageVersion,
+  connectionFromUrl,
+  ownedConnection,
+  redisClient,
+  isClusterUrl,
+  parseClusterUrl,
+  scanAll,
+  defaultPrefix,
+  VERSIONS: Object.keys(VERSIONS),
+};

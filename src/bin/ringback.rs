@@ -85,6 +85,10 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// Run each drill on a real local Redis Cluster (three masters with a replica each, the
+        /// queues under the `{bull}` prefix) instead of one redis-server.
+        #[arg(long)]
+        cluster: bool,
         /// The node-harness directory (default: ./node-harness, else the checkout's).
         #[arg(long, env = "RINGBACK_HARNESS_DIR")]
         harness: Option<std::path::PathBuf>,
@@ -180,6 +184,7 @@ async fn main() -> ExitCode {
             runs,
             bullmq,
             json,
+            cluster,
             harness,
         } => drill(
             harness.as_deref(),
@@ -188,6 +193,7 @@ async fn main() -> ExitCode {
                 runs,
                 bullmq,
                 json,
+                cluster,
             },
         ),
         Command::Serve { queue, sms, serve } => serve_api(queue, sms, serve).await,

@@ -13,6 +13,7 @@ use crate::commands::now_ms;
 use crate::error::Error;
 use crate::keys::{self, WindowKeys};
 use crate::scripts::{RoundTrips, scripts};
+use crate::slots::Topology;
 
 /// Where a status came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +79,9 @@ pub struct ReceiptTimes {
 /// a replayed status callback after the record expired finds the marker and escalates nothing.
 pub const ESCALATED_MARKER_LIVES: u64 = 4;
 
+/// The rank of a terminal status (delivered, undelivered, failed, …; see receipt_apply.lua).
+const TERMINAL_RANK: u8 = 3;
+
 /// How many scheduled messages the receipts-missing gauge reads per refresh.
 const RECEIPT_SAMPLE: isize = 200;
 
@@ -88,16 +92,23 @@ pub struct Receipts {
     trips: Arc<RoundTrips>,
     claim_prefix: String,
     times: ReceiptTimes,
+    topology: Topology,
 }
 
 impl Receipts {
     pub fn new(conn: Conn, claim_prefix: String, times: ReceiptTimes) -> Self {
         Self {
+            topology: Topology::forced_or(Topology::of(&conn)),
             conn,
             trips: Default::default(),
             claim_prefix,
             times,
         }
+    }
+
+    /// Redis round trips this store made (all clones), for measurements.
+    pub fn round_trips(&self) -> u64 {
+        self.trips.get()
     }
 
     /// The claim prefix the records are keyed by (the console reads them directly).
@@ -109,21 +120,26 @@ impl Receipts {
         &self.times
     }
 
-    /// Apply one status to its run's record.
+    /// Lay the calls out for `topology` (see [`Topology`]).
+    pub fn with_topology(mut self, topology: Topology) -> Self {
+        self.topology = topology;
+        self
+    }
+
+    /// Apply one status to its run's record: one call, in the run's slot (the repeat marker is
+    /// there too). A second call only when the record did not know this MessageSid (the send
+    /// was never marked, or another message of the run): its link is written then.
     pub async fn apply(&self, u: &StatusUpdate) -> Result<Applied, Error> {
         let w = WindowKeys::new(&self.claim_prefix, &u.run_id);
-        let keys = [
+        let mut keys = vec![
             w.record,
             keys::callback_history(&self.claim_prefix, &u.run_id),
-            u.repeat_id
-                .as_deref()
-                .map(keys::receipt_seen)
-                .unwrap_or_default(),
-            keys::message_link(&u.sid),
-            keys::reconcile_schedule(&self.claim_prefix),
         ];
+        if let Some(id) = u.repeat_id.as_deref() {
+            keys.push(keys::receipt_seen(&self.claim_prefix, &u.run_id, id));
+        }
         let now = now_ms();
-        let next_poll = (now + self.times.poll_after.as_millis() as i64).to_string();
+        let record_ttl = self.times.record_ttl.as_millis().to_string();
         let args = [
             u.run_id.as_str(),
             &u.sid,
@@ -133,25 +149,54 @@ impl Receipts {
             &now.to_string(),
             u.source.as_str(),
             &self.times.repeat_ttl.as_millis().to_string(),
-            &self.times.record_ttl.as_millis().to_string(),
-            &next_poll,
+            &record_ttl,
             u.attempt.as_deref().unwrap_or(""),
         ];
         let r: Vec<String> = scripts()
             .receipt_apply
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
-        match r.as_slice() {
-            [outcome, status, previous] => Ok(Applied {
-                outcome: outcome.clone(),
-                status: status.clone(),
-                previous: previous.clone(),
-            }),
-            _ => Err(Error::Reply {
+        let [outcome, status, previous, unlinked] = r.as_slice() else {
+            return Err(Error::Reply {
                 script: "receipt_apply",
                 detail: format!("{r:?}"),
-            }),
+            });
+        };
+        if unlinked == "1" {
+            self.trips.add(1);
+            let _: () = redis::cmd("SET")
+                .arg(keys::message_link(&u.sid))
+                .arg(&u.run_id)
+                .arg("PX")
+                .arg(&record_ttl)
+                .query_async(&mut self.conn.clone())
+                .await?;
         }
+        Ok(Applied {
+            outcome: outcome.clone(),
+            status: status.clone(),
+            previous: previous.clone(),
+        })
+    }
+
+    /// Whether the run's record already ends in a terminal status for `sid` (the reconciler
+    /// drops such a sid from its schedule instead of looking it up: the webhook's one call
+    /// leaves the schedule alone).
+    pub async fn settled(&self, run_id: &str, sid: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let (rec_sid, rank): (Option<String>, Option<u8>) = redis::cmd("HMGET")
+            .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
+            .arg("sid")
+            .arg("rank")
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(rec_sid.as_deref() == Some(sid) && rank.is_some_and(|r| r >= TERMINAL_RANK))
     }
 
     /// The run a MessageSid belongs to, as recorded at send time or by an earlier callback.

@@ -3,6 +3,13 @@
 //! the answer goes through the same Lua update as a webhook. Due checks live in a sorted set
 //! claimed atomically (`claim_due.lua`), so replicas never poll one message twice at once. A
 //! message still without a terminal status past the delivery deadline is escalated.
+//!
+//! The schedule is written by the send path only (`window_mark_sent.lua`); a status callback
+//! does not touch it (its one call stays in the run's slot), so a sid whose record is already
+//! terminal when it comes due is dropped here without a lookup. That is also the schedule's
+//! repair rule: an entry outliving its message's terminal status is dropped when due; an entry
+//! whose link is gone is dropped; a sid left unscheduled by a cut is polled by no one, but its
+//! run's attempt stays open until the sent marker exists, and the send path schedules it again.
 
 use std::time::Duration;
 
@@ -33,6 +40,10 @@ impl Reconciler {
                 self.receipts.forget_poll(sid).await?;
                 continue;
             };
+            if self.receipts.settled(&run_id, sid).await? {
+                self.receipts.forget_poll(sid).await?;
+                continue;
+            }
             let message = match self.twilio.fetch_message(sid).await {
                 Ok(m) => m,
                 Err(e) => {
@@ -59,6 +70,9 @@ impl Reconciler {
                 record.state.as_str(),
                 "delivered" | "undelivered" | "failed"
             );
+            if terminal {
+                self.receipts.forget_poll(sid).await?;
+            }
             if applied.newly_failed() {
                 self.escalator
                     .escalate(&Escalation {

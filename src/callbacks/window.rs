@@ -7,6 +7,27 @@
 //! unresolved; liveness comes from the attempt record. Every decision reads Redis's clock
 //! (`TIME` inside the scripts), never the worker's; the claim's reply carries Redis's now, and
 //! the window keeps the offset so the processor's delays are on Redis's clock too.
+//!
+//! ## Topology: one call per step, or one slot per call
+//! On one Redis (`Topology::Fused`) each step is one script call that also writes the global
+//! indexes. On a Redis Cluster (`Topology::PerSlot`) a script touches only the run's slot (the
+//! claim key and the `{<claim key>}`-tagged records); the global keys are separate single-slot
+//! calls, ordered so that a cut between any two calls (the process dies) loses nothing:
+//!
+//! | step | order of the calls | a cut leaves | repaired by |
+//! |---|---|---|---|
+//! | claim | index ZADD (intent: now + pending TTL; the script opens no attempt once it is due: a sweep may have taken it), claim script, then by reply: Sent → index ZREM, Busy → index ZADD (the live attempt's deadline back), Resolve → index ZADD (now + hold/2), Claimed → recent-runs ZADD + trim | an index entry for a run with no open attempt, or with a later time than ideal | the sweep: it drops an entry whose attempt is not open (or sent) when it comes due; a later time only delays an orphan's pickup (at most the pending TTL) |
+//! | mark sent | (found: link GET, refuse another run's) link SET, reconcile ZADD, marker script, index ZREM | a link and a scheduled poll with no marker; or a sent run still indexed | the reconciler polls the sid and writes its status into the run's record; the attempt is still open and indexed, so its resolver (job retry or sweep) sees the receipt and marks it found. A sent run's entry is dropped by the sweep |
+//! | release (retry) / hold | script, then index ZADD (new time) | the older index time | the sweep looks earlier than ideal: the process that would have touched it is gone anyway |
+//! | release (send-failed) / settle unknown | script, then index ZREM | a closed run indexed | the sweep drops it |
+//! | adopt | index ZADD (now), then script | an index entry for a run not adopted | the sweep drops it |
+//! | sweep | `window_index.lua` take (due check + push, atomic: replicas take an orphan once), script, then `drop` (only if the time is still the one taken) | a pushed time | it comes due again |
+//!
+//! The recent-runs index (console) may miss a run whose claim was cut before its ZADD: the
+//! console lists it again at its next fresh claim. Between a send-failed release (or a settle)
+//! and its index ZREM a new fresh claim of the same run could write the index, and the ZREM then
+//! removes that newer entry: the attempt is still found by its job's stall recovery (the job
+//! lock) and by the next claim, which resolves it; the window is one round trip wide.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -18,6 +39,7 @@ use crate::commands::now_ms;
 use crate::error::Error;
 use crate::keys::WindowKeys;
 use crate::scripts::{RoundTrips, scripts};
+use crate::slots::Topology;
 
 /// What `claim` decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +101,7 @@ pub struct Window {
     times: WindowTimes,
     /// Redis's clock minus this process's, as last read (ms).
     offset: Arc<AtomicI64>,
+    topology: Topology,
 }
 
 impl Window {
@@ -89,12 +112,68 @@ impl Window {
         times: WindowTimes,
     ) -> Self {
         Self {
+            topology: Topology::forced_or(Topology::of(&conn)),
             conn,
             trips,
             claim_prefix,
             times,
             offset: Arc::new(AtomicI64::new(0)),
         }
+    }
+
+    /// Lay the calls out for `topology` (see the module docs).
+    pub fn with_topology(mut self, topology: Topology) -> Self {
+        self.topology = topology;
+        self
+    }
+
+    pub fn topology(&self) -> Topology {
+        self.topology
+    }
+
+    fn per_slot(&self) -> bool {
+        self.topology.per_slot()
+    }
+
+    /// The keys of one call: the run's own, and in `Fused` mode the global ones after them.
+    fn laid_out<const N: usize>(&self, run: Vec<String>, globals: [String; N]) -> Vec<String> {
+        let mut keys = run;
+        if !self.per_slot() {
+            keys.extend(globals);
+        }
+        keys
+    }
+
+    /// `ZADD <index> <at> <run_id>` (PerSlot mode: the index is its own call).
+    async fn index_add(&self, run_id: &str, at: i64) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("ZADD")
+            .arg(self.index())
+            .arg(at)
+            .arg(run_id)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// `ZREM <index> <run_id>` (PerSlot mode).
+    async fn index_rem(&self, run_id: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("ZREM")
+            .arg(self.index())
+            .arg(run_id)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// Make a claim or a sent marker durable enough on a cluster: replication is asynchronous,
+    /// so a master killed right after acknowledging it could lose it. PerSlot mode only.
+    /// `WAIT` on the node owning `key`'s slot, as the replica policy asks
+    /// ([`Conn::wait_for_replicas`]); a short count is logged there, not an error.
+    async fn durable(&self, key: &str) -> Result<(), Error> {
+        self.conn.clone().wait_for_replicas(key).await?;
+        Ok(())
     }
 
     /// Now on Redis's clock, as far as this process knows it (ms).
@@ -130,32 +209,43 @@ impl Window {
         from: &str,
         body: &str,
     ) -> Result<Claim, Error> {
-        let args = [
-            token,
-            job_id,
-            worker_id,
-            supersede.unwrap_or(""),
-            &ms(self.times.pending_ttl),
-            &ms(self.times.hold),
-            &ms(self.times.sent_ttl),
-            to,
-            from,
-            body,
-            run_id,
-            &ms(self.times.lease),
-            &crate::keys::RECENT_RUNS_CAP.to_string(),
+        let mut args = vec![
+            token.to_string(),
+            job_id.to_string(),
+            worker_id.to_string(),
+            supersede.unwrap_or("").to_string(),
+            ms(self.times.pending_ttl),
+            ms(self.times.hold),
+            ms(self.times.sent_ttl),
+            to.to_string(),
+            from.to_string(),
+            body.to_string(),
+            run_id.to_string(),
+            ms(self.times.lease),
+            crate::keys::RECENT_RUNS_CAP.to_string(),
         ];
         let k = self.keys(run_id);
-        let keys = [
-            k.claim,
-            k.attempt,
-            k.record,
-            self.index(),
-            crate::keys::recent_runs(&self.claim_prefix),
-        ];
+        let claim_key = k.claim.clone();
+        let keys = self.laid_out(
+            vec![k.claim, k.attempt, k.record],
+            [self.index(), crate::keys::recent_runs(&self.claim_prefix)],
+        );
+        if self.per_slot() {
+            // the intent first: an attempt this claim opens is indexed before it exists; the
+            // script opens none once the intent is due (a sweep may take and drop it then)
+            let due = self.now() + self.times.pending_ttl.as_millis() as i64;
+            self.index_add(run_id, due).await?;
+            args.push(due.to_string());
+        }
         let reply: Vec<String> = scripts()
             .window_claim
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
         let bad = || Error::Reply {
             script: "window_claim",
@@ -163,7 +253,7 @@ impl Window {
         };
         let get = |i: usize| reply.get(i).cloned().ok_or_else(bad);
         self.saw_redis_now(reply.last());
-        Ok(match reply.first().map(String::as_str) {
+        let claim = match reply.first().map(String::as_str) {
             Some("sent") => Claim::Sent(Some(get(1)?).filter(|s| !s.is_empty())),
             Some("busy") => Claim::Busy(Duration::from_millis(
                 get(1)?.parse::<i64>().unwrap_or(0).max(0) as u64,
@@ -179,7 +269,59 @@ impl Window {
                 escalated: !get(7)?.is_empty(),
             }),
             _ => return Err(bad()),
-        })
+        };
+        if self.per_slot() {
+            let redis_now = reply
+                .last()
+                .and_then(|n| n.parse::<i64>().ok())
+                .unwrap_or_else(|| self.now());
+            self.after_claim(run_id, &claim_key, &claim, redis_now)
+                .await?;
+        }
+        Ok(claim)
+    }
+
+    /// PerSlot mode: the global writes the claim script left to its caller (module docs).
+    async fn after_claim(
+        &self,
+        run_id: &str,
+        claim_key: &str,
+        claim: &Claim,
+        redis_now: i64,
+    ) -> Result<(), Error> {
+        match claim {
+            Claim::Sent(_) => self.index_rem(run_id).await,
+            Claim::Busy(left) => {
+                // the intent moved the live attempt's time on: put its deadline back
+                self.index_add(run_id, redis_now + left.as_millis() as i64)
+                    .await
+            }
+            Claim::Resolve(_) => {
+                self.durable(claim_key).await?;
+                self.index_add(run_id, redis_now + self.times.hold.as_millis() as i64 / 2)
+                    .await
+            }
+            Claim::Claimed { .. } => {
+                self.durable(claim_key).await?;
+                // the console's newest-first list, trimmed to its cap in the same call
+                let recent = crate::keys::recent_runs(&self.claim_prefix);
+                self.trips.add(1);
+                redis::pipe()
+                    .cmd("ZADD")
+                    .arg(&recent)
+                    .arg(redis_now)
+                    .arg(run_id)
+                    .ignore()
+                    .cmd("ZREMRANGEBYRANK")
+                    .arg(&recent)
+                    .arg(0)
+                    .arg(-(crate::keys::RECENT_RUNS_CAP as i64) - 1)
+                    .ignore()
+                    .query_async::<()>(&mut self.conn.clone())
+                    .await?;
+                Ok(())
+            }
+        }
     }
 
     /// Record that `sid` was sent for the run (Twilio answered this attempt, or a lookup found it)
@@ -206,19 +348,40 @@ impl Window {
             &ms(self.times.poll_after),
             kind,
         ];
-        let keys = [
-            k.claim,
-            k.attempt,
-            self.index(),
-            crate::keys::message_link(sid),
-            k.record,
-            crate::keys::callback_history(&self.claim_prefix, run_id),
-            crate::keys::reconcile_schedule(&self.claim_prefix),
-        ];
+        let history = crate::keys::callback_history(&self.claim_prefix, run_id);
+        let link = crate::keys::message_link(sid);
+        let claim_key = k.claim.clone();
+        let keys = if self.per_slot() {
+            if how == Marked::Found && self.linked_elsewhere(&link, run_id).await? {
+                return Ok(MarkSent::OtherRun);
+            }
+            self.link_and_schedule(run_id, sid, &link).await?;
+            vec![k.claim, k.attempt, k.record, history]
+        } else {
+            vec![
+                k.claim,
+                k.attempt,
+                self.index(),
+                link,
+                k.record,
+                history,
+                crate::keys::reconcile_schedule(&self.claim_prefix),
+            ]
+        };
         let code: i64 = scripts()
             .window_mark_sent
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
+        if self.per_slot() && code != 2 {
+            self.durable(&claim_key).await?;
+            self.index_rem(run_id).await?;
+        }
         Ok(match code {
             0 => MarkSent::Marked,
             1 => {
@@ -227,6 +390,39 @@ impl Window {
             }
             _ => MarkSent::OtherRun,
         })
+    }
+
+    /// PerSlot mode: whether the MessageSid is already linked to another run (a lookup never
+    /// takes another run's message).
+    async fn linked_elsewhere(&self, link: &str, run_id: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let owner: Option<String> = redis::cmd("GET")
+            .arg(link)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(owner.is_some_and(|o| o != run_id))
+    }
+
+    /// PerSlot mode, before the sent marker: the MessageSid link and the message's poll (each
+    /// its own slot). Written first, so a cut before the marker leaves the reconciler the way to
+    /// the run's record (module docs).
+    async fn link_and_schedule(&self, run_id: &str, sid: &str, link: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("SET")
+            .arg(link)
+            .arg(run_id)
+            .arg("PX")
+            .arg(ms(self.times.sent_ttl))
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        self.trips.add(1);
+        redis::cmd("ZADD")
+            .arg(crate::keys::reconcile_schedule(&self.claim_prefix))
+            .arg(self.now() + self.times.poll_after.as_millis() as i64)
+            .arg(sid)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
     }
 
     /// Twilio did not take the message. `state` "released": the claim stays ours and the attempt
@@ -250,11 +446,28 @@ impl Window {
             run_id,
             &ms(self.times.lease),
         ];
-        let keys = [k.claim, k.attempt, self.index()];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
         let released: i64 = scripts()
             .window_release
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
+        if self.per_slot() && released == 1 {
+            if state == "send-failed" {
+                self.index_rem(run_id).await?;
+            } else {
+                self.index_add(
+                    run_id,
+                    self.now() + retry_in.parse::<i64>().unwrap_or(0).max(1),
+                )
+                .await?;
+            }
+        }
         Ok(released == 1)
     }
 
@@ -268,11 +481,21 @@ impl Window {
             reason,
             run_id,
         ];
-        let keys = [k.claim, k.attempt, self.index()];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
         let held: i64 = scripts()
             .window_hold
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
+        if self.per_slot() && held == 1 {
+            self.index_add(run_id, self.now() + self.times.hold.as_millis() as i64 / 2)
+                .await?;
+        }
         Ok(held == 1)
     }
 
@@ -371,11 +594,50 @@ impl Window {
         let k = self.keys(run_id);
         let force = if force { "1" } else { "" };
         let args = [run_id, &ms(self.times.lease), &ms(self.times.hold), force];
-        let keys = [k.claim, k.attempt, self.index()];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
+        let taken = if self.per_slot() {
+            // the due check and the push, atomic on the index alone (window_index.lua)
+            let push = (self.times.hold.as_millis() / 2).to_string();
+            let at: Option<i64> = scripts()
+                .window_index
+                .run_in(
+                    self.topology,
+                    &mut self.conn.clone(),
+                    &self.trips,
+                    &[self.index()],
+                    &["take", run_id, &push, force],
+                )
+                .await?;
+            match at {
+                Some(at) => Some(at),
+                None => return Ok(None),
+            }
+        } else {
+            None
+        };
         let reply: Vec<String> = scripts()
             .window_sweep
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
+        if let (Some(at), true) = (taken, reply.is_empty()) {
+            // settled: drop it, unless a newer claim wrote the index since the take
+            let _: i64 = scripts()
+                .window_index
+                .run_in(
+                    self.topology,
+                    &mut self.conn.clone(),
+                    &self.trips,
+                    &[self.index()],
+                    &["drop", run_id, &at.to_string(), ""],
+                )
+                .await?;
+        }
         Ok(match reply.as_slice() {
             [generation, token, to, from, body] => Some(Orphan {
                 generation: generation.clone(),
@@ -407,10 +669,20 @@ impl Window {
             &req.body,
             &ms(self.times.sent_ttl),
         ];
-        let keys = [k.claim, k.attempt, k.record, self.index()];
+        let keys = self.laid_out(vec![k.claim, k.attempt, k.record], [self.index()]);
+        if self.per_slot() {
+            // first: an attempt adopted now is due now, and indexed before it exists
+            self.index_add(&req.run_id, self.now()).await?;
+        }
         let adopted: i64 = scripts()
             .window_adopt
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
         Ok(adopted == 1)
     }
@@ -424,11 +696,20 @@ impl Window {
     ) -> Result<bool, Error> {
         let k = self.keys(run_id);
         let args = [token, &ms(self.times.sent_ttl), run_id, reason];
-        let keys = [k.claim, k.attempt, self.index()];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
         let settled: i64 = scripts()
             .window_settle_unknown
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
             .await?;
+        if self.per_slot() && settled == 1 {
+            self.index_rem(run_id).await?;
+        }
         Ok(settled == 1)
     }
 

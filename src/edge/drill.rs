@@ -73,6 +73,9 @@ pub struct DrillArgs {
     pub bullmq: Option<String>,
     /// The report as JSON.
     pub json: bool,
+    /// On a real local Redis Cluster (the harness starts one: three masters with a replica each)
+    /// instead of one redis-server: the drills then prove the promise where large deployments run.
+    pub cluster: bool,
 }
 
 /// The command that runs `args` in `harness` with this binary as the worker under drill.
@@ -103,6 +106,9 @@ pub fn command(
     if args.json {
         cmd.arg("--json");
     }
+    if args.cluster {
+        cmd.arg("--cluster");
+    }
     Ok(cmd)
 }
 
@@ -114,6 +120,31 @@ pub fn current_exe() -> Result<PathBuf, DrillError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_is_passed_through_to_the_harness() {
+        let dir = Path::new("/h");
+        let args = DrillArgs {
+            name: "stall".into(),
+            cluster: true,
+            ..DrillArgs::default()
+        };
+        let Ok(cmd) = command(dir, Path::new("/x/ringback"), &args) else {
+            // no node on PATH here: nothing to check
+            return;
+        };
+        let argv: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(argv, ["/h/bin/drill.js", "stall", "--cluster"]);
+        let plain = DrillArgs {
+            name: "stall".into(),
+            ..DrillArgs::default()
+        };
+        let cmd = command(dir, Path::new("/x/ringback"), &plain).unwrap();
+        assert!(!cmd.get_args().any(|a| a == "--cluster"));
+    }
 
     #[test]
     fn a_missing_harness_names_where_it_looked() {

@@ -138,9 +138,11 @@ pub fn escalated_marker(claim_prefix: &str, run_id: &str) -> String {
     format!("ringback:escalated:{{{claim_prefix}{run_id}}}")
 }
 
-/// A status callback already applied (by idempotency token or parameter hash).
-pub fn receipt_seen(id: &str) -> String {
-    format!("ringback:receipt-seen:{id}")
+/// `ringback:receipt-seen:{<claim>}:<id>`: a status callback already applied to the run (by
+/// idempotency token or parameter hash). In the run's slot, so the webhook's one call touches
+/// one slot; a repeat for another run is another key (a token is per request anyway).
+pub fn receipt_seen(claim_prefix: &str, run_id: &str, id: &str) -> String {
+    format!("ringback:receipt-seen:{{{claim_prefix}{run_id}}}:{id}")
 }
 
 /// ZSET MessageSid → when to look the message up (reconciliation of missing callbacks).
@@ -148,8 +150,10 @@ pub fn reconcile_schedule(claim_prefix: &str) -> String {
     format!("ringback:reconcile:{claim_prefix}")
 }
 
-/// Keys the window shares across runs. Under Redis Cluster these live in other slots than the
-/// per-run keys: the window scripts then need a second call (not supported yet).
+/// ZSET runId → when the orphan sweep must look at the run's open attempt. Shared by all runs,
+/// so under Redis Cluster it lives in another slot than the per-run keys: in `PerSlot` mode it
+/// is written by separate calls around the per-run script (`window.rs` says in which order, and
+/// how the index is repaired after a cut).
 pub fn open_attempts(claim_prefix: &str) -> String {
     format!("ringback:open-attempts:{claim_prefix}")
 }
@@ -157,7 +161,7 @@ pub fn open_attempts(claim_prefix: &str) -> String {
 /// ZSET runId → when its latest fresh attempt was claimed (ms), capped at
 /// [`RECENT_RUNS_CAP`]: the operators' console lists runs newest first from it (issue 17). Like
 /// [`open_attempts`] it is global to the claim prefix, so under Redis Cluster it lives in another
-/// slot than the per-run keys `window_claim.lua` writes with it (not supported yet).
+/// slot than the per-run keys `window_claim.lua` writes with it: a separate call there.
 pub fn recent_runs(claim_prefix: &str) -> String {
     format!("ringback:recent-runs:{claim_prefix}")
 }

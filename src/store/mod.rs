@@ -8,3 +8,4 @@ pub mod connection;
 pub mod json;
 pub mod keys;
 pub mod scripts;
+pub mod slots;

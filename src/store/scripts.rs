@@ -2,8 +2,11 @@
 //! with EVAL when Redis answers NOSCRIPT (a restart or failover empties the script cache).
 //!
 //! Each file in `lua/` is one script; `lua/include/common.lua` is prepended to every script so a
-//! script is always one self-contained body (Redis has no `require`). The header of each file is
-//! its wire contract (KEYS, ARGV, return codes).
+//! script is always one self-contained body (Redis has no `require`). A script may name further
+//! includes (`name => "file.lua" [window]` prepends `lua/include/window.lua` after common.lua), so
+//! a step shared by several scripts (the window's claim, a fused finish) is written once and only
+//! the scripts that use it pay for its closures. The header of each file is its wire contract
+//! (KEYS, ARGV, return codes).
 
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,18 +14,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, Script, ToRedisArgs};
 
+use super::slots::{Topology, common_slot};
+
 const COMMON: &str = include_str!("../../lua/include/common.lua");
 
 macro_rules! scripts {
-    ($($(#[$doc:meta])* $name:ident => $file:literal),* $(,)?) => {
+    ($($(#[$doc:meta])* $name:ident => $file:literal $([$($include:ident),+])?),* $(,)?) => {
         /// Every script ringback runs, compiled (hashed) once per process.
         pub struct Scripts { $($(#[$doc])* pub $name: LuaScript,)* }
 
         impl Scripts {
             fn load() -> Self {
-                Self { $($name: LuaScript::new($file, format!(
-                    "{COMMON}\n-- script: {}\n{}", $file, include_str!(concat!("../../lua/", $file))
-                )),)* }
+                Self { $($name: LuaScript::new($file, [
+                    COMMON,
+                    $($(concat!(
+                        "\n-- include: ", stringify!($include), ".lua\n",
+                        include_str!(concat!("../../lua/include/", stringify!($include), ".lua"))
+                    ),)+)?
+                    concat!("\n-- script: ", $file, "\n", include_str!(concat!("../../lua/", $file))),
+                ].concat()),)* }
             }
 
             /// Every script, for tests and for loading them all at start.
@@ -47,14 +57,15 @@ scripts! {
     move_to_waiting_children => "move_to_waiting_children.lua",
     add_job => "add_job.lua",
     update_job_scheduler => "update_job_scheduler.lua",
-    window_claim => "window_claim.lua",
-    window_mark_sent => "window_mark_sent.lua",
+    window_claim => "window_claim.lua" [window],
+    window_mark_sent => "window_mark_sent.lua" [window],
     window_release => "window_release.lua",
     window_hold => "window_hold.lua",
     window_sweep => "window_sweep.lua",
     window_adopt => "window_adopt.lua",
     window_settle_unknown => "window_settle_unknown.lua",
-    receipt_apply => "receipt_apply.lua",
+    window_index => "window_index.lua",
+    receipt_apply => "receipt_apply.lua" [window],
     claim_due => "claim_due.lua",
 }
 
@@ -105,6 +116,42 @@ impl LuaScript {
             .map(|_| ())
     }
 
+    /// [`run`](Self::run), laid out for `topology`: in `PerSlot` mode a call whose keys span
+    /// two Redis Cluster slots is refused before it is sent (`CROSSSLOT`, as a cluster would
+    /// answer), so tests on a single Redis prove every such call single-slot.
+    pub async fn run_in<C, T, K, A>(
+        &self,
+        topology: Topology,
+        conn: &mut C,
+        trips: &RoundTrips,
+        keys: &[K],
+        args: &[A],
+    ) -> redis::RedisResult<T>
+    where
+        C: ConnectionLike + Send,
+        T: FromRedisValue,
+        K: ToRedisArgs,
+        A: ToRedisArgs,
+    {
+        if topology.per_slot() {
+            self.check_one_slot(keys)?;
+        }
+        self.run(conn, trips, keys, args).await
+    }
+
+    /// Refuse keys that span two slots (a call a Redis Cluster would refuse with CROSSSLOT).
+    pub fn check_one_slot<K: ToRedisArgs>(&self, keys: &[K]) -> redis::RedisResult<()> {
+        let flat: Vec<Vec<u8>> = keys.iter().flat_map(|k| k.to_redis_args()).collect();
+        common_slot(&flat).map(|_| ()).map_err(|(a, b)| {
+            crate::telemetry::global().redis_error(self.name, "crossslot".into());
+            redis::RedisError::from((
+                redis::ErrorKind::Server(redis::ServerErrorKind::CrossSlot),
+                "refused before sending",
+                format!("{}: keys in different slots ({a:?}, {b:?})", self.name),
+            ))
+        })
+    }
+
     /// Run with `keys` and `args`: EVALSHA, and on NOSCRIPT one EVAL of the body (which also
     /// caches it again), so a flushed cache costs one extra round trip.
     pub async fn run<C, T, K, A>(
@@ -150,5 +197,44 @@ pub fn error_kind(e: &redis::RedisError) -> String {
         _ if e.is_timeout() => "timeout".into(),
         _ if e.is_io_error() || e.is_connection_dropped() => "io".into(),
         _ => "other".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn includes_are_prepended_only_where_named() {
+        let s = scripts();
+        let claim = &s.window_claim.code;
+        let (common, include, body) = (
+            claim.find("local rcall").expect("common first"),
+            claim
+                .find("local function claimRun")
+                .expect("the window include"),
+            claim
+                .find("-- script: window_claim.lua")
+                .expect("the body last"),
+        );
+        assert!(common < include && include < body);
+        assert!(!s.move_to_active.code.contains("local function claimRun"));
+        assert!(s.receipt_apply.code.contains("local function applyReceipt"));
+    }
+
+    #[test]
+    fn the_slot_check_refuses_a_cross_slot_call() {
+        let s = scripts();
+        let w = crate::keys::WindowKeys::new("agent-callback:", "r1");
+        let run_keys = [w.claim.clone(), w.attempt.clone(), w.record.clone()];
+        assert!(s.window_claim.check_one_slot(&run_keys).is_ok());
+        let crossed = [
+            w.claim,
+            w.attempt,
+            crate::keys::open_attempts("agent-callback:"),
+        ];
+        let e = s.window_claim.check_one_slot(&crossed).unwrap_err();
+        assert_eq!(e.code(), Some("CROSSSLOT"));
+        assert!(e.to_string().contains("window_claim"), "{e}");
     }
 }

@@ -143,11 +143,11 @@ const sum = (by, key) => Object.values(by).reduce((n, c) => n + c[key], 0);
 
 async function cutover(opts = {}) {
   if (netns.inside()) return cutoverHere(opts);
-  const { runs = 200, version = '6', timings = 'compressed', log = () => {} } = opts;
+  const { runs = 200, version = '6', timings = 'compressed', cluster = false, log = () => {} } = opts;
   if (runs < MIN_RUNS) throw new SetupError(`cutover: --runs must be at least ${MIN_RUNS}, so that traffic flows through every phase`);
   const { problems } = netns.preflight();
   if (problems.length) throw new SetupError(`cutover: the port handover drill cannot run here: ${problems.join('; ')}`);
-  const r = await netns.runInside(['cutover', '--runs', String(runs), '--bullmq', String(version), '--timings', timings, '--json'], { log });
+  const r = await netns.runInside(['cutover', '--runs', String(runs), '--bullmq', String(version), '--timings', timings, ...(cluster ? ['--cluster'] : []), '--json'], { log });
   let reports = null;
   try {
     reports = JSON.parse(r.out);
@@ -162,10 +162,10 @@ async function cutover(opts = {}) {
   return report;
 }
 
-async function cutoverHere({ runs = 200, version = '6', timings = 'compressed', log = () => {} } = {}) {
+async function cutoverHere({ runs = 200, version = '6', timings = 'compressed', cluster = false, log = () => {} } = {}) {
   if (runs < MIN_RUNS) throw new SetupError(`cutover: --runs must be at least ${MIN_RUNS}, so that traffic flows through every phase`);
   if (netns.listTable() !== null) throw new SetupError(`cutover: this namespace already holds table ${netns.TABLE}; the drill wants a namespace of its own`);
-  const lab = await new Lab({ name: 'cutover', version, timings, log }).start();
+  const lab = await new Lab({ name: 'cutover', version, timings, cluster, log }).start();
   const phases = [];
   let t0 = Date.now();
   const mark = (what) => {

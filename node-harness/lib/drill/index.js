@@ -22,7 +22,7 @@ async function runDrills(names, opts = {}) {
     for (const timings of profiles) {
       const t0 = Date.now();
       const report = await DRILLS[name]({ ...opts, timings });
-      reports.push({ ...report, timings, ms: Date.now() - t0 });
+      reports.push({ ...report, timings, cluster: Boolean(opts.cluster), ms: Date.now() - t0 });
     }
   }
   return reports;
@@ -39,7 +39,7 @@ function formatVerdict(v) {
 }
 
 function formatReport(r) {
-  const timings = r.timings ? ` at timings ${describeTimings(r.timings)}` : '';
+  const timings = (r.timings ? ` at timings ${describeTimings(r.timings)}` : '') + (r.cluster ? ' on a Redis Cluster (3 masters + 3 replicas)' : '');
   const lines = [`drill ${r.drill}${timings}: ${r.ok ? 'PASSED' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s`];
   for (const c of r.cases || []) {
     const extra = (c.notes || []).map((n) => `; ${n}`).join('');

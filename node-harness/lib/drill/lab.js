@@ -4,12 +4,12 @@
 'use strict';
 
 const path = require('node:path');
-const IORedis = require('ioredis');
 const { startRedis } = require('../harness/redis');
+const { startCluster } = require('../harness/cluster');
 const { startTwilioSim, ringbackBin } = require('../harness/twilio-sim');
 const { WorkerProcess } = require('../harness/subject');
 const { waitFor, withTimeout, sleep } = require('../harness/wait');
-const { load, connectionFromUrl } = require('../bullmq');
+const { load, ownedConnection, redisClient } = require('../bullmq');
 const { CLAIM_PREFIX } = require('../legacy');
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
@@ -69,10 +69,17 @@ function runData(drill, i) {
 }
 
 class Lab {
-  /** `version`: the bullmq major the Node parts use; `log`: progress lines. */
-  constructor({ name, version = '6', timings = 'compressed', log = () => {} }) {
+  /**
+   * `version`: the bullmq major the Node parts use; `log`: progress lines; `cluster`: run on a
+   * real local Redis Cluster (three masters with a replica each) instead of one redis-server,
+   * every client a cluster client and the queues under the hash-tagged prefix `{bull}`.
+   */
+  constructor({ name, version = '6', timings = 'compressed', cluster = false, log = () => {} }) {
     if (!TIMINGS[timings]) throw new SetupError(`timings: unknown profile ${timings}; known: ${Object.keys(TIMINGS).join(', ')}`);
     this.name = name;
+    this.cluster = Boolean(cluster);
+    // BullMQ on a cluster: every key of a queue in one slot, by the prefix's hash tag
+    this.prefix = this.cluster ? '{bull}' : 'bull';
     this.version = String(version);
     this.timings = timings;
     this.t = TIMINGS[timings];
@@ -89,9 +96,10 @@ class Lab {
   async start() {
     try {
       this.bin = ringbackBin();
-      this.redis = await startRedis();
+      // `redis` is either server: both have `url` (redis:// or redis+cluster://) and `stop()`
+      this.redis = this.cluster ? await startCluster() : await startRedis();
       this.sim = await startTwilioSim({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
-      this.admin = new IORedis(this.redis.url, { maxRetriesPerRequest: null });
+      this.admin = redisClient(this.redis.url, { maxRetriesPerRequest: null });
       return this;
     } catch (err) {
       await this.stop();
@@ -111,6 +119,7 @@ class Lab {
       RUST_LOG: process.env.DRILL_RUST_LOG || 'warn,ringback::queue::worker=info',
       REDIS_URL: this.redis.url,
       RINGBACK_QUEUE: queue,
+      RINGBACK_PREFIX: this.prefix,
       BULLMQ_VERSION: this.version,
       // drill mode: RINGBACK_CRASH_AT is honoured only with it
       RINGBACK_DRILL: '1',
@@ -137,6 +146,15 @@ class Lab {
       RINGBACK_METRICS_LISTEN: '127.0.0.1:0',
       ...extra,
     };
+  }
+
+  /**
+   * Runs one admin command on the server, or on every master of the cluster (CLIENT KILL,
+   * SCRIPT FLUSH: per node). Resolves with the replies.
+   */
+  async onEveryMaster(...args) {
+    const nodes = this.admin.isCluster ? this.admin.nodes('master') : [this.admin];
+    return Promise.all(nodes.map((n) => n.call(...args)));
   }
 
   track(p) {
@@ -246,8 +264,14 @@ class Lab {
 
   queue(name) {
     const { Queue } = load(this.version);
-    const q = new Queue(name, { connection: connectionFromUrl(this.redis.url) });
-    this.closers = [...(this.closers || []), () => q.close()];
+    this.closers = this.closers || [];
+    // the queue's own cluster client (if any) is quit after the queue closes
+    const own = [];
+    const q = new Queue(name, { connection: ownedConnection(this.redis.url, own), prefix: this.prefix });
+    this.closers.push(async () => {
+      await q.close();
+      for (const close of own) await close();
+    });
     return q;
   }
 
@@ -357,7 +381,7 @@ class Lab {
 
 /** How many `stalled` events the queue's stream holds: the recoveries Node's tools saw. */
 async function stalledEvents(lab, queueName) {
-  const entries = await lab.admin.xrange(`bull:${queueName}:events`, '-', '+');
+  const entries = await lab.admin.xrange(`${lab.prefix}:${queueName}:events`, '-', '+');
   return entries.filter(([, fields]) => fields[0] === 'event' && fields[1] === 'stalled').length;
 }
 

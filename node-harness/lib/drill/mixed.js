@@ -134,8 +134,8 @@ async function mixedCase(lab, c, n, { inFlight, log }) {
 }
 
 /** The drill: every case of CASES (or those `only` names) in one lab at `timings`. */
-async function mixed({ runs = 108, version = '6', timings = 'prod', only, log = () => {} } = {}) {
-  const lab = await new Lab({ name: 'mixed', version, timings, log }).start();
+async function mixed({ runs = 108, version = '6', timings = 'prod', only, cluster = false, log = () => {} } = {}) {
+  const lab = await new Lab({ name: 'mixed', version, timings, cluster, log }).start();
   const cases = [];
   const chosen = only ? CASES.filter((c) => only.includes(c.id)) : CASES;
   const inFlight = Math.max(MIN_IN_FLIGHT, Math.ceil(runs / CASES.length));

@@ -107,8 +107,8 @@ async function rollbackCase(lab, c, n, { inFlight, log }) {
   return result;
 }
 
-async function rollback({ runs = 24, version = '6', timings = 'prod', only, log = () => {} } = {}) {
-  const lab = await new Lab({ name: 'rollback', version, timings, log }).start();
+async function rollback({ runs = 24, version = '6', timings = 'prod', only, cluster = false, log = () => {} } = {}) {
+  const lab = await new Lab({ name: 'rollback', version, timings, cluster, log }).start();
   const chosen = only ? CASES.filter((c) => only.includes(c.id)) : CASES;
   const inFlight = Math.max(MIN_IN_FLIGHT, Math.ceil(runs / CASES.length));
   const cases = [];

@@ -18,8 +18,8 @@ const CASES = [
   { id: 'legacy@after-provider-accept', dies: 'legacy', point: 'after-provider-accept' },
 ];
 
-async function stall({ runs = 20, version = '6', timings = 'compressed', log = () => {} } = {}) {
-  const lab = await new Lab({ name: 'stall', version, timings, log }).start();
+async function stall({ runs = 20, version = '6', timings = 'compressed', cluster = false, log = () => {} } = {}) {
+  const lab = await new Lab({ name: 'stall', version, timings, cluster, log }).start();
   const perCase = Math.max(2, Math.ceil(runs / CASES.length));
   const cases = [];
   try {

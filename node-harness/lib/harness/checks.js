@@ -2,17 +2,11 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const { scanAll } = require('../bullmq');
 
 /** All keys of the scenario's queue matching `pattern` (a suffix glob). */
 async function scanKeys(s, pattern) {
-  const keys = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await s.redis.scan(cursor, 'MATCH', s.key(pattern), 'COUNT', 1000);
-    cursor = next;
-    keys.push(...batch);
-  } while (cursor !== '0');
-  return keys.sort();
+  return scanAll(s.redis, s.key(pattern));
 }
 
 /** Nothing left in flight: `active` empty, no lock keys, `stalled` set empty. */

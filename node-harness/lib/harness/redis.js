@@ -109,4 +109,4 @@ async function startRedis() {
   throw lastErr;
 }
 
-module.exports = { startRedis };
+module.exports = { startRedis, freePort, redisServerPath };

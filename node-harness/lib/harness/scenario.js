@@ -3,13 +3,13 @@
 'use strict';
 
 const crypto = require('node:crypto');
-const IORedis = require('ioredis');
-const { load, connectionFromUrl } = require('../bullmq');
+const { load, ownedConnection, redisClient, defaultPrefix } = require('../bullmq');
 const { makeProcessor } = require('../scripted-processor');
 const { spawnSubject, spawnNodeWorker, describeSubject } = require('./subject');
 const { waitFor } = require('./wait');
 
 const VERSIONS = ['6', '5'];
+// single Redis; on a cluster the prefix is hash-tagged (`{bull}`), see defaultPrefix
 const PREFIX = 'bull';
 
 /** Every event QueueEvents emitted, in stream order, with the stream id's millisecond part. */
@@ -68,18 +68,19 @@ function isPerJobEcho(event, data) {
 }
 
 /**
- * Opens what a test needs on one fresh queue, on `side` ({connection, bullmq, prefix, queueName,
- * events, closers}): a raw Redis connection (`side.redis`), the Node `Queue` (`side.queue`), and
- * a `QueueEvents` recorded into `side.events`; each is closed by `side.closers`.
+ * Opens what a test needs on one fresh queue, on `side` ({redisUrl, bullmq, prefix, queueName,
+ * events, closers}): a raw Redis connection (`side.redis`, an ioredis Cluster on a cluster URL),
+ * the Node `Queue` (`side.queue`), and a `QueueEvents` recorded into `side.events`; each is
+ * closed by `side.closers`.
  */
 async function openQueue(side, blockingTimeout) {
-  side.redis = new IORedis({ ...side.connection });
+  side.redis = redisClient(side.redisUrl, { maxRetriesPerRequest: null });
   side.closers.push(() => side.redis.quit());
-  side.queue = new side.bullmq.Queue(side.queueName, { connection: side.connection, prefix: side.prefix });
+  side.queue = new side.bullmq.Queue(side.queueName, { connection: ownedConnection(side.redisUrl, side.closers), prefix: side.prefix });
   side.closers.push(() => side.queue.close());
   // Read the stream from its start: the queue is new, so nothing can be missed or mixed in.
   side.queueEvents = new side.bullmq.QueueEvents(side.queueName, {
-    connection: side.connection,
+    connection: ownedConnection(side.redisUrl, side.closers),
     prefix: side.prefix,
     lastEventId: '0-0',
     blockingTimeout,
@@ -90,14 +91,13 @@ async function openQueue(side, blockingTimeout) {
 }
 
 class Scenario {
-  constructor({ redisUrl, version, label }) {
+  constructor({ redisUrl, version, label, prefix }) {
     this.redisUrl = redisUrl;
     this.version = String(version);
     this.bullmq = load(this.version);
-    this.prefix = PREFIX;
+    this.prefix = prefix || defaultPrefix(redisUrl);
     const slug = label.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40);
     this.queueName = `rb-${slug}-v${this.version}-${crypto.randomBytes(3).toString('hex')}`;
-    this.connection = connectionFromUrl(redisUrl);
     this.closers = [];
     this.processes = [];
     this.workerErrors = [];
@@ -152,7 +152,7 @@ class Scenario {
    */
   async nodeWorker(opts = {}) {
     const worker = new this.bullmq.Worker(this.queueName, makeProcessor(this.bullmq, { allowCrash: false }), {
-      connection: this.connection,
+      connection: ownedConnection(this.redisUrl, this.closers),
       prefix: this.prefix,
       concurrency: 1,
       lockDuration: 2000,
@@ -197,7 +197,7 @@ class Scenario {
 
   /** Another fresh queue on the same server and version, closed and reported with this one. */
   async sibling(label) {
-    const other = new Scenario({ redisUrl: this.redisUrl, version: this.version, label });
+    const other = new Scenario({ redisUrl: this.redisUrl, version: this.version, label, prefix: this.prefix });
     this.siblings = this.siblings || [];
     this.siblings.push(other);
     await other.start();

@@ -1,0 +1,235 @@
+--[[
+  ringback: the window's per-run steps as functions, prepended (after common.lua) to the scripts
+  that name `[window]` in src/store/scripts.rs. A script that is only one step calls one function
+  with its KEYS and ARGV (window_claim.lua, window_mark_sent.lua, receipt_apply.lua); a script that
+  fuses several steps in one call (the single-Redis finish) calls several, each with its own
+  tables laid out exactly as that step's script header says: the headers stay the one contract.
+
+  Nothing here reads KEYS or ARGV; needs common.lua (rcall, redisNowMs).
+]]
+
+-- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
+-- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
+-- `r` = {rec, hist, seen (nil or "" = no repeat check), link (nil = the caller's), runId, sid,
+--        status, code, dlr, now, source, repeatTtl, recordTtl, attempt (token or nil)}.
+-- `link` is a global key (another slot): a caller that cannot declare it (a cluster, or the
+-- one-call webhook) leaves it out; the 4th reply element then says whether the MessageSid link
+-- is missing ("1": the record did not know this sid), for the caller to write. The reconcile
+-- schedule is the send path's (markSentRun), never a receipt's.
+local function applyReceipt(r)
+  local rec, hist = r.rec, r.hist
+  local runId, sid, status, code, dlr, now, source = r.runId, r.sid, r.status, r.code, r.dlr, r.now, r.source
+  if r.seen and r.seen ~= "" and not rcall("SET", r.seen, "1", "NX", "PX", r.repeatTtl) then
+    return {"repeat", rcall("HGET", rec, "status") or "", "", ""}
+  end
+
+  local ranks = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2, delivered = 3,
+    undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
+  local rank = ranks[status]
+  local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr", "accepted_at", "error_code")
+  local prev = cur[2] or ""
+  -- the send path links its sid when it marks the message; any other sid needs its link
+  local unlinked = ""
+  if cur[1] ~= sid then unlinked = "1" end
+
+  local function remember(outcome)
+    local entry = {status = status, sid = sid, at = tonumber(now), source = source, outcome = outcome}
+    if code ~= "" then entry["error_code"] = code end
+    if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
+    if r.attempt and r.attempt ~= "" then entry["attempt"] = r.attempt end
+    -- the last 200 entries; the trim runs only past them (RPUSH answers the length)
+    if rcall("RPUSH", hist, cjson.encode(entry)) > 200 then rcall("LTRIM", hist, -200, -1) end
+    rcall("PEXPIRE", hist, r.recordTtl)
+  end
+
+  if r.link then rcall("SET", r.link, runId, "PX", r.recordTtl) end
+  if rank == nil then
+    remember("unknown")
+    return {"unknown", prev, prev, unlinked}
+  end
+  if cur[1] and cur[1] ~= sid then
+    remember("other")
+    return {"other", prev, prev, unlinked}
+  end
+
+  local curRank = tonumber(cur[3])
+  local outcome = "applied"
+  if curRank ~= nil then
+    if rank < curRank then
+      outcome = "stale"
+    elseif rank == curRank then
+      if status == prev then
+        outcome = "same"
+      elseif dlr ~= "" and cur[4] and cur[4] ~= "" and dlr > cur[4] then
+        outcome = "applied"
+      elseif dlr ~= "" and cur[4] and cur[4] ~= "" and dlr < cur[4] then
+        outcome = "stale"
+      elseif rank == 3 then
+        outcome = "conflict"
+        rcall("HSET", rec, "conflict", "1")
+      else
+        outcome = "same"
+      end
+    end
+  end
+  remember(outcome)
+  if outcome ~= "applied" then
+    if outcome == "same" and code ~= "" and not cur[6] then
+      rcall("HSET", rec, "error_code", code)
+    end
+    return {outcome, prev, prev, unlinked}
+  end
+
+  -- one HSET (each Redis command costs more than the Lua that builds its arguments)
+  local fields = {"run_id", runId, "sid", sid, "status", status, "rank", rank, "updated_at", now,
+    "source", source}
+  local function field(k, v) fields[#fields + 1] = k; fields[#fields + 1] = v end
+  if code ~= "" then field("error_code", code) end
+  if dlr ~= "" then field("dlr", dlr) end
+  if not cur[5] then field("accepted_at", now) end
+  rcall("HSET", rec, unpack(fields))
+  rcall("PEXPIRE", rec, r.recordTtl)
+  return {"applied", status, prev, unlinked}
+end
+
+-- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
+-- the global keys (4, 5) may be nil: the caller writes them in separate calls.
+local function claimRun(keys, args)
+  local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
+  local now = redisNowMs()
+  local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), tonumber(args[12])
+  local supersede, runId = args[4], args[11]
+  -- PerSlot: the caller's index entry (its intent) is due at args[14]; past it a sweep may have
+  -- taken the entry and may drop it, so no attempt is opened on it: the caller comes back
+  local intentDue = tonumber(args[14])
+  local intentGone = intentDue ~= nil and now >= intentDue
+  local v = rcall("GET", claimKey)
+  local rec = {}
+  local flat = rcall("HGETALL", attemptKey)
+  for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
+  local receipt = rcall("HGET", keys[3], "sid") or ""
+
+  local function sent(sid)
+    if index then rcall("ZREM", index, runId) end
+    return {"sent", sid, now}
+  end
+
+  -- Hold the claim under `token` and hand the resolution to this caller.
+  local function resolveWith(token, since)
+    if intentGone then return {"busy", 1, now} end
+    local to, from, body = rec["to"] or args[8], rec["from"] or args[9], rec["body"] or args[10]
+    rcall("SET", claimKey, "pending:" .. token, "PX", lease)
+    rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "ambiguous",
+      "since", since, "to", to, "from", from, "body", body, "touched", now)
+    rcall("PEXPIRE", attemptKey, args[7])
+    -- a resolver touches the attempt every poll; half the hold without a touch means it is gone
+    if index then rcall("ZADD", index, now + math.floor(hold / 2), runId) end
+    return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", now}
+  end
+
+  -- A new attempt: the claim (a lease) and the record, in one step.
+  local function fresh(token)
+    if intentGone then return {"busy", 1, now} end
+    rcall("SET", claimKey, "pending:" .. token, "PX", lease)
+    rcall("DEL", attemptKey)
+    rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
+      "claimed_at", now, "since", now, "to", args[8], "from", args[9], "body", args[10])
+    rcall("PEXPIRE", attemptKey, args[7])
+    -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
+    if index then rcall("ZADD", index, now + pendingTtl, runId) end
+    -- the console's newest-first list; ZCARD is O(1), the trim runs once per claim past the cap
+    if keys[5] then
+      rcall("ZADD", keys[5], now, runId)
+      local over = rcall("ZCARD", keys[5]) - tonumber(args[13])
+      if over > 0 then rcall("ZREMRANGEBYRANK", keys[5], 0, over - 1) end
+    end
+    return {"claimed", token, now}
+  end
+
+  local function since() return rec["since"] or rec["claimed_at"] or now end
+  -- `retry` counts as open here: its lease ended, so someone else may have sent since (model: F1)
+  local open = rec["state"] == "claimed" or rec["state"] == "ambiguous" or rec["state"] == "retry"
+
+  if v then
+    if v == "sent" or string.sub(v, 1, 5) == "sent:" then
+      local sid = string.sub(v, 6)
+      if sid == "" then sid = rec["sid"] or receipt end
+      return sent(sid)
+    end
+    if string.sub(v, 1, 8) ~= "pending:" then
+      -- The legacy worker (or an unknown writer) holds a plain "pending": inside its window, or
+      -- dead there. Take the claim over: a live legacy attempt still ends with SET XX "sent"
+      -- (which we read), and no legacy retry can claim and send meanwhile.
+      rec = {}
+      rcall("DEL", attemptKey)
+      return resolveWith(args[1], now)
+    end
+    local token = string.sub(v, 9)
+    if rec["token"] ~= token then
+      -- A ringback claim without its record (expired, or removed by hand): unknown, so resolve.
+      rec = {}
+      rcall("DEL", attemptKey)
+      return resolveWith(token, now)
+    end
+    if supersede ~= "" and supersede == token and rec["state"] == "ambiguous" then
+      -- The caller resolved this attempt as never sent: replace it atomically, so the claim never
+      -- disappears between the old attempt and the new one.
+      return fresh(args[1])
+    end
+    if rec["state"] == "claimed" then
+      local deadAt = (tonumber(rec["claimed_at"]) or now) + pendingTtl
+      if now < deadAt then return {"busy", deadAt - now, now} end
+      return resolveWith(token, since())
+    end
+    if rec["state"] == "ambiguous" then return resolveWith(token, since()) end
+    if rec["state"] == "sent" then
+      rcall("SET", claimKey, "sent:" .. (rec["sid"] or ""), "PX", args[7])
+      return sent(rec["sid"] or "")
+    end
+    -- retry (or an older record's released / send-failed) under our own claim: Twilio took nothing
+    return fresh(args[1])
+  end
+
+  if open then
+    -- the lease ran out under an attempt that never finished its window: resolve before any send
+    local token = rec["token"]
+    if token == nil or token == "" then token = args[1] end
+    return resolveWith(token, since())
+  end
+  if rec["state"] == "sent" and rec["sid"] then
+    rcall("SET", claimKey, "sent:" .. rec["sid"], "PX", args[7])
+    return sent(rec["sid"])
+  end
+  if receipt ~= "" then
+    -- a status callback already proved a message for this run
+    rcall("SET", claimKey, "sent:" .. receipt, "PX", args[7])
+    return sent(receipt)
+  end
+  return fresh(args[1])
+end
+
+-- window_mark_sent.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
+-- the global keys (3, 4, 7) may be nil: the caller writes them in separate calls.
+local function markSentRun(keys, args)
+  local index, link, reconcile = keys[3], keys[4], keys[7]
+  local now = redisNowMs()
+  if args[7] == "found" and link then
+    local owner = rcall("GET", link)
+    if owner and owner ~= args[4] then return 2 end
+  end
+  local overrun = 0
+  if rcall("GET", keys[1]) ~= "pending:" .. args[1] then overrun = 1 end
+  rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
+  if rcall("HGET", keys[2], "token") == args[1] or rcall("EXISTS", keys[2]) == 0 then
+    rcall("HSET", keys[2], "token", args[1], "state", "sent", "sid", args[2], "sent_at", now)
+  end
+  rcall("PEXPIRE", keys[2], args[3])
+  if index then rcall("ZREM", index, args[4]) end
+  applyReceipt({rec = keys[5], hist = keys[6], seen = "", link = link,
+    runId = args[4], sid = args[2], status = args[5], code = "", dlr = "", now = now,
+    source = "send", repeatTtl = "0", recordTtl = args[3], attempt = args[1]})
+  -- every sent message is looked up when due; the reconciler drops it then if a receipt
+  -- already ended it (a status callback may even have come before this marker)
+  if reconcile then rcall("ZADD", reconcile, now + tonumber(args[6]), args[2]) end
+  return overrun
+end
