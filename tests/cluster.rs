@@ -5,7 +5,8 @@
 //! no job is lost and none finishes twice, and the blocking fetch still wakes the worker at once
 //! afterwards, from the slot's new master. `WAIT` for a replica goes to the key's master and is
 //! skipped once that master has no replica. The binary takes the cluster URL (`worker`,
-//! `status`, `check-config`) and names every bad seed of a wrong one.
+//! `serve`, `status`, `check-config`) and names every bad seed of a wrong one. The SMS worker
+//! texts each run once (Twilio simulator) through a failover of the queue's master.
 
 mod common;
 
@@ -92,11 +93,16 @@ fn config(cluster: &RedisCluster, queue: &str) -> WorkerConfig {
 
 /// Add `n` jobs (ids `j<from>`…; BullMQ refuses integer custom ids) with a Node BullMQ `Queue` on an ioredis `Cluster`.
 fn node_add(cluster: &RedisCluster, queue: &str, from: usize, n: usize) {
+    node_add_data(cluster, queue, from, n, r#"{"i":$i}"#)
+}
+
+/// [`node_add`] with each job's data from `template` (`$i` replaced by the job's number).
+fn node_add_data(cluster: &RedisCluster, queue: &str, from: usize, n: usize, template: &str) {
     let root = env!("CARGO_MANIFEST_DIR");
     let script = r#"
         const { Cluster } = require('ioredis');
         const { Queue } = require('bullmq6');
-        const [seeds, name, prefix, from, n, ca] = process.argv.slice(1);
+        const [seeds, name, prefix, from, n, template, ca] = process.argv.slice(1);
         (async () => {
           const nodes = seeds.split(',').map((s) => ({ host: s.split(':')[0], port: Number(s.split(':')[1]) }));
           const redisOptions = { maxRetriesPerRequest: null };
@@ -105,7 +111,8 @@ fn node_add(cluster: &RedisCluster, queue: &str, from: usize, n: usize) {
           const queue = new Queue(name, { connection, prefix });
           const jobs = [];
           for (let i = 0; i < Number(n); i++) {
-            jobs.push({ name: 'job', data: { i }, opts: { jobId: `j${Number(from) + i}` } });
+            const data = JSON.parse(template.split('$i').join(String(Number(from) + i)));
+            jobs.push({ name: 'job', data, opts: { jobId: `j${Number(from) + i}` } });
           }
           await queue.addBulk(jobs);
           await queue.close();
@@ -121,6 +128,7 @@ fn node_add(cluster: &RedisCluster, queue: &str, from: usize, n: usize) {
         .arg(PREFIX)
         .arg(from.to_string())
         .arg(n.to_string())
+        .arg(template)
         .args(cluster.tls.then(|| common::tls_fixture("ca.crt")))
         .output()
         .expect("node runs (the Node harness is installed by scripts/lib.sh ensure_node_harness)");
@@ -587,6 +595,42 @@ async fn the_binary_takes_a_cluster_url_for_every_subcommand() {
     let status = tokio::task::block_in_place(|| worker.wait()).unwrap();
     assert!(status.success(), "worker exit: {status}");
 
+    // `ringback serve` on the cluster: ready once every script is loaded on every node
+    ringback::twilio::client::install_tls_provider();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut serve = ringback(&["serve"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", &q)
+        .env("RINGBACK_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RINGBACK_PUBLIC_URL", "http://127.0.0.1")
+        .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+        .env("TWILIO_AUTH_TOKEN", "sim-token")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let ready = common::wait_for(Duration::from_secs(20), "serve to be ready", || {
+        let (http, url) = (http.clone(), format!("http://127.0.0.1:{port}/readyz"));
+        async move {
+            let r = http.get(url).send().await.ok()?;
+            (r.status() == 200).then_some(r.status())
+        }
+    })
+    .await;
+    assert_eq!(ready, 200);
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(serve.id().to_string())
+        .status();
+    let status = tokio::task::block_in_place(|| serve.wait()).unwrap();
+    assert!(status.success(), "serve exit: {status}");
+
     // `ringback status` reads through the cluster too
     let out = ringback(&["status", "run-none"])
         .env("REDIS_URL", cluster.url())
@@ -626,4 +670,75 @@ async fn rediss_cluster_urls_speak_tls_with_the_configured_ca() {
     blocking_on(&cluster, &q, cluster.owner_of(&k.marker())).await;
     wakes_at_once(&cluster, &mut c, &k, 20).await;
     w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sms_worker_on_a_cluster_texts_each_run_once_through_a_failover() {
+    use ringback::twilio::Secret;
+    use ringback::twilio_sim::{SimConfig, Simulator, server};
+    const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+    const TO: &str = "+15558675310";
+    let sim = Simulator::new(
+        SimConfig {
+            account_sid: ACCOUNT.into(),
+            auth_token: Secret::new("sim-token"),
+            api_keys: vec![],
+        },
+        Default::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim_base = format!("http://{}", listener.local_addr().unwrap());
+    let stop_sim = CancellationToken::new();
+    tokio::spawn(server::serve(listener, sim.clone(), stop_sim.clone()));
+
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-sms");
+    let k = QueueKeys::new(PREFIX, &q);
+    let n = 40;
+    // the callback jobs the legacy producer adds, from Node on an ioredis Cluster
+    node_add_data(
+        &cluster,
+        &q,
+        0,
+        n,
+        &format!(r#"{{"runId":"run-$i","to":"{TO}","body":"Run run-$i finished"}}"#),
+    );
+    let mut worker = ringback(&["worker"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", &q)
+        .env("RINGBACK_CONCURRENCY", "4")
+        .env("RINGBACK_DRAIN_DELAY_MS", "300")
+        .env("RINGBACK_METRICS_LISTEN", "off")
+        .env("TWILIO_ACCOUNT_SID", ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", "sim-token")
+        .env("TWILIO_FROM", "+15005550006")
+        .env("TWILIO_API_BASE", &sim_base)
+        .env("TWILIO_TIMEOUT_MS", "2000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut c = conn(&cluster).await;
+    completed(&mut c, &k, 10, Duration::from_secs(30)).await;
+    // the queue's master fails over mid-run (the claim keys live on every master)
+    let owner = cluster.owner_of(&k.wait());
+    let cl = &cluster;
+    tokio::task::block_in_place(|| cl.failover(owner));
+    completed(&mut c, &k, n, Duration::from_secs(40)).await;
+    each_finished_once(&mut c, &k, n).await;
+    let stats = sim.store.stats();
+    assert_eq!(stats.total, n, "one text per run: {:?}", stats.by_to_body);
+    assert!(
+        stats.by_to_body.iter().all(|b| b.count == 1),
+        "{:?}",
+        stats.by_to_body
+    );
+    let _ = Command::new("kill")
+        .arg("-TERM")
+        .arg(worker.id().to_string())
+        .status();
+    let status = tokio::task::block_in_place(|| worker.wait()).unwrap();
+    assert!(status.success(), "worker exit: {status}");
+    stop_sim.cancel();
 }

@@ -210,31 +210,6 @@ async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(Str
     )))
 }
 
-/// The cluster slot of `key`: CRC16 (XMODEM) of its hash tag (the text between the first `{`
-/// and the next `}`, when not empty) or of the whole key, modulo 16384, as Redis computes it.
-pub(crate) fn slot(key: &[u8]) -> u16 {
-    let tagged = key
-        .iter()
-        .position(|b| *b == b'{')
-        .and_then(|open| {
-            let close = key[open + 1..].iter().position(|b| *b == b'}')?;
-            (close > 0).then(|| &key[open + 1..open + 1 + close])
-        })
-        .unwrap_or(key);
-    let mut crc: u16 = 0;
-    for byte in tagged {
-        crc ^= u16::from(*byte) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
-}
-
 /// How many replicas must have a claim or a sent marker before the caller goes on: `WAIT
 /// replicas timeout` after the write, on the node that took it.
 ///
@@ -294,7 +269,7 @@ impl Waiting {
         if let Some(n) = self.policy.replicas {
             return n;
         }
-        let slot = slot(key.as_bytes());
+        let slot = crate::slots::slot(key.as_bytes());
         if let Some(n) = self.cached(slot) {
             return n.min(1);
         }
@@ -369,7 +344,7 @@ pub(crate) async fn wait(
     key: &str,
     wait: redis::Cmd,
 ) -> redis::RedisResult<usize> {
-    let route = Route::new(slot(key.as_bytes()), SlotAddr::Master);
+    let route = Route::new(crate::slots::slot(key.as_bytes()), SlotAddr::Master);
     let reply = conn
         .route_command(
             wait,
@@ -382,14 +357,14 @@ pub(crate) async fn wait(
 #[cfg(test)]
 mod tests {
     #[test]
-    fn slots_match_redis() {
-        // CLUSTER KEYSLOT on Redis 7
-        assert_eq!(super::slot(b"foo"), 12182);
-        assert_eq!(super::slot(b"bar"), 5061);
-        assert_eq!(super::slot(b"agent-callback:run-1"), 7766);
-        assert_eq!(super::slot(b"{bull}:notify:wait"), 9263);
-        assert_eq!(super::slot(b"{}foo"), 9500); // an empty tag: the whole key
-        assert_eq!(super::slot(b"a{b}c{d}"), 3300); // the first tag
-        assert_eq!(super::slot(b"{{x}}"), 11068); // the tag is "{x"
+    fn slots_match_what_redis_answers() {
+        // CLUSTER KEYSLOT on Redis 7.0: the replica wait routes by this
+        let slot = crate::slots::slot;
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"agent-callback:run-1"), 7766);
+        assert_eq!(slot(b"{bull}:notify:wait"), 9263);
+        assert_eq!(slot(b"{}foo"), 9500); // an empty tag: the whole key
+        assert_eq!(slot(b"a{b}c{d}"), 3300); // the first tag
+        assert_eq!(slot(b"{{x}}"), 11068); // the tag is "{x"
     }
 }
