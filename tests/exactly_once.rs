@@ -382,7 +382,14 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
 #[tokio::test]
 async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
     let e = env("drain", "").await;
-    // ringback crashes right after Twilio took two callbacks
+    // ringback crashes right after Twilio took a callback, with both claimed: creates take
+    // 400 ms, so the second attempt is open before the first answer comes (without it, the
+    // crash could land before the second job was claimed, and that run is no attempt to drain)
+    set_faults(
+        &e,
+        serde_json::json!({"create": [{"fault": "slow", "delay_ms": 400}]}),
+    )
+    .await;
     let ids = [add(&e, &data("d1")).await, add(&e, &data("d2")).await];
     let crashing = spawn_worker(&e, Some("after-provider-accept"), Timings::Production, &[]);
     assert!(!wait_exit(crashing, Duration::from_secs(20)).await.success());
@@ -416,6 +423,7 @@ async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
     let why = String::from_utf8_lossy(&refused.stderr);
     assert!(why.contains("ringback worker pid"), "names it: {why}");
     drop(live);
+    set_faults(&e, serde_json::json!({})).await;
     // A killed worker's heartbeat ages out (3 sweep intervals, at least 3 s).
     tokio::time::sleep(Duration::from_secs(4)).await;
     let mut cmd = ringback_command(&e, "drain", Timings::Production);
