@@ -173,15 +173,6 @@ impl Window {
         Ok(())
     }
 
-    /// Make a claim or a sent marker durable enough on a cluster: replication is asynchronous,
-    /// so a master killed right after acknowledging it could lose it. PerSlot mode only.
-    /// `WAIT` on the node owning `key`'s slot, as the replica policy asks
-    /// ([`Conn::wait_for_replicas`]); a short count is logged there, not an error.
-    async fn durable(&self, key: &str) -> Result<(), Error> {
-        self.conn.clone().wait_for_replicas(key).await?;
-        Ok(())
-    }
-
     /// Now on Redis's clock, as far as this process knows it (ms).
     pub fn now(&self) -> i64 {
         now_ms() + self.offset.load(Ordering::Relaxed)
@@ -243,12 +234,14 @@ impl Window {
             self.index_add(run_id, due).await?;
             args.push(due.to_string());
         }
+        // PerSlot (a cluster): the claim's WAIT rides in its pipeline, before any send
         let reply: Vec<String> = scripts()
             .window_claim
-            .run_in(
+            .run_durably(
                 self.topology,
                 &mut self.conn.clone(),
                 &self.trips,
+                &claim_key,
                 &keys,
                 &args,
             )
@@ -259,8 +252,7 @@ impl Window {
                 .last()
                 .and_then(|n| n.parse::<i64>().ok())
                 .unwrap_or_else(|| self.now());
-            self.after_claim(run_id, &claim_key, &claim, redis_now)
-                .await?;
+            self.after_claim(run_id, &claim, redis_now).await?;
         }
         Ok(claim)
     }
@@ -295,13 +287,7 @@ impl Window {
     }
 
     /// PerSlot mode: the global writes the claim script left to its caller (module docs).
-    async fn after_claim(
-        &self,
-        run_id: &str,
-        claim_key: &str,
-        claim: &Claim,
-        redis_now: i64,
-    ) -> Result<(), Error> {
+    async fn after_claim(&self, run_id: &str, claim: &Claim, redis_now: i64) -> Result<(), Error> {
         match claim {
             Claim::Sent(_) => self.index_rem(run_id).await,
             Claim::Busy(left) => {
@@ -310,12 +296,10 @@ impl Window {
                     .await
             }
             Claim::Resolve(_) => {
-                self.durable(claim_key).await?;
                 self.index_add(run_id, redis_now + self.times.hold.as_millis() as i64 / 2)
                     .await
             }
             Claim::Claimed { .. } => {
-                self.durable(claim_key).await?;
                 // the console's newest-first list, trimmed to its cap in the same call
                 let recent = crate::keys::recent_runs(&self.claim_prefix);
                 self.trips.add(1);
@@ -383,16 +367,16 @@ impl Window {
         };
         let code: i64 = scripts()
             .window_mark_sent
-            .run_in(
+            .run_durably(
                 self.topology,
                 &mut self.conn.clone(),
                 &self.trips,
+                &claim_key,
                 &keys,
                 &args,
             )
             .await?;
         if self.per_slot() && code != 2 {
-            self.durable(&claim_key).await?;
             self.index_rem(run_id).await?;
         }
         Ok(match code {

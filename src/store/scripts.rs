@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use redis::aio::ConnectionLike;
 use redis::{FromRedisValue, Script, ToRedisArgs};
 
+use super::connection::Conn;
 use super::slots::{Topology, common_slot};
 
 const COMMON: &str = include_str!("../../lua/include/common.lua");
@@ -139,6 +140,50 @@ impl LuaScript {
             self.check_one_slot(keys)?;
         }
         self.run(conn, trips, keys, args).await
+    }
+
+    /// [`run_in`](Self::run_in) for a write that must survive a failover (a claim, a sent
+    /// marker): the `WAIT` the connection's replica policy asks for after a write to `wait_key`
+    /// rides in the write's pipeline ([`Conn::write_durably`]), so it costs no round trip of its
+    /// own. Without a wait (one Redis, or a master with no replica) it is [`run_in`](Self::run_in).
+    pub async fn run_durably<T, K, A>(
+        &self,
+        topology: Topology,
+        conn: &mut Conn,
+        trips: &RoundTrips,
+        wait_key: &str,
+        keys: &[K],
+        args: &[A],
+    ) -> redis::RedisResult<T>
+    where
+        T: FromRedisValue,
+        K: ToRedisArgs,
+        A: ToRedisArgs,
+    {
+        if topology.per_slot() {
+            self.check_one_slot(keys)?;
+        }
+        let build = |verb: &str, body: &str| {
+            let mut cmd = redis::cmd(verb);
+            cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
+            cmd
+        };
+        trips.add(1);
+        let result = match conn
+            .write_durably::<T>(wait_key, &build("EVALSHA", &self.hash))
+            .await
+        {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                trips.add(1);
+                conn.write_durably::<T>(wait_key, &build("EVAL", &self.code))
+                    .await
+            }
+            other => other,
+        };
+        if let Err(e) = &result {
+            crate::telemetry::global().redis_error(self.name, error_kind(e));
+        }
+        result.map(|(reply, _acked)| reply)
     }
 
     /// Refuse keys that span two slots (a call a Redis Cluster would refuse with CROSSSLOT).
