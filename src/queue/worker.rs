@@ -127,6 +127,12 @@ impl<P: Processor> Worker<P> {
         };
         let keys = crate::keys::QueueKeys::new(&cfg.prefix, &cfg.queue);
         let commands = Commands::new(conn, keys, self.trips.clone());
+        // Every script on every node now (on a cluster: every master), so the first jobs pay no
+        // EVAL; a node that loses its cache later (restart, promoted replica) answers NOSCRIPT
+        // and gets one EVAL from the wrapper.
+        if let Err(e) = commands.ensure_scripts().await {
+            tracing::warn!(error = %e, "could not load the scripts at start; they load on first use");
+        }
         let locks = Arc::new(LockManager::new(
             commands.clone(),
             cfg.lock_duration,
