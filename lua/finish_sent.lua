@@ -41,10 +41,12 @@
     claim   window_claim's reply for the fetched job's run followed by that runId, or false
             (nothing fetched, or the claim was left to the processor)
 ]]
+-- Redis's time, read once for the window's steps (the completion keeps the worker's ARGV[2])
+local now = redisNowMs()
 local mark = false
 if ARGV[18] == "1" then
   mark = markSentRun({KEYS[15], KEYS[16], KEYS[17], KEYS[18], KEYS[19], KEYS[20], KEYS[21]},
-    {ARGV[19], ARGV[20], ARGV[21], ARGV[22], ARGV[23], ARGV[24], "sent"})
+    {ARGV[19], ARGV[20], ARGV[21], ARGV[22], ARGV[23], ARGV[24], "sent"}, now)
 end
 
 local q, f, w = finishedArgs(34)
@@ -100,6 +102,6 @@ local function key(template)
 end
 local claim = claimRun({key(ARGV[25]), key(ARGV[26]), key(ARGV[27]), KEYS[17], KEYS[22]},
   {ARGV[28], next[2], ARGV[29], "", ARGV[30], ARGV[31], ARGV[21], req.to, req.from, req.body,
-   req.runId, ARGV[32], ARGV[33]})
+   req.runId, ARGV[32], ARGV[33]}, now)
 table.insert(claim, req.runId)
 return {next, mark, claim}

@@ -20,7 +20,9 @@
   Global keys (other slots; absent = the caller writes them in separate calls, see window.rs):
   KEYS[4] open-attempts index (ZSET runId -> when the orphan sweep must look at the attempt)
   KEYS[5] recent-runs index (ZSET runId -> when its latest fresh attempt was claimed, ms; capped
-          at ARGV[13] members, oldest dropped): the operators' console lists runs from it
+          at about ARGV[13] members, oldest dropped: trimmed on about one new member in 16, by
+          ARGV[1]'s last hex digit, so it may briefly hold a few dozen more): the operators'
+          console lists runs from it
 
   ARGV[1] new attempt token        ARGV[7] record TTL (ms), the sent TTL
   ARGV[2] job id                   ARGV[8] to

@@ -744,3 +744,85 @@ fn texts_to(e: &Env, run: &str) -> usize {
         })
         .count()
 }
+
+/// Every `INFO commandstats` line: command -> (calls, usec).
+async fn commandstats(e: &Env) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let mut c = e.redis.conn().await;
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    info.lines()
+        .filter_map(|l| {
+            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+            let field = |f: &str| {
+                rest.split(',')
+                    .find_map(|kv| kv.strip_prefix(f))
+                    .and_then(|n| n.parse::<u64>().ok())
+            };
+            Some((name.to_string(), (field("calls=")?, field("usec=")?)))
+        })
+        .collect()
+}
+
+/// Redis commands and Redis CPU per SMS job with the single-Redis finish, on a quiet redis-server
+/// (issue 12): prints the commands per job, script by script Redis's `usec` per job, and the
+/// commands that ran, most first. A figure to read, not a gate:
+/// `cargo test --test sms -- --ignored --nocapture commands_per_fused_job`.
+#[tokio::test]
+#[ignore]
+async fn commands_per_fused_job() {
+    let e = env("per-job", "").await;
+    let n = 400;
+    let mut ids = vec![];
+    for i in 0..n {
+        ids.push(add(&e, &data(&format!("c{i}"))).await);
+    }
+    let before = commandstats(&e).await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let p = processor(&e, conn, sms_config());
+    let worker = Worker::new(worker_config(&e), p).unwrap();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    for id in &ids {
+        let (state, h) = finished(&e, id).await;
+        assert_eq!(state, "completed", "{h:?}");
+    }
+    cancel.cancel();
+    let _ = handle.await;
+    let after = commandstats(&e).await;
+    // the test's own polling (ZSCORE, HGETALL of finished jobs, INFO) is counted too, so
+    // subtract nothing: compare runs of this same test before and after a change
+    let mut delta: Vec<(String, u64, u64)> = after
+        .iter()
+        .map(|(k, (c, u))| {
+            let (c0, u0) = before.get(k).copied().unwrap_or((0, 0));
+            (k.clone(), c - c0, u - u0)
+        })
+        .filter(|(_, c, _)| *c > 0)
+        .collect();
+    delta.sort_by_key(|(_, c, _)| std::cmp::Reverse(*c));
+    let scripts: u64 = delta
+        .iter()
+        .filter(|(k, _, _)| k.starts_with("eval"))
+        .map(|(_, c, _)| c)
+        .sum();
+    let script_usec: u64 = delta
+        .iter()
+        .filter(|(k, _, _)| k.starts_with("eval"))
+        .map(|(_, _, u)| u)
+        .sum();
+    let total: u64 = delta.iter().map(|(_, c, _)| c).sum();
+    let per = |x: u64| x as f64 / n as f64;
+    eprintln!(
+        "{n} jobs: {:.2} scripts/job, {:.1} commands/job (all, test polling included), {:.1} µs script CPU/job",
+        per(scripts),
+        per(total - scripts),
+        per(script_usec)
+    );
+    for (k, c, u) in &delta {
+        eprintln!("  {k:<20} {:>7.2}/job {:>7.1} µs/job", per(*c), per(*u));
+    }
+}

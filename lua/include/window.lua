@@ -93,10 +93,11 @@ local function applyReceipt(r)
 end
 
 -- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
--- the global keys (4, 5) may be nil: the caller writes them in separate calls.
-local function claimRun(keys, args)
+-- the global keys (4, 5) may be nil: the caller writes them in separate calls. `now`: Redis's
+-- time (ms) when a fused caller already read it (one TIME per call), else nil.
+local function claimRun(keys, args, now)
   local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
-  local now = redisNowMs()
+  now = now or redisNowMs()
   local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), tonumber(args[12])
   local supersede, runId = args[4], args[11]
   -- PerSlot: the caller's index entry (its intent) is due at args[14]; past it a sweep may have
@@ -131,17 +132,20 @@ local function claimRun(keys, args)
   local function fresh(token)
     if intentGone then return {"busy", 1, now} end
     rcall("SET", claimKey, "pending:" .. token, "PX", lease)
-    rcall("DEL", attemptKey)
+    -- a new run has no record (HGETALL above read it, or a path below DELeted it): no DEL then
+    if #flat > 0 then rcall("DEL", attemptKey) end
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
       "claimed_at", now, "since", now, "to", args[8], "from", args[9], "body", args[10])
     rcall("PEXPIRE", attemptKey, args[7])
     -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
     if index then rcall("ZADD", index, now + pendingTtl, runId) end
-    -- the console's newest-first list; ZCARD is O(1), the trim runs once per claim past the cap
+    -- the console's newest-first list, capped approximately: the trim runs on about one new
+    -- member in 16 (the token's last hex digit is 0; a token is a random UUID), so the list
+    -- may hold a few dozen past the cap between trims, never more for long; no ZCARD per claim
     if keys[5] then
-      rcall("ZADD", keys[5], now, runId)
-      local over = rcall("ZCARD", keys[5]) - tonumber(args[13])
-      if over > 0 then rcall("ZREMRANGEBYRANK", keys[5], 0, over - 1) end
+      if rcall("ZADD", keys[5], now, runId) == 1 and string.byte(token, -1) % 16 == 0 then
+        rcall("ZREMRANGEBYRANK", keys[5], 0, -tonumber(args[13]) - 1)
+      end
     end
     return {"claimed", token, now}
   end
@@ -209,17 +213,20 @@ local function claimRun(keys, args)
 end
 
 -- window_mark_sent.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
--- the global keys (3, 4, 7) may be nil: the caller writes them in separate calls.
-local function markSentRun(keys, args)
+-- the global keys (3, 4, 7) may be nil: the caller writes them in separate calls. `now` as
+-- claimRun's.
+local function markSentRun(keys, args, now)
   local index, link, reconcile = keys[3], keys[4], keys[7]
-  local now = redisNowMs()
+  now = now or redisNowMs()
   if args[7] == "found" and link then
     local owner = rcall("GET", link)
     if owner and owner ~= args[4] then return 2 end
   end
   local overrun = 0
-  if rcall("GET", keys[1]) ~= "pending:" .. args[1] then overrun = 1 end
-  rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
+  -- SET ... GET: the marker and the value it replaced, one command (Redis >= 6.2)
+  if rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3], "GET") ~= "pending:" .. args[1] then
+    overrun = 1
+  end
   if rcall("HGET", keys[2], "token") == args[1] or rcall("EXISTS", keys[2]) == 0 then
     rcall("HSET", keys[2], "token", args[1], "state", "sent", "sid", args[2], "sent_at", now)
   end

@@ -166,7 +166,8 @@ pub fn recent_runs(claim_prefix: &str) -> String {
     format!("ringback:recent-runs:{claim_prefix}")
 }
 
-/// How many runs [`recent_runs`] keeps (the oldest are dropped past it).
+/// How many runs [`recent_runs`] keeps, about (the oldest are dropped past it; a single-Redis
+/// claim trims on about one new run in 16, see `window_claim.lua`).
 pub const RECENT_RUNS_CAP: usize = 20_000;
 
 /// ZSET of live ringback workers (name → last heartbeat, ms): `ringback drain` refuses while
