@@ -223,10 +223,9 @@ local function markSentRun(keys, args, now)
     if owner and owner ~= args[4] then return 2 end
   end
   local overrun = 0
-  -- SET ... GET: the marker and the value it replaced, one command (Redis >= 6.2)
-  if rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3], "GET") ~= "pending:" .. args[1] then
-    overrun = 1
-  end
+  -- (SET … GET would save a command but needs Redis 6.2; BullMQ runs on 5.0, so ringback does)
+  if rcall("GET", keys[1]) ~= "pending:" .. args[1] then overrun = 1 end
+  rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
   if rcall("HGET", keys[2], "token") == args[1] or rcall("EXISTS", keys[2]) == 0 then
     rcall("HSET", keys[2], "token", args[1], "state", "sent", "sid", args[2], "sent_at", now)
   end
