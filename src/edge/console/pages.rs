@@ -382,7 +382,15 @@ fn events(d: &RunDetail, receipts: &[Receipt]) -> Vec<Event> {
             detail: j.failed_reason.clone().unwrap_or_default(),
         });
     }
-    ev.sort_by_key(|e| e.at);
+    // Times come from two clocks: the job's from the worker (BullMQ's `finishedOn` is taken before
+    // the finishing call), the window's from Redis. On one Redis the call that writes the sent
+    // marker also completes the job, so a completion stamped a few ms before its own marker is
+    // shown after it: it cannot have happened first. (Ties keep the order above: stable sort.)
+    let sent_at = ai("sent_at");
+    ev.sort_by_key(|e| match (e.kind, sent_at) {
+        ("finished", Some(sent)) => e.at.max(sent),
+        _ => e.at,
+    });
     ev
 }
 
