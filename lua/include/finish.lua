@@ -29,7 +29,9 @@ end
 local function moveToFinished(q, f)
   local jobKey, jobId, now, target = f.jobKey, f.jobId, f.now, f.target
   if rcall("EXISTS", jobKey) == 0 then return -1 end
-  if target == "completed" then
+  -- (Redis deletes an empty set, so one EXISTS of both answers "neither" in the usual case)
+  if target == "completed"
+      and rcall("EXISTS", jobKey .. ":dependencies", jobKey .. ":unsuccessful") ~= 0 then
     if rcall("SCARD", jobKey .. ":dependencies") ~= 0 then return -4 end
     if rcall("ZCARD", jobKey .. ":unsuccessful") ~= 0 then return -9 end
   end
@@ -38,8 +40,17 @@ local function moveToFinished(q, f)
   applyFields(jobKey, f.fieldsFrom)
 
   local attrs = rcall("HMGET", jobKey, "parentKey", "parent", "deid")
-  if rcall("LREM", q.active, -1, jobId) < 1 then return -3 end
-  rcall("XTRIM", q.events, "MAXLEN", "~", maxEvents(q.meta))
+  if rcall("LREM", q.active, "-1", jobId) < 1 then return -3 end
+  -- meta once: the events cap here, and what the fetch that may follow reads (q.metaRead); the
+  -- finish writes none of those fields
+  local m = rcall("HMGET", q.meta, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
+  local maxLen = m[1]
+  if not maxLen then
+    maxLen = "10000"
+    rcall("HSET", q.meta, "opts.maxLenEvents", maxLen)
+  end
+  q.metaRead = {m[2], m[3], m[4], m[5]}
+  rcall("XTRIM", q.events, "MAXLEN", "~", maxLen)
 
   -- Deduplication: release the slot this job holds (a TTL'd slot expires by itself).
   if attrs[3] then
@@ -103,7 +114,7 @@ local function moveToFinished(q, f)
     end
   end
 
-  local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
+  local attemptsMade = rcall("HINCRBY", jobKey, "atm", "1")
 
   local keepCount = tonumber(f.keepCount)
   if keepCount ~= 0 then
@@ -126,9 +137,9 @@ local function moveToFinished(q, f)
       end
     end
     if keepCount > 0 then
-      local extra = rcall("ZREVRANGE", f.targetKey, keepCount, -1)
+      local extra = rcall("ZREVRANGE", f.targetKey, int(keepCount), "-1")
       for _, id in ipairs(extra) do removeJob(q.prefix, id, now) end
-      rcall("ZREMRANGEBYRANK", f.targetKey, 0, -(keepCount + 1))
+      if #extra > 0 then rcall("ZREMRANGEBYRANK", f.targetKey, "0", int(-(keepCount + 1))) end
     end
   else
     removeJob(q.prefix, jobId, now)
