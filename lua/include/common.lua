@@ -140,10 +140,12 @@ local function releaseLock(jobKey, stalledKey, token, jobId)
   return -2
 end
 
--- Trailing ARGV from index `from` are field/value pairs to HSET on the job.
-local function applyFields(jobKey, from)
-  if #ARGV >= from + 1 then
-    rcall("HSET", jobKey, unpack(ARGV, from))
+-- Trailing arguments from index `from` (of `args`, default ARGV) are field/value pairs to HSET
+-- on the job.
+local function applyFields(jobKey, from, args)
+  args = args or ARGV
+  if #args >= from + 1 then
+    rcall("HSET", jobKey, unpack(args, from))
   end
 end
 
@@ -159,7 +161,12 @@ local function fetchNext(q, now, w)
   if not pausedOrMaxed and m[2] then
     pausedOrMaxed = rcall("LLEN", q.active) >= tonumber(m[2])
   end
-  promoteDelayed(q, now)
+  -- a batch (q.batch) promotes once per call: the jobs of one call share its moment
+  local b = q.batch
+  if not (b and b.promoted) then
+    promoteDelayed(q, now)
+    if b then b.promoted = true end
+  end
 
   local maxJobs = tonumber(m[3] or (w.limiterMax ~= "" and w.limiterMax) or nil)
   if maxJobs and maxJobs <= tonumber(rcall("GET", q.limiter) or 0) then
@@ -208,7 +215,8 @@ local function fetchNext(q, now, w)
     rcall("HSET", jobKey, "processedOn", now)
   end
   rcall("HINCRBY", jobKey, "ats", "1")
-  rcall("ZADD", q.marker, "0", "0")
+  -- the same member each time: a batch writes it once, at its end
+  if b then b.marker = q.marker else rcall("ZADD", q.marker, "0", "0") end
   return {rcall("HGETALL", jobKey), jobId, 0, 0}
 end
 
