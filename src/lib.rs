@@ -45,7 +45,7 @@ pub use callbacks::{
 };
 pub use edge::{access, api, cli, console, drill, metrics, run, twilio, twilio_sim};
 pub use queue::{fetcher, job, lock_manager, processor, scripted, stalled_checker, worker};
-pub use store::{cluster, commands, connection, json, keys, scripts, slots};
+pub use store::{cluster, commands, connection, group_commit, json, keys, scripts, slots};
 
 pub use config::WorkerConfig;
 pub use error::{ConfigError, ConfigErrors, Error, ScriptCode};

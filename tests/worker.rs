@@ -718,6 +718,7 @@ async fn every_script_runs_after_script_flush() {
                 &step_keys,
                 &step_args,
             ),
+            None,
         )
         .await
         .unwrap();

@@ -351,6 +351,7 @@ async fn run_attempt<P: Processor>(
                     shared.config.metrics_max_data_points,
                     fetch.as_ref(),
                     (s.script, &s.keys, &s.args),
+                    s.batch,
                 )
                 .await
                 .map(|answer| {

@@ -1,10 +1,11 @@
 //! One typed function per Lua script: keys in header order, arguments packed in one place,
 //! replies parsed into typed values and negative codes mapped to [`ScriptCode`].
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::connection::Conn;
+use crate::group_commit::GroupCommit;
 use redis::Value;
 
 use crate::error::{Error, ScriptCode};
@@ -111,6 +112,8 @@ pub struct Commands {
     conn: Conn,
     keys: Arc<QueueKeys>,
     trips: Arc<RoundTrips>,
+    /// Groups finishing calls that queue up together (started by the first that can group).
+    group: Arc<OnceLock<GroupCommit>>,
 }
 
 impl Commands {
@@ -119,6 +122,7 @@ impl Commands {
             conn,
             keys: Arc::new(keys),
             trips,
+            group: Arc::default(),
         }
     }
 
@@ -304,8 +308,9 @@ impl Commands {
 
     /// Complete `job` with a processor's step folded in (`crate::processor::FinishStep`):
     /// `script` runs move_to_finished's contract, then the step with `keys` and `args` appended.
-    /// Returns the finish (as [`Commands::finish`]), the step's own answer and what it prepared
-    /// for the fetched job.
+    /// With a `batch` script, the call is grouped with other jobs' calls that queue up at the
+    /// same time ([`GroupCommit`]). Returns the finish (as [`Commands::finish`]), the step's own
+    /// answer and what it prepared for the fetched job.
     #[allow(clippy::too_many_arguments)]
     pub async fn complete_with_step(
         &self,
@@ -316,15 +321,26 @@ impl Commands {
         metrics_max: Option<u32>,
         fetch: Option<&FetchArgs>,
         step: (&'static LuaScript, &[String], &[String]),
+        batch: Option<&'static LuaScript>,
     ) -> Result<StepFinished, Error> {
         let finish = Finish::Completed {
             returnvalue: returnvalue.to_string(),
         };
         let (script, keys, args) =
             self.finished_call(job, token, &finish, keep, metrics_max, fetch, Some(step));
-        let reply: Value = script
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
-            .await?;
+        let reply: Value = match batch {
+            Some(batch) => {
+                let group = self
+                    .group
+                    .get_or_init(|| GroupCommit::start(self.conn.clone(), self.trips.clone()));
+                group.run(script, batch, keys, args).await?
+            }
+            None => {
+                script
+                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .await?
+            }
+        };
         let bad = |detail: String| Error::Reply {
             script: script.name,
             detail,

@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod commands;
 pub mod connection;
+pub mod group_commit;
 pub mod json;
 pub mod keys;
 pub mod scripts;

@@ -70,6 +70,8 @@ scripts! {
     claim_due => "claim_due.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.
     finish_sent => "finish_sent.lua" [finish, window, fused],
+    /// Several finish_sent calls in one (the group commit of the SMS finish).
+    finish_sent_batch => "finish_sent_batch.lua" [finish, window, fused],
 }
 
 /// The process-wide script set.

@@ -109,6 +109,7 @@ impl SmsProcessor {
         };
         FinishStep {
             script: &scripts().finish_sent,
+            batch: Some(&scripts().finish_sent_batch),
             keys,
             args,
             done,
