@@ -2,11 +2,12 @@
 -- node-harness/bin/bench-webhook.js), each thread its own share of the file, in file order, so
 -- every request is distinct except the repeats the file itself holds (Twilio's retries).
 --
---   wrk -t2 -c50 -d10s --latency -s benches/webhook-wrk.lua http://127.0.0.1:PORT -- FILE THREADS
+--   wrk -t2 -c50 -d10s --latency -s benches/webhook-wrk.lua http://127.0.0.1:PORT -- FILE THREADS [SKIP]
 --
 -- FILE: one request a line, tab-separated: path (with ?runId=…&attempt=…), X-Twilio-Signature,
 -- I-Twilio-Idempotency-Token, form body. THREADS: wrk's -t (a thread's share is every
--- THREADS-th line). A thread that has sent its share starts it again and counts that in
+-- THREADS-th line). SKIP: lines to leave out at the start (a later run that must not repeat
+-- what an earlier one sent). A thread that has sent its share starts it again and counts that in
 -- `wraps`: from then on its requests are repeats, so a measured run must not wrap (the
 -- warm-up pass does, until the bench sees every run's record in Redis and stops wrk).
 -- done() prints one line, `WRK {json}`: requests, µs, errors, non-2xx answers, latency
@@ -20,12 +21,12 @@ function setup(thread)
 end
 
 function init(args)
-  local file, nthreads = args[1], tonumber(args[2])
+  local file, nthreads, skip = args[1], tonumber(args[2]), tonumber(args[3] or "0")
   local id = wrk.thread:get("id")
   reqs = {}
-  local line_no = 0
+  local line_no = -skip
   for line in io.lines(file) do
-    if line_no % nthreads == id then
+    if line_no >= 0 and line_no % nthreads == id then
       local p, sig, idem, body = line:match("^([^\t]*)\t([^\t]*)\t([^\t]*)\t(.*)$")
       reqs[#reqs + 1] = wrk.format("POST", p, {
         ["Content-Type"] = "application/x-www-form-urlencoded",

@@ -148,10 +148,11 @@ async function stop(child) {
   await gone;
 }
 
-/** Run wrk; `until` (optional) decides when to stop it early (SIGINT: wrk still reports). */
-async function wrk(values, port, file, seconds, until) {
+/** Run wrk from line `skip` of `file`; `until` (optional) decides when to stop it early
+ * (SIGINT: wrk still reports). */
+async function wrk(values, port, file, seconds, { until, skip = 0 } = {}) {
   const args = ['-t', values.threads, '-c', values.connections, '-d', `${seconds}s`, '--latency',
-    '-s', values.script, `http://127.0.0.1:${port}`, '--', file, values.threads];
+    '-s', values.script, `http://127.0.0.1:${port}`, '--', file, values.threads, String(skip)];
   const child = spawn(values.wrk, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (c) => { out += c; });
@@ -169,6 +170,33 @@ async function wrk(values, port, file, seconds, until) {
   return { report: JSON.parse(m[1]), text: out };
 }
 
+/**
+ * Redis calls per request as the server makes them: a second, short wrk run (1 s, from line
+ * `skip` on, so nothing measured is sent again) with SLOWLOG at 0 µs, which logs every command,
+ * those a script runs too, but names the client of the server's own (a script's are `?:0`).
+ * Not part of the measured run: SLOWLOG costs Redis time.
+ */
+async function clientCalls(r, values, port, files, skip) {
+  await r.config('SET', 'slowlog-max-len', '2000000');
+  await r.slowlog('RESET');
+  await r.config('SET', 'slowlog-log-slower-than', '0');
+  const { report } = await wrk(values, port, files.measured, 1, { skip });
+  await r.config('SET', 'slowlog-log-slower-than', '10000');
+  const entries = await r.slowlog('GET', -1);
+  await r.slowlog('RESET');
+  const ours = new Set(['slowlog', 'config', 'info', 'dbsize']);
+  const by = {};
+  let calls = 0;
+  for (const [, , , args, client] of entries) {
+    const cmd = String(args[0]).toLowerCase();
+    if (String(client).startsWith('?') || ours.has(cmd)) continue;
+    by[cmd] = (by[cmd] || 0) + 1;
+    calls += 1;
+  }
+  for (const k of Object.keys(by)) by[k] = Number((by[k] / report.requests).toFixed(3));
+  return { perRequest: Number((calls / report.requests).toFixed(3)), by };
+}
+
 async function measure(subject, values, files, r) {
   await r.flushall();
   const port = await freePort();
@@ -180,11 +208,13 @@ async function measure(subject, values, files, r) {
     let last = -1;
     let settled = false;
     const budget = Date.now() + 2000 * Math.max(10, Number(values.duration));
-    const warm = await wrk(values, port, files.warm, 600, async () => {
-      const n = await r.dbsize();
-      settled = n >= values.runs && n === last;
-      last = n;
-      return settled || Date.now() > budget;
+    const warm = await wrk(values, port, files.warm, 600, {
+      until: async () => {
+        const n = await r.dbsize();
+        settled = n >= values.runs && n === last;
+        last = n;
+        return settled || Date.now() > budget;
+      },
     });
     if (warm.report.non2xx || warm.report.connectErrors) throw new Error(`${subject} warm-up refused requests: ${warm.text}`);
     const warmed = settled ? values.runs : Math.min(values.runs, warm.report.requests);
@@ -193,6 +223,7 @@ async function measure(subject, values, files, r) {
     const { report, text } = await wrk(values, port, files.measured, values.duration);
     const after = await redisCounters(r);
     const serverCpu = cpuSeconds(server.child.pid) - cpu0;
+    const calls = await clientCalls(r, values, port, files, report.requests + 1000);
     const n = report.requests;
     const row = {
       subject: subject === 'ringback' ? 'status webhook: ringback serve' : 'status webhook: Node express',
@@ -202,7 +233,10 @@ async function measure(subject, values, files, r) {
       connections: Number(values.connections),
       requestsPerSecond: Math.round(n / (report.micros / 1e6)),
       p50Ms: report.p50 / 1000, p90Ms: report.p90 / 1000, p99Ms: report.p99 / 1000, maxMs: report.max / 1000,
-      // script calls are EVALSHA/EVAL; commands count those inside scripts too
+      // calls: what the server sent Redis (EVALSHA counts one), from the SLOWLOG pass after the
+      // measured run; script calls are EVALSHA/EVAL; commands count those inside scripts too
+      redisCallsPerRequest: calls.perRequest,
+      redisCallsBy: calls.by,
       scriptCallsPerRequest: Number(((after.scripts - before.scripts) / n).toFixed(2)),
       redisCommandsPerRequest: Number(((after.commands - before.commands) / n).toFixed(2)),
       redisCpuMicrosPerRequest: Number((((after.cpuSeconds - before.cpuSeconds) * 1e6) / n).toFixed(1)),
@@ -253,9 +287,9 @@ async function main() {
         rows.push(row);
       }
     }
-    console.error('\nsubject                          req/s   p50 ms  p99 ms  scripts/req  cmds/req  Redis µs/req  server µs/req  peak RSS MB');
+    console.error('\nsubject                          req/s   p50 ms  p99 ms  calls/req  scripts/req  cmds/req  Redis µs/req  server µs/req  peak RSS MB');
     for (const x of rows) {
-      console.error(`${x.subject.padEnd(31)} ${String(x.requestsPerSecond).padStart(6)}  ${x.p50Ms.toFixed(2).padStart(6)}  ${x.p99Ms.toFixed(2).padStart(6)}  ` +
+      console.error(`${x.subject.padEnd(31)} ${String(x.requestsPerSecond).padStart(6)}  ${x.p50Ms.toFixed(2).padStart(6)}  ${x.p99Ms.toFixed(2).padStart(6)}  ${String(x.redisCallsPerRequest).padStart(9)}  ` +
         `${String(x.scriptCallsPerRequest).padStart(11)}  ${String(x.redisCommandsPerRequest).padStart(8)}  ${String(x.redisCpuMicrosPerRequest).padStart(12)}  ` +
         `${String(x.serverCpuMicrosPerRequest).padStart(13)}  ${String(x.peakRssMb).padStart(11)}`);
     }

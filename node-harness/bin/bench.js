@@ -253,7 +253,7 @@ function table(file) {
     const rss = hook(name, 'peakRssMb');
     console.log(`| ${[x.subject, `${f(rps)} req/s`, ratio(rps, hookNode.rps), '–',
       f(hook(name, 'redisCpuMicrosPerRequest'), 1), f(hook(name, 'redisCommandsPerRequest'), 1),
-      f(hook(name, 'scriptCallsPerRequest'), 2), f(cpu, 1), ratio(cpu, hookNode.cpu), f(rss), ratio(rss, hookNode.rss),
+      `${f(hook(name, 'scriptCallsPerRequest'), 2)} (calls ${f(hook(name, 'redisCallsPerRequest'), 2)})`, f(cpu, 1), ratio(cpu, hookNode.cpu), f(rss), ratio(rss, hookNode.rss),
       f(hook(name, 'p50Ms'), 2), f(hook(name, 'p99Ms'), 2)].join(' | ')} |`);
   }
   if (hooks.length === 0) console.log('| status webhook (ringback serve vs Node express) | not in this run: `scripts/bench webhook` |');
