@@ -6,20 +6,22 @@
   contract); `finishedArgs()` reads them, so the layout is written down once.
 ]]
 
--- The queue keys and the finishing arguments of move_to_finished.lua's KEYS/ARGV layout.
--- `fieldsFrom`: the first ARGV index of field/value pairs to write first ("" none past it).
-local function finishedArgs(fieldsFrom)
-  local q = {prefix = ARGV[7], wait = KEYS[1], active = KEYS[2], prioritized = KEYS[3],
-    events = KEYS[4], stalled = KEYS[5], limiter = KEYS[6], delayed = KEYS[7],
-    paused = KEYS[8], meta = KEYS[9], pc = KEYS[10], marker = KEYS[14]}
-  local f = {jobKey = KEYS[12], jobId = ARGV[1], now = ARGV[2], field = ARGV[3], value = ARGV[4],
-    target = ARGV[5], token = ARGV[8], keepCount = ARGV[9], keepAge = ARGV[10],
-    keepLimit = ARGV[11], attempts = ARGV[12], metricsMax = ARGV[13], targetKey = KEYS[11],
-    metricsKey = KEYS[13], fieldsFrom = fieldsFrom}
+-- The queue keys and the finishing arguments of move_to_finished.lua's KEYS/ARGV layout, read
+-- from `K`/`A` (a batch hands each job's part; default KEYS/ARGV).
+-- `fieldsFrom`: the first index of `A` of field/value pairs to write first (none past its end).
+local function finishedArgs(fieldsFrom, K, A)
+  K, A = K or KEYS, A or ARGV
+  local q = {prefix = A[7], wait = K[1], active = K[2], prioritized = K[3],
+    events = K[4], stalled = K[5], limiter = K[6], delayed = K[7],
+    paused = K[8], meta = K[9], pc = K[10], marker = K[14]}
+  local f = {jobKey = K[12], jobId = A[1], now = A[2], field = A[3], value = A[4],
+    target = A[5], token = A[8], keepCount = A[9], keepAge = A[10],
+    keepLimit = A[11], attempts = A[12], metricsMax = A[13], targetKey = K[11],
+    metricsKey = K[13], fieldsFrom = fieldsFrom, args = A}
   local w = nil
-  if ARGV[6] == "1" then
-    w = {token = ARGV[8], lockDuration = ARGV[14], name = ARGV[15],
-      limiterMax = ARGV[16], limiterDuration = ARGV[17]}
+  if A[6] == "1" then
+    w = {token = A[8], lockDuration = A[14], name = A[15],
+      limiterMax = A[16], limiterDuration = A[17]}
   end
   return q, f, w
 end
@@ -29,17 +31,36 @@ end
 local function moveToFinished(q, f)
   local jobKey, jobId, now, target = f.jobKey, f.jobId, f.now, f.target
   if rcall("EXISTS", jobKey) == 0 then return -1 end
-  if target == "completed" then
+  -- (Redis deletes an empty set, so one EXISTS of both answers "neither" in the usual case)
+  if target == "completed"
+      and rcall("EXISTS", jobKey .. ":dependencies", jobKey .. ":unsuccessful") ~= 0 then
     if rcall("SCARD", jobKey .. ":dependencies") ~= 0 then return -4 end
     if rcall("ZCARD", jobKey .. ":unsuccessful") ~= 0 then return -9 end
   end
   local code = releaseLock(jobKey, q.stalled, f.token, jobId)
   if code < 0 then return code end
-  applyFields(jobKey, f.fieldsFrom)
+  applyFields(jobKey, f.fieldsFrom, f.args)
 
   local attrs = rcall("HMGET", jobKey, "parentKey", "parent", "deid")
-  if rcall("LREM", q.active, -1, jobId) < 1 then return -3 end
-  rcall("XTRIM", q.events, "MAXLEN", "~", maxEvents(q.meta))
+  if rcall("LREM", q.active, "-1", jobId) < 1 then return -3 end
+  -- meta once: the events cap here, and what the fetch that may follow reads (q.metaRead); the
+  -- finish writes none of those fields
+  -- A batch (q.batch: several finishes in one call) reads meta and trims the stream once, at
+  -- its first finish: the trim is approximate ("~") anyway, and no finish writes those fields.
+  local b = q.batch
+  if b and b.metaRead then
+    q.metaRead = b.metaRead
+  else
+    local m = rcall("HMGET", q.meta, "opts.maxLenEvents", "paused", "concurrency", "max", "duration")
+    local maxLen = m[1]
+    if not maxLen then
+      maxLen = "10000"
+      rcall("HSET", q.meta, "opts.maxLenEvents", maxLen)
+    end
+    q.metaRead = {m[2], m[3], m[4], m[5]}
+    if b then b.metaRead = q.metaRead end
+    rcall("XTRIM", q.events, "MAXLEN", "~", maxLen)
+  end
 
   -- Deduplication: release the slot this job holds (a TTL'd slot expires by itself).
   if attrs[3] then
@@ -103,7 +124,7 @@ local function moveToFinished(q, f)
     end
   end
 
-  local attemptsMade = rcall("HINCRBY", jobKey, "atm", 1)
+  local attemptsMade = rcall("HINCRBY", jobKey, "atm", "1")
 
   local keepCount = tonumber(f.keepCount)
   if keepCount ~= 0 then
@@ -126,9 +147,9 @@ local function moveToFinished(q, f)
       end
     end
     if keepCount > 0 then
-      local extra = rcall("ZREVRANGE", f.targetKey, keepCount, -1)
+      local extra = rcall("ZREVRANGE", f.targetKey, int(keepCount), "-1")
       for _, id in ipairs(extra) do removeJob(q.prefix, id, now) end
-      rcall("ZREMRANGEBYRANK", f.targetKey, 0, -(keepCount + 1))
+      if #extra > 0 then rcall("ZREMRANGEBYRANK", f.targetKey, "0", int(-(keepCount + 1))) end
     end
   else
     removeJob(q.prefix, jobId, now)

@@ -18,7 +18,9 @@
 -- schedule is the send path's (markSentRun), never a receipt's.
 local function applyReceipt(r)
   local rec, hist = r.rec, r.hist
-  local runId, sid, status, code, dlr, now, source = r.runId, r.sid, r.status, r.code, r.dlr, r.now, r.source
+  local runId, sid, status, code, dlr, source = r.runId, r.sid, r.status, r.code, r.dlr, r.source
+  local now = r.now
+  if type(now) == "number" then now = int(now) end
   if r.seen and r.seen ~= "" and not rcall("SET", r.seen, "1", "NX", "PX", r.repeatTtl) then
     return {"repeat", rcall("HGET", rec, "status") or "", "", ""}
   end
@@ -81,7 +83,7 @@ local function applyReceipt(r)
   end
 
   -- one HSET (each Redis command costs more than the Lua that builds its arguments)
-  local fields = {"run_id", runId, "sid", sid, "status", status, "rank", rank, "updated_at", now,
+  local fields = {"run_id", runId, "sid", sid, "status", status, "rank", int(rank), "updated_at", now,
     "source", source}
   local function field(k, v) fields[#fields + 1] = k; fields[#fields + 1] = v end
   if code ~= "" then field("error_code", code) end
@@ -98,17 +100,22 @@ end
 local function claimRun(keys, args, now)
   local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
   now = now or redisNowMs()
-  local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), tonumber(args[12])
+  local nowS = int(now)
+  local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), args[12]
   local supersede, runId = args[4], args[11]
   -- PerSlot: the caller's index entry (its intent) is due at args[14]; past it a sweep may have
   -- taken the entry and may drop it, so no attempt is opened on it: the caller comes back
   local intentDue = tonumber(args[14])
   local intentGone = intentDue ~= nil and now >= intentDue
-  local v = rcall("GET", claimKey)
+  -- A new run has none of its three keys: one EXISTS answers that, and the reads are skipped
+  local v, flat, receipt = false, {}, ""
+  if rcall("EXISTS", claimKey, attemptKey, keys[3]) > 0 then
+    v = rcall("GET", claimKey)
+    flat = rcall("HGETALL", attemptKey)
+    receipt = rcall("HGET", keys[3], "sid") or ""
+  end
   local rec = {}
-  local flat = rcall("HGETALL", attemptKey)
   for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
-  local receipt = rcall("HGET", keys[3], "sid") or ""
 
   local function sent(sid)
     if index then rcall("ZREM", index, runId) end
@@ -121,10 +128,10 @@ local function claimRun(keys, args, now)
     local to, from, body = rec["to"] or args[8], rec["from"] or args[9], rec["body"] or args[10]
     rcall("SET", claimKey, "pending:" .. token, "PX", lease)
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "ambiguous",
-      "since", since, "to", to, "from", from, "body", body, "touched", now)
+      "since", since, "to", to, "from", from, "body", body, "touched", nowS)
     rcall("PEXPIRE", attemptKey, args[7])
     -- a resolver touches the attempt every poll; half the hold without a touch means it is gone
-    if index then rcall("ZADD", index, now + math.floor(hold / 2), runId) end
+    if index then rcall("ZADD", index, int(now + math.floor(hold / 2)), runId) end
     return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", now}
   end
 
@@ -135,22 +142,22 @@ local function claimRun(keys, args, now)
     -- a new run has no record (HGETALL above read it, or a path below DELeted it): no DEL then
     if #flat > 0 then rcall("DEL", attemptKey) end
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
-      "claimed_at", now, "since", now, "to", args[8], "from", args[9], "body", args[10])
+      "claimed_at", nowS, "since", nowS, "to", args[8], "from", args[9], "body", args[10])
     rcall("PEXPIRE", attemptKey, args[7])
     -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
-    if index then rcall("ZADD", index, now + pendingTtl, runId) end
+    if index then rcall("ZADD", index, int(now + pendingTtl), runId) end
     -- the console's newest-first list, capped approximately: the trim runs on about one new
     -- member in 16 (the token's last hex digit is 0; a token is a random UUID), so the list
     -- may hold a few dozen past the cap between trims, never more for long; no ZCARD per claim
     if keys[5] then
-      if rcall("ZADD", keys[5], now, runId) == 1 and string.byte(token, -1) % 16 == 0 then
-        rcall("ZREMRANGEBYRANK", keys[5], 0, -tonumber(args[13]) - 1)
+      if rcall("ZADD", keys[5], nowS, runId) == 1 and string.byte(token, -1) % 16 == 0 then
+        rcall("ZREMRANGEBYRANK", keys[5], "0", int(-tonumber(args[13]) - 1))
       end
     end
     return {"claimed", token, now}
   end
 
-  local function since() return rec["since"] or rec["claimed_at"] or now end
+  local function since() return rec["since"] or rec["claimed_at"] or nowS end
   -- `retry` counts as open here: its lease ended, so someone else may have sent since (model: F1)
   local open = rec["state"] == "claimed" or rec["state"] == "ambiguous" or rec["state"] == "retry"
 
@@ -166,14 +173,14 @@ local function claimRun(keys, args, now)
       -- (which we read), and no legacy retry can claim and send meanwhile.
       rec = {}
       rcall("DEL", attemptKey)
-      return resolveWith(args[1], now)
+      return resolveWith(args[1], nowS)
     end
     local token = string.sub(v, 9)
     if rec["token"] ~= token then
       -- A ringback claim without its record (expired, or removed by hand): unknown, so resolve.
       rec = {}
       rcall("DEL", attemptKey)
-      return resolveWith(token, now)
+      return resolveWith(token, nowS)
     end
     if supersede ~= "" and supersede == token and rec["state"] == "ambiguous" then
       -- The caller resolved this attempt as never sent: replace it atomically, so the claim never
@@ -226,16 +233,22 @@ local function markSentRun(keys, args, now)
   -- (SET … GET would save a command but needs Redis 6.2; BullMQ runs on 5.0, so ringback does)
   if rcall("GET", keys[1]) ~= "pending:" .. args[1] then overrun = 1 end
   rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
-  if rcall("HGET", keys[2], "token") == args[1] or rcall("EXISTS", keys[2]) == 0 then
-    rcall("HSET", keys[2], "token", args[1], "state", "sent", "sid", args[2], "sent_at", now)
+  -- the record's TTL: the claim set it to the sent TTL already (the marker refreshes it only where
+  -- it writes a record of its own: seconds of difference after days are not worth a command)
+  if rcall("HGET", keys[2], "token") == args[1] then
+    rcall("HSET", keys[2], "state", "sent", "sid", args[2], "sent_at", int(now))
+  elseif rcall("EXISTS", keys[2]) == 0 then
+    rcall("HSET", keys[2], "token", args[1], "state", "sent", "sid", args[2], "sent_at", int(now))
+    rcall("PEXPIRE", keys[2], args[3])
+  else
+    rcall("PEXPIRE", keys[2], args[3])
   end
-  rcall("PEXPIRE", keys[2], args[3])
   if index then rcall("ZREM", index, args[4]) end
   applyReceipt({rec = keys[5], hist = keys[6], seen = "", link = link,
     runId = args[4], sid = args[2], status = args[5], code = "", dlr = "", now = now,
     source = "send", repeatTtl = "0", recordTtl = args[3], attempt = args[1]})
   -- every sent message is looked up when due; the reconciler drops it then if a receipt
   -- already ended it (a status callback may even have come before this marker)
-  if reconcile then rcall("ZADD", reconcile, now + tonumber(args[6]), args[2]) end
+  if reconcile then rcall("ZADD", reconcile, int(now + tonumber(args[6])), args[2]) end
   return overrun
 end

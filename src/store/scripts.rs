@@ -69,7 +69,7 @@ scripts! {
     receipt_apply => "receipt_apply.lua" [window],
     claim_due => "claim_due.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.
-    finish_sent => "finish_sent.lua" [finish, window],
+    finish_sent => "finish_sent.lua" [finish, window, fused],
 }
 
 /// The process-wide script set.
