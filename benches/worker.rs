@@ -1,5 +1,6 @@
-//! Benchmarks: pure CPU on the per-job hot path (decoding a fetched job, deciding an outcome),
-//! and the worker end to end against a real redis-server (jobs/s and Redis round trips per
+//! Benchmarks: pure CPU on the per-job hot path (decoding a fetched job, deciding an outcome,
+//! packing a finishing script call and parsing its reply, a status callback's form and
+//! signature), and the worker end to end against a real redis-server (jobs/s and Redis round trips per
 //! job at concurrency 50). The side-by-side run against the Node worker is `scripts/bench`.
 
 #[path = "../tests/common/mod.rs"]
@@ -7,10 +8,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use ringback::commands::Finish;
-use ringback::keys::QueueKeys;
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use redis::Value;
+use ringback::commands::{Commands, FetchArgs, Fetched, Finish};
+use ringback::job::KeepJobs;
+use ringback::keys::{QueueKeys, WindowKeys};
 use ringback::processor::{JobContext, Outcome, Processor};
+use ringback::scripts::{By, scripts};
 use ringback::{Job, Worker};
 use tokio_util::sync::CancellationToken;
 
@@ -78,7 +82,161 @@ fn cpu(c: &mut Criterion) {
     g.bench_function("encode_metrics", |b| {
         b.iter(|| ringback::metrics::encode("agent-callback", vec![]))
     });
+    finishing_call(&mut g);
     g.finish();
+}
+
+/// The finishing call of an SMS job, packed and parsed: the EVALSHA invocation as `Commands`
+/// builds it (move_to_finished alone, and with the fused finish_sent step appended) down to the
+/// bytes on the wire, and the replies that come back (the next job's 4-tuple, the prepared
+/// claim). `Commands` and `Window` want a connection, so a Redis is started; nothing measured
+/// here talks to it.
+fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    let server = common::RedisServer::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = rt
+        .block_on(ringback::connection::commands(&client))
+        .unwrap();
+    let cmds = Commands::new(
+        conn.clone(),
+        QueueKeys::new("bull", "agent-callback"),
+        Default::default(),
+    );
+    let job = Job::from_fields("42".into(), job_fields());
+    let token = "3f0c9a4e-6c1b-4c59-9a51-8d0f3b0e2a17:7";
+    let finish = Finish::Completed {
+        returnvalue: r#"{"sid":"SM0123456789abcdef0123456789abcdef","status":"queued"}"#.into(),
+    };
+    let keep = KeepJobs {
+        count: 1000,
+        age: None,
+        limit: None,
+    };
+    let fetch = FetchArgs {
+        token: token.into(),
+        lock_ms: "30000".into(),
+        name: String::new(),
+        limiter_max: String::new(),
+        limiter_duration: String::new(),
+    };
+    // what the worker does per finishing call: KEYS and ARGV as `Commands` builds them (a step's
+    // appended), then the EVALSHA command down to its bytes on the wire
+    type Step<'a> = Option<(
+        &'static ringback::scripts::LuaScript,
+        &'a [String],
+        &'a [String],
+    )>;
+    let pack = |step: Step<'_>| {
+        let (script, keys, args) = cmds.finished_call(
+            std::hint::black_box(&job),
+            token,
+            &finish,
+            keep,
+            None,
+            Some(&fetch),
+            step,
+        );
+        script.command(By::Hash, &keys, &args).get_packed_command()
+    };
+    g.bench_function("pack_finish_args", |b| b.iter(|| pack(None)));
+    // finish_sent's own keys and arguments (KEYS[15..22], ARGV[18..33]), as the SMS processor
+    // hands them over; `Commands` appends them to move_to_finished's
+    let prefix = "agent-callback:";
+    let run = WindowKeys::new(prefix, "run-123");
+    let sid = "SM0123456789abcdef0123456789abcdef";
+    let step_keys = vec![
+        run.claim,
+        run.attempt,
+        ringback::keys::open_attempts(prefix),
+        ringback::keys::message_link(sid),
+        run.record,
+        ringback::keys::callback_history(prefix, "run-123"),
+        ringback::keys::reconcile_schedule(prefix),
+        ringback::keys::recent_runs(prefix),
+    ];
+    let template = WindowKeys::new(prefix, "\u{1}");
+    let step_args: Vec<String> = [
+        "1",
+        token,
+        sid,
+        "86400000",
+        "run-123",
+        "queued",
+        "60000",
+        &template.claim,
+        &template.attempt,
+        &template.record,
+        "9b2f4c1d8e7a4b3c9d0e1f2a3b4c5d6e",
+        "worker-7f3a",
+        "60000",
+        "120000",
+        "600000",
+        "20000",
+    ]
+    .map(str::to_string)
+    .to_vec();
+    g.bench_function("pack_finish_sent_args", |b| {
+        b.iter(|| pack(Some((&scripts().finish_sent, &step_keys, &step_args))))
+    });
+    // move_to_finished's answer with the next job: {fields, id, 0, 0}
+    let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+    let fields = job_fields()
+        .iter()
+        .flat_map(|(k, v)| [bulk(k), bulk(v)])
+        .collect();
+    let reply = Value::Array(vec![
+        Value::Array(fields),
+        bulk("43"),
+        Value::Int(0),
+        Value::Int(0),
+    ]);
+    g.bench_function("parse_finish_reply", |b| {
+        b.iter_batched(
+            || reply.clone(),
+            |reply| {
+                let fetched = ringback::commands::finished_reply("move_to_finished", reply);
+                assert!(matches!(fetched, Ok(Ok(Fetched::Job(_)))));
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    // the claim finish_sent made for the fetched job: window_claim's reply, then the runId
+    let window = ringback::window::Window::new(
+        conn,
+        Default::default(),
+        prefix.into(),
+        ringback::window::WindowTimes {
+            pending_ttl: Duration::from_secs(60),
+            lease: Duration::from_secs(600),
+            sent_ttl: Duration::from_secs(86_400),
+            hold: Duration::from_secs(120),
+            poll_after: Duration::from_secs(60),
+        },
+    );
+    let claim = Value::Array(
+        [
+            "claimed",
+            "9b2f4c1d8e7a4b3c9d0e1f2a3b4c5d6e",
+            "1764500000123",
+            "run-124",
+        ]
+        .map(bulk)
+        .to_vec(),
+    );
+    g.bench_function("parse_claim_reply", |b| {
+        b.iter_batched(
+            || claim.clone(),
+            |claim| {
+                let mut reply: Vec<String> = redis::from_redis_value(claim).unwrap();
+                let _run_id = reply.pop();
+                let claim = window.read_claim(&reply).unwrap();
+                assert!(matches!(claim, ringback::window::Claim::Claimed { .. }));
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    drop(server);
 }
 
 /// Completes at once: measures the worker and Redis, not the work.

@@ -213,10 +213,11 @@ function median(xs) {
 
 /** `--table <file>`: issue 12's one table from this script's JSON lines (SMS throughput rows and
  * latency rows; SLOWLOG runs left out), the median of each figure over the rounds, ratios to
- * Node. The status webhook pair is measured apart (wrk against `ringback serve`); its row is a
- * slot here. */
+ * Node; then the status webhook pair from bin/bench-webhook.js's lines (requests for jobs, the
+ * server's CPU for the worker's, ratios to the Node express receiver). */
 function table(file) {
-  const rows = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const all = fs.readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  const rows = all.filter((r) => r.webhook === undefined);
   const sms = rows.filter((r) => r.texts !== undefined && r.jobsPerSecond !== undefined && !r.redisMicrosPerJobBy);
   const lat = rows.filter((r) => r.p50Ms !== undefined);
   const names = [...new Set([...sms, ...lat].map((r) => r.subject))];
@@ -241,9 +242,25 @@ function table(file) {
       f(x.scripts, 2), f(x.workerCpu, 1), ratio(x.workerCpu, base.workerCpu), f(x.rss),
       ratio(x.rss, base.rss), f(x.p50), f(x.p99)].join(' | ')} |`);
   }
-  console.log('| status webhook (ringback serve vs Node express) | measured apart: see README "Benchmarks" |');
+  const hooks = all.filter((r) => r.webhook !== undefined);
+  const hook = (name, field) => median(hooks.filter((r) => r.webhook === name).map((r) => r[field]));
+  const hookNode = { rps: hook('node', 'requestsPerSecond'), cpu: hook('node', 'serverCpuMicrosPerRequest'), rss: hook('node', 'peakRssMb') };
+  for (const name of ['node', 'ringback']) {
+    const x = hooks.find((r) => r.webhook === name);
+    if (!x) continue;
+    const rps = hook(name, 'requestsPerSecond');
+    const cpu = hook(name, 'serverCpuMicrosPerRequest');
+    const rss = hook(name, 'peakRssMb');
+    console.log(`| ${[x.subject, `${f(rps)} req/s`, ratio(rps, hookNode.rps), '–',
+      f(hook(name, 'redisCpuMicrosPerRequest'), 1), f(hook(name, 'redisCommandsPerRequest'), 1),
+      `${f(hook(name, 'scriptCallsPerRequest'), 2)} (calls ${f(hook(name, 'redisCallsPerRequest'), 2)})`, f(cpu, 1), ratio(cpu, hookNode.cpu), f(rss), ratio(rss, hookNode.rss),
+      f(hook(name, 'p50Ms'), 2), f(hook(name, 'p99Ms'), 2)].join(' | ')} |`);
+  }
+  if (hooks.length === 0) console.log('| status webhook (ringback serve vs Node express) | not in this run: `scripts/bench webhook` |');
   const rounds = names.map((n) => `${n} ${fig[n].rounds}`).join(', ');
-  console.log(`(medians; throughput rounds: ${rounds}; latency rows: ${lat.length})`);
+  const hookRounds = hooks.filter((r) => r.webhook === 'ringback').length;
+  console.log(`(medians; throughput rounds: ${rounds || 0}; latency rows: ${lat.length}; webhook rounds: ${hookRounds}, ` +
+    `per request, wrk at ${hooks.length ? hooks[0].connections : '–'} connections, the server's CPU in the worker column)`);
 }
 
 /** The `q` quantile (0..1) of sorted numbers. */

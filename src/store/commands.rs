@@ -361,8 +361,10 @@ impl Commands {
 
     /// The script, KEYS and ARGV of a completion or final failure (move_to_finished.lua's
     /// header), with a step's keys and arguments appended after them when given.
+    /// (Public, hidden, for `benches/worker.rs`: it measures packing a finishing call.)
+    #[doc(hidden)]
     #[allow(clippy::too_many_arguments)]
-    fn finished_call<'a>(
+    pub fn finished_call<'a>(
         &'a self,
         job: &Job,
         token: &'a str,
@@ -798,8 +800,10 @@ fn code_or(script: &'static str, reply: Value) -> Result<(), ScriptCode> {
 }
 
 /// Parse BullMQ's 4-tuple `{fields|0, jobId|0, rateLimitTtl, nextDelayedMs}`.
-/// move_to_finished's answer: 0, a negative code, or the next job's 4-tuple.
-fn finished_reply(
+/// move_to_finished's answer: 0, a negative code, or the next job's 4-tuple. (Public, hidden,
+/// for `benches/worker.rs`: it measures parsing a finishing call's reply.)
+#[doc(hidden)]
+pub fn finished_reply(
     script: &'static str,
     reply: Value,
 ) -> Result<Result<Fetched, ScriptCode>, Error> {

@@ -165,27 +165,8 @@ impl LuaScript {
         if topology.per_slot() {
             self.check_one_slot(keys)?;
         }
-        let build = |verb: &str, body: &str| {
-            let mut cmd = redis::cmd(verb);
-            cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
-            cmd
-        };
-        trips.add(1);
-        let result = match conn
-            .write_durably::<T>(wait_key, &build("EVALSHA", &self.hash))
+        self.call(Via::<Conn>::Durably(conn, wait_key), trips, keys, args)
             .await
-        {
-            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                trips.add(1);
-                conn.write_durably::<T>(wait_key, &build("EVAL", &self.code))
-                    .await
-            }
-            other => other,
-        };
-        if let Err(e) = &result {
-            crate::telemetry::global().redis_error(self.name, error_kind(e));
-        }
-        result.map(|(reply, _acked)| reply)
     }
 
     /// Refuse keys that span two slots (a call a Redis Cluster would refuse with CROSSSLOT).
@@ -216,16 +197,30 @@ impl LuaScript {
         K: ToRedisArgs,
         A: ToRedisArgs,
     {
-        let build = |verb: &str, body: &str| {
-            let mut cmd = redis::cmd(verb);
-            cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
-            cmd
-        };
+        self.call(Via::Query(conn), trips, keys, args).await
+    }
+
+    /// The shape of every script call, written once: send the EVALSHA `via` the connection,
+    /// and on NOSCRIPT one EVAL of the body (which also caches it again), counting each as a
+    /// round trip; a failure is counted in `ringback_redis_errors_total` here.
+    async fn call<C, T, K, A>(
+        &self,
+        mut via: Via<'_, C>,
+        trips: &RoundTrips,
+        keys: &[K],
+        args: &[A],
+    ) -> redis::RedisResult<T>
+    where
+        C: ConnectionLike + Send,
+        T: FromRedisValue,
+        K: ToRedisArgs,
+        A: ToRedisArgs,
+    {
         trips.add(1);
-        let result = match build("EVALSHA", &self.hash).query_async(conn).await {
+        let result = match via.send(&self.command(By::Hash, keys, args)).await {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
                 trips.add(1);
-                build("EVAL", &self.code).query_async(conn).await
+                via.send(&self.command(By::Body, keys, args)).await
             }
             other => other,
         };
@@ -234,6 +229,50 @@ impl LuaScript {
         }
         result
     }
+
+    /// The command Redis gets for a call with `keys` and `args`: `EVALSHA <hash>` or `EVAL
+    /// <body>`, the key count, the keys, the arguments (public for `benches/worker.rs`, which
+    /// measures packing a finishing call).
+    pub fn command<K, A>(&self, by: By, keys: &[K], args: &[A]) -> redis::Cmd
+    where
+        K: ToRedisArgs,
+        A: ToRedisArgs,
+    {
+        let (verb, body) = match by {
+            By::Hash => ("EVALSHA", &self.hash),
+            By::Body => ("EVAL", &self.code),
+        };
+        let mut cmd = redis::cmd(verb);
+        cmd.arg(body).arg(keys.len()).arg(keys).arg(args);
+        cmd
+    }
+}
+
+/// How a script call travels: a plain query, or a write with the replica `WAIT` its
+/// connection's policy asks for in the same pipeline ([`Conn::write_durably`]).
+enum Via<'a, C> {
+    Query(&'a mut C),
+    Durably(&'a mut Conn, &'a str),
+}
+
+impl<C: ConnectionLike + Send> Via<'_, C> {
+    async fn send<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
+        match self {
+            Via::Query(conn) => cmd.query_async(&mut **conn).await,
+            Via::Durably(conn, wait_key) => conn
+                .write_durably::<T>(wait_key, cmd)
+                .await
+                .map(|(reply, _acked)| reply),
+        }
+    }
+}
+
+/// How a call names its script: by its SHA1 (`EVALSHA`, every call), or with its body (`EVAL`,
+/// once after Redis answered NOSCRIPT).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum By {
+    Hash,
+    Body,
 }
 
 /// The `kind` label of `ringback_redis_errors_total`: Redis's error code (`OOM`, `READONLY`,
