@@ -731,6 +731,51 @@ async fn the_fused_claim_is_never_made_for_a_job_the_processor_refuses() {
     let _ = handle.await;
 }
 
+/// Finishes that queue up behind the ones in flight go to Redis together (the group commit,
+/// issue 12): 50 jobs run at once and finish about together, so the worker makes far fewer
+/// script calls than it finishes jobs, and every run is still texted exactly once.
+#[tokio::test]
+async fn finishes_that_queue_up_together_go_as_one_call() {
+    let e = env("grouped", "").await;
+    let n = 300;
+    let mut ids = vec![];
+    for i in 0..n {
+        ids.push(add(&e, &data(&format!("g{i}"))).await);
+    }
+    let before = commandstats(&e).await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let p = processor(&e, conn, sms_config());
+    let cfg = ringback::WorkerConfig {
+        concurrency: 50,
+        ..worker_config(&e)
+    };
+    let worker = Worker::new(cfg, p).unwrap();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    for id in &ids {
+        let (state, h) = finished(&e, id).await;
+        assert_eq!(state, "completed", "{h:?}");
+    }
+    cancel.cancel();
+    let _ = handle.await;
+    let after = commandstats(&e).await;
+    let calls = |m: &std::collections::BTreeMap<String, (u64, u64)>| {
+        m.iter()
+            .filter(|(k, _)| k.starts_with("eval"))
+            .map(|(_, (c, _))| c)
+            .sum::<u64>()
+    };
+    let scripts = calls(&after) - calls(&before);
+    assert!(
+        (scripts as f64) < 0.8 * n as f64,
+        "{scripts} script calls for {n} jobs: finishes were not grouped"
+    );
+    for i in 0..n {
+        assert_eq!(texts_to(&e, &format!("g{i}")), 1, "g{i}: one text");
+    }
+}
+
 /// Texts whose body names `run` (the bodies of this file's tests differ in their suffix).
 fn texts_to(e: &Env, run: &str) -> usize {
     e.sim
