@@ -12,12 +12,6 @@ use ringback::cli::{
 };
 use ringback::{ConfigError, ConfigErrors, WorkerConfig};
 
-/// mimalloc in place of glibc's malloc: a worker's life is many small, short-lived allocations
-/// across Tokio's threads (replies, requests, futures); a profile of the SMS benchmark put 27 %
-/// of the worker's CPU in glibc's allocator (issue 12).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(
     name = "ringback",
