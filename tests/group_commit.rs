@@ -1,7 +1,8 @@
-//! The group commit's script (issue 12): one `finish_sent_batch` call leaves exactly what the
+//! The group commit's scripts (issue 12): one `finish_sent_batch` call leaves exactly what the
 //! same `finish_sent` calls one after another leave — every key Node reads (jobs, lists, sets,
 //! events, marker) and every key of the window (claims, attempt records, callback records and
-//! history, the indexes) — on a real redis-server, two identical queues side by side.
+//! history, the indexes) — and one `move_to_finished_batch` call what the same
+//! `move_to_finished` calls leave, on a real redis-server, two identical queues side by side.
 
 mod common;
 
@@ -74,8 +75,9 @@ fn fetch(token: &str) -> FetchArgs {
 }
 
 /// Each finishing job's finish_sent KEYS and ARGV: its run's sent marker, its completion, the
-/// next job's fetch and that job's claim (laid out as src/callbacks/sms/fused.rs does).
-fn calls(s: &Side) -> Vec<(Vec<String>, Vec<String>)> {
+/// next job's fetch and that job's claim (laid out as src/callbacks/sms/fused.rs does); or,
+/// without `step`, its plain move_to_finished KEYS and ARGV (completion and fetch).
+fn calls(s: &Side, step: bool) -> Vec<(Vec<String>, Vec<String>)> {
     let p = &s.prefix;
     s.active
         .iter()
@@ -84,7 +86,7 @@ fn calls(s: &Side) -> Vec<(Vec<String>, Vec<String>)> {
             let run = format!("run{}", job.id.parse::<usize>().unwrap() - 1);
             let sid = format!("SM{}{i}", p.trim_end_matches(':'));
             let k = WindowKeys::new(p, &run);
-            let step_keys = vec![
+            let step_keys = [
                 k.claim,
                 k.attempt,
                 ringback::keys::open_attempts(p),
@@ -126,7 +128,7 @@ fn calls(s: &Side) -> Vec<(Vec<String>, Vec<String>)> {
                 KeepJobs::KEEP_ALL,
                 None,
                 Some(&fetch),
-                Some((&scripts().finish_sent, &step_keys, &step_args)),
+                step.then_some((&scripts().finish_sent, &step_keys[..], &step_args[..])),
             );
             args[1] = NOW.to_string();
             (keys, args)
@@ -196,7 +198,7 @@ async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
     let trips = RoundTrips::default();
 
     // alpha: one call for the three finishes
-    let parts = calls(&a);
+    let parts = calls(&a, true);
     let (nk, na) = (parts[0].0.len(), parts[0].1.len());
     let mut keys = vec![];
     let mut args = vec![FINISHING.to_string(), nk.to_string(), na.to_string()];
@@ -211,7 +213,7 @@ async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
         .unwrap();
     // bravo: the same three finishes, one call each
     let mut single = vec![];
-    for (k, v) in calls(&b) {
+    for (k, v) in calls(&b, true) {
         let reply: redis::Value = scripts()
             .finish_sent
             .run(&mut conn, &trips, &k, &v)
@@ -254,4 +256,53 @@ async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("layout"), "{err}");
+}
+
+#[tokio::test]
+async fn one_plain_batch_call_leaves_what_the_same_calls_in_turn_leave() {
+    let server = RedisServer::start();
+    let (a, b) = (side(&server, "alpha").await, side(&server, "bravo").await);
+    let mut conn = a.cmds.connection();
+    let trips = RoundTrips::default();
+    let parts = calls(&a, false);
+    let (nk, na) = (parts[0].0.len(), parts[0].1.len());
+    let mut keys = vec![];
+    let mut args = vec![FINISHING.to_string(), nk.to_string(), na.to_string()];
+    for (k, v) in &parts {
+        keys.extend_from_slice(k);
+        args.extend_from_slice(v);
+    }
+    let batch: Vec<redis::Value> = scripts()
+        .move_to_finished_batch
+        .run(&mut conn, &trips, &keys, &args)
+        .await
+        .unwrap();
+    let mut single = vec![];
+    for (k, v) in calls(&b, false) {
+        let reply: redis::Value = scripts()
+            .move_to_finished
+            .run(&mut conn, &trips, &k, &v)
+            .await
+            .unwrap();
+        single.push(reply);
+    }
+    let ts = regex::Regex::new(r"1[0-9]{12}").unwrap();
+    let shape = |v: &redis::Value| {
+        let s = format!("{v:?}")
+            .replace("alpha", "SIDE")
+            .replace("bravo", "SIDE");
+        ts.replace_all(&s, "<t>").to_string()
+    };
+    assert_eq!(
+        batch.iter().map(shape).collect::<Vec<_>>(),
+        single.iter().map(shape).collect::<Vec<_>>()
+    );
+    assert!(
+        batch.iter().all(|r| matches!(r, redis::Value::Array(_))),
+        "each finish fetched a next job: {batch:?}"
+    );
+    let mut c = server.conn().await;
+    let (da, db) = (dump(&mut c, "alpha").await, dump(&mut c, "bravo").await);
+    assert!(da.len() > 10, "{da:#?}");
+    assert_eq!(da, db);
 }

@@ -632,9 +632,11 @@ async fn the_single_redis_finish_is_one_script_per_job() {
     eprintln!("scripts per job: fused {fused:.2}, separate {separate:.2}");
     // Fused: the finish of each job also fetched and claimed the next; the first job of each of
     // the 8 tasks costs a fetch and a claim, plus lock renewals and stall sweeps on the side.
+    // Separate: a claim and a marker of its own per job, and the finish (itself grouped with
+    // other jobs' finishes when they queue up together, so it may cost less than one call).
     assert!(fused < 1.6, "fused: {fused:.2} scripts per job");
     assert!(
-        separate > 2.4,
+        separate > 2.0,
         "separate calls: {separate:.2} scripts per job"
     );
 }

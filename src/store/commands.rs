@@ -289,6 +289,12 @@ impl Commands {
         }
     }
 
+    /// The group commit of this queue's finishing calls, started by the first call that uses it.
+    fn group(&self) -> &GroupCommit {
+        self.group
+            .get_or_init(|| GroupCommit::start(self.conn.clone(), self.trips.clone()))
+    }
+
     async fn move_to_finished(
         &self,
         job: &Job,
@@ -300,8 +306,10 @@ impl Commands {
     ) -> Result<Result<Fetched, ScriptCode>, Error> {
         let (script, keys, args) =
             self.finished_call(job, token, finish, keep, metrics_max, fetch, None);
-        let reply: Value = script
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+        // grouped with other jobs' finishes that queue up at the same time (GroupCommit)
+        let reply: Value = self
+            .group()
+            .run(script, &scripts().move_to_finished_batch, keys, args)
             .await?;
         finished_reply(script.name, reply)
     }
@@ -329,12 +337,7 @@ impl Commands {
         let (script, keys, args) =
             self.finished_call(job, token, &finish, keep, metrics_max, fetch, Some(step));
         let reply: Value = match batch {
-            Some(batch) => {
-                let group = self
-                    .group
-                    .get_or_init(|| GroupCommit::start(self.conn.clone(), self.trips.clone()));
-                group.run(script, batch, keys, args).await?
-            }
+            Some(batch) => self.group().run(script, batch, keys, args).await?,
             None => {
                 script
                     .run(&mut self.conn.clone(), &self.trips, &keys, &args)

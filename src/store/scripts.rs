@@ -47,6 +47,8 @@ macro_rules! scripts {
 scripts! {
     move_to_active => "move_to_active.lua",
     move_to_finished => "move_to_finished.lua" [finish],
+    /// Several move_to_finished calls in one (the group commit of plain finishes).
+    move_to_finished_batch => "move_to_finished_batch.lua" [finish],
     move_to_delayed => "move_to_delayed.lua",
     retry_job => "retry_job.lua",
     extend_locks => "extend_locks.lua",
