@@ -1,4 +1,5 @@
-//! The bottom floor: Redis and Lua. Key names (built in one place), the Lua script wrapper, one
+//! The bottom floor: Redis and Lua. Key names (built in one place), the Lua script wrapper (and the
+//! group commit that sends finishing calls made together as one), one
 //! typed function per queue script, the command and blocking connections, JSON as JavaScript
 //! writes it. Uses nothing of ringback's above it (only `error`, `config` and `redact`).
 
