@@ -190,6 +190,19 @@ async fn dump(c: &mut redis::aio::MultiplexedConnection, side: &str) -> BTreeMap
     out
 }
 
+/// One batch call's KEYS and ARGV for `parts` (each job's KEYS and ARGV as its single call takes
+/// them): ARGV[1..3] = jobs, keys per job, arguments per job.
+fn batch_layout(parts: &[(Vec<String>, Vec<String>)]) -> (Vec<String>, Vec<String>) {
+    let (nk, na) = (parts[0].0.len(), parts[0].1.len());
+    let mut keys = vec![];
+    let mut args = vec![parts.len().to_string(), nk.to_string(), na.to_string()];
+    for (k, v) in parts {
+        keys.extend_from_slice(k);
+        args.extend_from_slice(v);
+    }
+    (keys, args)
+}
+
 #[tokio::test]
 async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
     let server = RedisServer::start();
@@ -199,13 +212,8 @@ async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
 
     // alpha: one call for the three finishes
     let parts = calls(&a, true);
-    let (nk, na) = (parts[0].0.len(), parts[0].1.len());
-    let mut keys = vec![];
-    let mut args = vec![FINISHING.to_string(), nk.to_string(), na.to_string()];
-    for (k, v) in &parts {
-        keys.extend_from_slice(k);
-        args.extend_from_slice(v);
-    }
+    let nk = parts[0].0.len();
+    let (keys, args) = batch_layout(&parts);
     let batch: Vec<redis::Value> = scripts()
         .finish_sent_batch
         .run(&mut conn, &trips, &keys, &args)
@@ -264,14 +272,7 @@ async fn one_plain_batch_call_leaves_what_the_same_calls_in_turn_leave() {
     let (a, b) = (side(&server, "alpha").await, side(&server, "bravo").await);
     let mut conn = a.cmds.connection();
     let trips = RoundTrips::default();
-    let parts = calls(&a, false);
-    let (nk, na) = (parts[0].0.len(), parts[0].1.len());
-    let mut keys = vec![];
-    let mut args = vec![FINISHING.to_string(), nk.to_string(), na.to_string()];
-    for (k, v) in &parts {
-        keys.extend_from_slice(k);
-        args.extend_from_slice(v);
-    }
+    let (keys, args) = batch_layout(&calls(&a, false));
     let batch: Vec<redis::Value> = scripts()
         .move_to_finished_batch
         .run(&mut conn, &trips, &keys, &args)

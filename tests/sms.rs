@@ -740,28 +740,7 @@ async fn the_fused_claim_is_never_made_for_a_job_the_processor_refuses() {
 async fn finishes_that_queue_up_together_go_as_one_call() {
     let e = env("grouped", "").await;
     let n = 300;
-    let mut ids = vec![];
-    for i in 0..n {
-        ids.push(add(&e, &data(&format!("g{i}"))).await);
-    }
-    let before = commandstats(&e).await;
-    let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let p = processor(&e, conn, sms_config());
-    let cfg = ringback::WorkerConfig {
-        concurrency: 50,
-        ..worker_config(&e)
-    };
-    let worker = Worker::new(cfg, p).unwrap();
-    let cancel = CancellationToken::new();
-    let handle = tokio::spawn(worker.run(cancel.clone()));
-    for id in &ids {
-        let (state, h) = finished(&e, id).await;
-        assert_eq!(state, "completed", "{h:?}");
-    }
-    cancel.cancel();
-    let _ = handle.await;
-    let after = commandstats(&e).await;
+    let (before, after) = run_through_worker(&e, "g", n, 50).await;
     let calls = |m: &std::collections::BTreeMap<String, (u64, u64)>| {
         m.iter()
             .filter(|(k, _)| k.starts_with("eval"))
@@ -776,6 +755,41 @@ async fn finishes_that_queue_up_together_go_as_one_call() {
     for i in 0..n {
         assert_eq!(texts_to(&e, &format!("g{i}")), 1, "g{i}: one text");
     }
+}
+
+/// `n` callback jobs (runs `<prefix>0..`) through an in-process SMS worker at `concurrency`,
+/// each waited for until completed; returns `INFO commandstats` before and after.
+async fn run_through_worker(
+    e: &Env,
+    prefix: &str,
+    n: usize,
+    concurrency: usize,
+) -> (
+    std::collections::BTreeMap<String, (u64, u64)>,
+    std::collections::BTreeMap<String, (u64, u64)>,
+) {
+    let mut ids = vec![];
+    for i in 0..n {
+        ids.push(add(e, &data(&format!("{prefix}{i}"))).await);
+    }
+    let before = commandstats(e).await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let p = processor(e, conn, sms_config());
+    let cfg = ringback::WorkerConfig {
+        concurrency,
+        ..worker_config(e)
+    };
+    let worker = Worker::new(cfg, p).unwrap();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    for id in &ids {
+        let (state, h) = finished(e, id).await;
+        assert_eq!(state, "completed", "{h:?}");
+    }
+    cancel.cancel();
+    let _ = handle.await;
+    (before, commandstats(e).await)
 }
 
 /// Texts whose body names `run` (the bodies of this file's tests differ in their suffix).
@@ -822,24 +836,7 @@ async fn commandstats(e: &Env) -> std::collections::BTreeMap<String, (u64, u64)>
 async fn commands_per_fused_job() {
     let e = env("per-job", "").await;
     let n = 400;
-    let mut ids = vec![];
-    for i in 0..n {
-        ids.push(add(&e, &data(&format!("c{i}"))).await);
-    }
-    let before = commandstats(&e).await;
-    let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let p = processor(&e, conn, sms_config());
-    let worker = Worker::new(worker_config(&e), p).unwrap();
-    let cancel = CancellationToken::new();
-    let handle = tokio::spawn(worker.run(cancel.clone()));
-    for id in &ids {
-        let (state, h) = finished(&e, id).await;
-        assert_eq!(state, "completed", "{h:?}");
-    }
-    cancel.cancel();
-    let _ = handle.await;
-    let after = commandstats(&e).await;
+    let (before, after) = run_through_worker(&e, "c", n, worker_config(&e).concurrency).await;
     // the test's own polling (ZSCORE, HGETALL of finished jobs, INFO) is counted too, so
     // subtract nothing: compare runs of this same test before and after a change
     let mut delta: Vec<(String, u64, u64)> = after

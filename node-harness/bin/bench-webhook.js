@@ -26,13 +26,13 @@
 'use strict';
 
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { parseArgs } = require('node:util');
 const IORedis = require('ioredis');
 const twilio = require('twilio');
+const { freePort } = require('../lib/harness/redis');
 
 const PUBLIC_URL = 'https://ringback.example.com';
 const AUTH_TOKEN = 'bench-webhook-auth-token';
@@ -65,16 +65,6 @@ function peakRssMb(pid) {
   return Math.round(Number(kb) / 1024);
 }
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 const sleep = (ms) => new Promise((res) => setTimeout(res, ms));
 

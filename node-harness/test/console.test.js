@@ -8,12 +8,11 @@
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
 const { chromium } = require('playwright-core');
-const { startRedis } = require('../lib/harness/redis');
+const { startRedis, freePort } = require('../lib/harness/redis');
 const { startTwilioSim, ringbackBin } = require('../lib/harness/twilio-sim');
 const { WorkerProcess } = require('../lib/harness/subject');
 const { waitFor } = require('../lib/harness/wait');
@@ -30,16 +29,6 @@ const REVERSED_TO = '+15550009999';
 const RUNS = ['console-run-1', 'console-run-2', 'console-run-3', 'console-run-4'];
 const REVERSED = 'console-run-reversed';
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('the console in headless Chromium', { timeout: 90_000 }, () => {
   let redis;

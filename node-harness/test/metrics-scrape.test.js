@@ -16,7 +16,6 @@
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const path = require('node:path');
 const { describe, it, before, after } = require('node:test');
 const twilio = require('twilio');
@@ -25,6 +24,7 @@ const { WorkerProcess } = require('../lib/harness/subject');
 const { waitFor } = require('../lib/harness/wait');
 const { runToEnd } = require('../lib/harness/reaper');
 const { JOB_NAME, JOB_OPTIONS } = require('../lib/legacy');
+const { freePort } = require('../lib/harness/redis');
 
 const REPO = path.resolve(__dirname, '..', '..');
 const ALERTS = path.join(REPO, 'deploy', 'alerts.yml');
@@ -48,16 +48,6 @@ function promtoolMissing() {
 }
 const PROMTOOL_MISSING = promtoolMissing();
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * The PromQL expressions of deploy/alerts.yml: `expr: <line>` or `expr: |` and the lines indented
