@@ -7,6 +7,51 @@
   jobs so that once-per-call work (meta, the events trim, delayed promotion, the marker) is done
   once (see finish.lua and fetchNext in common.lua).
 ]]
+-- The fetched job's run, when the job is a plain callback request the processor will run
+-- (file-level functions: a batch defines them once per call, not once per job).
+local function isE164(s) return #s >= 3 and #s <= 16 and string.find(s, "^%+[1-9]%d+$") ~= nil end
+local function callbackOf(fields)
+  local data, opts, ats = "", "{}", nil
+  for i = 1, #fields, 2 do
+    local k = fields[i]
+    if k == "data" then data = fields[i + 1]
+    elseif k == "opts" then opts = fields[i + 1]
+    elseif k == "ats" then ats = fields[i + 1]
+    elseif k == "defa" or k == "rjk" then return nil end
+  end
+  if ats ~= "1" then return nil end
+  -- Printable ASCII without escapes, flat, strings only: there cjson and serde_json read the
+  -- same text alike (cjson also takes raw control bytes, hex, NaN, Infinity, lone surrogates).
+  -- Anything else (an accent, an escaped quote, a number) is left to the processor.
+  if string.byte(opts, 1) ~= 123 or string.find(data, "[^ -~]") or string.find(data, "\\", 1, true) then
+    return nil
+  end
+  local ok, d = pcall(cjson.decode, data)
+  if not ok or type(d) ~= "table" then return nil end
+  for _, v in pairs(d) do
+    if type(v) ~= "string" and type(v) ~= "boolean" and v ~= cjson.null then return nil end
+  end
+  local runId, to, body, from = d["runId"], d["to"], d["body"], d["from"]
+  if type(runId) ~= "string" or #runId == 0 or #runId > 128 or string.find(runId, "[{}]") then
+    return nil
+  end
+  if type(to) ~= "string" or not isE164(to) then return nil end
+  if type(body) ~= "string" or #body > 1600 or not string.find(body, "[!-~]") then return nil end
+  if from == nil or from == cjson.null then from = "" end
+  if type(from) ~= "string" then return nil end
+  if from ~= "" and not isE164(from) and not (#from <= 11 and not string.find(from, "[^%w ]")
+      and string.find(from, "%a")) then
+    return nil
+  end
+  return {runId = runId, to = to, body = body, from = from}
+end
+
+-- A key template ("\1" where the runId goes) filled with `runId`.
+local function runKey(template, runId)
+  local at = string.find(template, "\1", 1, true)
+  return string.sub(template, 1, at - 1) .. runId .. string.sub(template, at + 1)
+end
+
 local function finishSent(K, A, now, batch)
   local mark = false
   if A[18] == "1" then
@@ -22,51 +67,10 @@ local function finishSent(K, A, now, batch)
   if next == nil then return {0, mark, false} end
   if type(next[1]) ~= "table" or A[25] == "" then return {next, mark, false} end
 
-  -- The fetched job's run, when the job is a plain callback request the processor will run.
-  local function isE164(s) return #s >= 3 and #s <= 16 and string.find(s, "^%+[1-9]%d+$") ~= nil end
-  local function callbackOf(fields)
-    local data, opts, ats = "", "{}", nil
-    for i = 1, #fields, 2 do
-      local k = fields[i]
-      if k == "data" then data = fields[i + 1]
-      elseif k == "opts" then opts = fields[i + 1]
-      elseif k == "ats" then ats = fields[i + 1]
-      elseif k == "defa" or k == "rjk" then return nil end
-    end
-    if ats ~= "1" then return nil end
-    -- Printable ASCII without escapes, flat, strings only: there cjson and serde_json read the
-    -- same text alike (cjson also takes raw control bytes, hex, NaN, Infinity, lone surrogates).
-    -- Anything else (an accent, an escaped quote, a number) is left to the processor.
-    if string.byte(opts, 1) ~= 123 or string.find(data, "[^ -~]") or string.find(data, "\\", 1, true) then
-      return nil
-    end
-    local ok, d = pcall(cjson.decode, data)
-    if not ok or type(d) ~= "table" then return nil end
-    for _, v in pairs(d) do
-      if type(v) ~= "string" and type(v) ~= "boolean" and v ~= cjson.null then return nil end
-    end
-    local runId, to, body, from = d["runId"], d["to"], d["body"], d["from"]
-    if type(runId) ~= "string" or #runId == 0 or #runId > 128 or string.find(runId, "[{}]") then
-      return nil
-    end
-    if type(to) ~= "string" or not isE164(to) then return nil end
-    if type(body) ~= "string" or #body > 1600 or not string.find(body, "[!-~]") then return nil end
-    if from == nil or from == cjson.null then from = "" end
-    if type(from) ~= "string" then return nil end
-    if from ~= "" and not isE164(from) and not (#from <= 11 and not string.find(from, "[^%w ]")
-        and string.find(from, "%a")) then
-      return nil
-    end
-    return {runId = runId, to = to, body = body, from = from}
-  end
-
   local req = callbackOf(next[1])
   if req == nil then return {next, mark, false} end
-  local function key(template)
-    local at = string.find(template, "\1", 1, true)
-    return string.sub(template, 1, at - 1) .. req.runId .. string.sub(template, at + 1)
-  end
-  local claim = claimRun({key(A[25]), key(A[26]), key(A[27]), K[17], K[22]},
+  local claim = claimRun({runKey(A[25], req.runId), runKey(A[26], req.runId),
+    runKey(A[27], req.runId), K[17], K[22]},
     {A[28], next[2], A[29], "", A[30], A[31], A[21], req.to, req.from, req.body,
      req.runId, A[32], A[33]}, now)
   table.insert(claim, req.runId)

@@ -8,6 +8,11 @@
   Nothing here reads KEYS or ARGV; needs common.lua (rcall, redisNowMs).
 ]]
 
+-- How far along a message is by its status: a receipt never moves a record back (file-level:
+-- a batch builds the table once per call, not once per job).
+local RECEIPT_RANKS = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2,
+  delivered = 3, undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
+
 -- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
 -- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
 -- `r` = {rec, hist, seen (nil or "" = no repeat check), link (nil = the caller's), runId, sid,
@@ -25,9 +30,7 @@ local function applyReceipt(r)
     return {"repeat", rcall("HGET", rec, "status") or "", "", ""}
   end
 
-  local ranks = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2, delivered = 3,
-    undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
-  local rank = ranks[status]
+  local rank = RECEIPT_RANKS[status]
   local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr", "accepted_at", "error_code")
   local prev = cur[2] or ""
   -- the send path links its sid when it marks the message; any other sid needs its link
