@@ -68,7 +68,8 @@ impl GroupCommit {
             reply,
         };
         if let Err(mpsc::error::SendError(p)) = self.tx.send(pending) {
-            // the task is gone (the runtime is shutting down): nobody groups, so send it alone
+            // the task is gone (the runtime is shutting down): answer as a dropped connection
+            // would, so the caller treats it as any Redis error it may retry
             return Err(closed(p.script));
         }
         answer.await.unwrap_or_else(|_| Err(closed(script)))
