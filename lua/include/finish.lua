@@ -43,10 +43,9 @@ local function moveToFinished(q, f)
 
   local attrs = rcall("HMGET", jobKey, "parentKey", "parent", "deid")
   if rcall("LREM", q.active, "-1", jobId) < 1 then return -3 end
-  -- meta once: the events cap here, and what the fetch that may follow reads (q.metaRead); the
-  -- finish writes none of those fields
-  -- A batch (q.batch: several finishes in one call) reads meta and trims the stream once, at
-  -- its first finish: the trim is approximate ("~") anyway, and no finish writes those fields.
+  -- Meta once: the events cap here, and what the fetch that may follow reads (q.metaRead); the
+  -- finish writes none of those fields. A batch (q.batch: several finishes in one call) reads
+  -- it and trims the stream once, at its first finish: the trim is approximate ("~") anyway.
   local b = q.batch
   if b and b.metaRead then
     q.metaRead = b.metaRead
