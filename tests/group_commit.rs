@@ -307,3 +307,47 @@ async fn one_plain_batch_call_leaves_what_the_same_calls_in_turn_leave() {
     assert!(da.len() > 10, "{da:#?}");
     assert_eq!(da, db);
 }
+
+/// A group's call that fails (here: a "batch" script that cannot run the group) is not the
+/// jobs' answer: each job's own call is sent on its own, and each caller gets that call's answer.
+#[tokio::test]
+async fn a_failed_group_call_sends_each_job_on_its_own() {
+    let server = RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let cmds = Commands::new(
+        conn.clone(),
+        QueueKeys::new("bull", "qfallback"),
+        Default::default(),
+    );
+    cmds.ensure_scripts().await.unwrap();
+    let trips = std::sync::Arc::new(RoundTrips::default());
+    let group = std::sync::Arc::new(ringback::group_commit::GroupCommit::start(
+        conn,
+        trips.clone(),
+    ));
+    let finish = Finish::Completed {
+        returnvalue: "null".into(),
+    };
+    let mut tasks = vec![];
+    for i in 0..10 {
+        // finishes of jobs that do not exist: move_to_finished answers -1 (job missing)
+        let job = ringback::Job::from_fields(format!("missing{i}"), vec![]);
+        let (script, keys, args) =
+            cmds.finished_call(&job, "t", &finish, KeepJobs::KEEP_ALL, None, None, None);
+        let group = group.clone();
+        // window_index is no batch script: the group's call answers no list of replies
+        tasks.push(tokio::spawn(async move {
+            group.run(script, &scripts().window_index, keys, args).await
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap().unwrap(), redis::Value::Int(-1));
+    }
+    // the ten calls queued while the task was not running: one group call, then ten on their own
+    assert_eq!(
+        trips.get(),
+        11,
+        "one failed group call, then one call per job"
+    );
+}
