@@ -351,3 +351,61 @@ async fn a_failed_group_call_sends_each_job_on_its_own() {
         "one failed group call, then one call per job"
     );
 }
+
+/// Status callbacks that arrive together on one Redis go as one receipt_apply_batch call, in
+/// order: the same callback delivered ten times at once is applied once and seen as a repeat
+/// nine times (the repeat marker the first set), and ten runs' statuses are each applied.
+#[tokio::test]
+async fn statuses_that_arrive_together_apply_as_the_same_calls_in_turn() {
+    let server = RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let receipts = std::sync::Arc::new(ringback::receipts::Receipts::new(
+        ringback::connection::commands(&client).await.unwrap(),
+        "agent-callback:".into(),
+        ringback::receipts::ReceiptTimes {
+            repeat_ttl: std::time::Duration::from_secs(60),
+            record_ttl: std::time::Duration::from_secs(600),
+            poll_after: std::time::Duration::from_secs(60),
+        },
+    ));
+    let update = |run: &str, repeat: &str| ringback::receipts::StatusUpdate {
+        run_id: run.into(),
+        sid: format!("SM{run}"),
+        status: "delivered".into(),
+        error_code: None,
+        raw_dlr_done_date: None,
+        source: ringback::receipts::Source::Webhook,
+        repeat_id: Some(repeat.into()),
+        attempt: None,
+    };
+    let mut tasks = vec![];
+    for i in 0..10 {
+        let (r, u) = (receipts.clone(), update("same", "token-1"));
+        tasks.push(tokio::spawn(async move { (0, r.apply(&u).await) }));
+        let (r, u) = (
+            receipts.clone(),
+            update(&format!("run{i}"), &format!("t{i}")),
+        );
+        tasks.push(tokio::spawn(async move { (1, r.apply(&u).await) }));
+    }
+    let mut outcomes: BTreeMap<(i32, String), usize> = BTreeMap::new();
+    for t in tasks {
+        let (kind, applied) = t.await.unwrap();
+        *outcomes
+            .entry((kind, applied.unwrap().outcome))
+            .or_default() += 1;
+    }
+    let want: BTreeMap<(i32, String), usize> = [
+        ((0, "applied".to_string()), 1),
+        ((0, "repeat".to_string()), 9),
+        ((1, "applied".to_string()), 10),
+    ]
+    .into();
+    assert_eq!(outcomes, want);
+    // 20 statuses, fewer calls: they were grouped (the first goes alone while the rest queue)
+    assert!(
+        receipts.round_trips() < 20,
+        "{} calls for 20 statuses",
+        receipts.round_trips()
+    );
+}
