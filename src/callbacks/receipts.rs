@@ -3,11 +3,10 @@
 //! ranked so a record never moves backwards whatever order Twilio delivers them in.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::connection::Conn;
-use crate::group_commit::GroupCommit;
 use serde::Serialize;
 
 use crate::commands::now_ms;
@@ -91,8 +90,6 @@ const RECEIPT_SAMPLE: isize = 200;
 pub struct Receipts {
     conn: Conn,
     trips: Arc<RoundTrips>,
-    /// Groups status calls that queue up together (one Redis only; started by the first).
-    group: Arc<OnceLock<GroupCommit>>,
     claim_prefix: String,
     times: ReceiptTimes,
     topology: Topology,
@@ -104,7 +101,6 @@ impl Receipts {
             topology: Topology::forced_or(Topology::of(&conn)),
             conn,
             trips: Default::default(),
-            group: Arc::default(),
             claim_prefix,
             times,
         }
@@ -156,36 +152,16 @@ impl Receipts {
             &record_ttl,
             u.attempt.as_deref().unwrap_or(""),
         ];
-        let r: Vec<String> = if self.topology.per_slot() {
-            scripts()
-                .receipt_apply
-                .run_in(
-                    self.topology,
-                    &mut self.conn.clone(),
-                    &self.trips,
-                    &keys,
-                    &args,
-                )
-                .await?
-        } else {
-            // one Redis: grouped with other statuses that queue up at the same time
-            let group = self
-                .group
-                .get_or_init(|| GroupCommit::start(self.conn.clone(), self.trips.clone()));
-            let args = args.map(str::to_string).to_vec();
-            let reply = group
-                .run(
-                    &scripts().receipt_apply,
-                    &scripts().receipt_apply_batch,
-                    keys,
-                    args,
-                )
-                .await?;
-            redis::from_redis_value(reply).map_err(|e| Error::Reply {
-                script: "receipt_apply",
-                detail: e.to_string(),
-            })?
-        };
+        let r: Vec<String> = scripts()
+            .receipt_apply
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
+            .await?;
         let [outcome, status, previous, unlinked] = r.as_slice() else {
             return Err(Error::Reply {
                 script: "receipt_apply",

@@ -69,8 +69,6 @@ scripts! {
     window_settle_unknown => "window_settle_unknown.lua",
     window_index => "window_index.lua",
     receipt_apply => "receipt_apply.lua" [window],
-    /// Several receipt_apply calls in one (the group commit of status callbacks, one Redis).
-    receipt_apply_batch => "receipt_apply_batch.lua" [window],
     claim_due => "claim_due.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.
     finish_sent => "finish_sent.lua" [finish, window, fused],
