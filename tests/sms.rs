@@ -562,17 +562,10 @@ async fn ringback_status_prints_the_record_for_a_person() {
 
 /// `INFO commandstats` calls of `cmd` so far.
 async fn calls(e: &Env, cmd: &str) -> u64 {
-    let mut c = e.redis.conn().await;
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query_async(&mut c)
+    commandstats(e)
         .await
-        .unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
-        .and_then(|rest| rest.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+        .get(cmd)
+        .map_or(0, |(calls, _)| *calls)
 }
 
 /// 30 runs and 10 repeats through one worker, with the single-Redis finish (`fused`) or with
