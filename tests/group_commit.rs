@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use common::{Add, RedisServer, add_job};
 use redis::AsyncCommands;
 use ringback::commands::{Commands, FetchArgs, Fetched, Finish};
+use ringback::group_commit::batch_layout;
 use ringback::job::KeepJobs;
 use ringback::keys::{QueueKeys, WindowKeys};
 use ringback::scripts::{RoundTrips, scripts};
@@ -190,19 +191,6 @@ async fn dump(c: &mut redis::aio::MultiplexedConnection, side: &str) -> BTreeMap
     out
 }
 
-/// One batch call's KEYS and ARGV for `parts` (each job's KEYS and ARGV as its single call takes
-/// them): ARGV[1..3] = jobs, keys per job, arguments per job.
-fn batch_layout(parts: &[(Vec<String>, Vec<String>)]) -> (Vec<String>, Vec<String>) {
-    let (nk, na) = (parts[0].0.len(), parts[0].1.len());
-    let mut keys = vec![];
-    let mut args = vec![parts.len().to_string(), nk.to_string(), na.to_string()];
-    for (k, v) in parts {
-        keys.extend_from_slice(k);
-        args.extend_from_slice(v);
-    }
-    (keys, args)
-}
-
 #[tokio::test]
 async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
     let server = RedisServer::start();
@@ -212,8 +200,13 @@ async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
 
     // alpha: one call for the three finishes
     let parts = calls(&a, true);
-    let nk = parts[0].0.len();
+    let (nk, na) = (parts[0].0.len(), parts[0].1.len());
     let (keys, args) = batch_layout(&parts);
+    // each later job sends only what differs from the job before it
+    assert!(
+        keys.len() < nk * FINISHING && args.len() < 3 + na * FINISHING,
+        "{keys:?} {args:?}"
+    );
     let batch: Vec<redis::Value> = scripts()
         .finish_sent_batch
         .run(&mut conn, &trips, &keys, &args)
@@ -264,6 +257,22 @@ async fn one_batch_call_leaves_what_the_same_calls_in_turn_leave() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("layout"), "{err}");
+    // so is a job's spec naming a position past its layout
+    let mut bad = args.clone();
+    let spec = 3 + na; // the second job's spec (0-based: after ARGV[1..3] and the first job's)
+    assert!(bad[spec].contains('|'), "{bad:?}");
+    bad[spec] = format!("{}|", nk + 1);
+    let err = scripts()
+        .finish_sent_batch
+        .run::<_, redis::Value, _, _>(&mut conn, &trips, &keys, &bad)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("bad spec"), "{err}");
+    assert_eq!(
+        dump(&mut c, "alpha").await,
+        da,
+        "nothing written by a refused layout"
+    );
 }
 
 #[tokio::test]

@@ -193,3 +193,58 @@ local function fetchNextOrDrain(q, now, w)
   end
   return nil
 end
+
+-- The group commit's layout (src/store/group_commit.rs, `batch_layout`, says it in full): ARGV[1..3]
+-- the number of jobs, keys and arguments per job; the first job's KEYS/ARGV in full; then per
+-- further job a spec "<key positions>|<argument positions>" of what differs from the job before
+-- it, its new arguments after it in ARGV, its new keys in turn in KEYS. Calls `run(i, K, A)` for
+-- each job in order, with its KEYS/ARGV as tables laid out exactly as its single call's (the same
+-- two tables each time, updated in place: `run` must not keep them past its turn). The whole
+-- layout is checked before the first job runs; returns nil and the reason when it does not add
+-- up (nothing written), else true.
+local function batchParts(run)
+  local n, nk, na = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+  if n == nil or nk == nil or na == nil then return nil, "layout does not match its counts" end
+  -- an empty group: nothing to run
+  if n == 0 and #KEYS == 0 and #ARGV == 3 then return true end
+  if n < 1 or #KEYS < nk or #ARGV < 3 + na then return nil, "layout does not match its counts" end
+  local specs = {}
+  local function positions(list, max)
+    local out = {}
+    for x in string.gmatch(list, "[^,]+") do
+      local at = tonumber(x)
+      if at == nil or at < 1 or at > max or at % 1 ~= 0 then return nil end
+      out[#out + 1] = at
+    end
+    return out
+  end
+  -- each later job's spec (parsed once per distinct text) and where its values start
+  local plan, kAt, aAt = {}, nk, 3 + na
+  for i = 2, n do
+    local text = ARGV[aAt + 1]
+    if text == nil then return nil, "layout does not match its counts" end
+    local spec = specs[text]
+    if spec == nil then
+      local bar = string.find(text, "|", 1, true)
+      local ks = bar and positions(string.sub(text, 1, bar - 1), nk)
+      local as = bar and positions(string.sub(text, bar + 1), na)
+      if not (ks and as) then return nil, "bad spec " .. text end
+      spec = {ks, as}
+      specs[text] = spec
+    end
+    plan[i] = {spec, kAt, aAt + 1}
+    kAt, aAt = kAt + #spec[1], aAt + 1 + #spec[2]
+  end
+  if kAt ~= #KEYS or aAt ~= #ARGV then return nil, "layout does not match its counts" end
+  local K, A = {unpack(KEYS, 1, nk)}, {unpack(ARGV, 4, 3 + na)}
+  for i = 1, n do
+    local p = plan[i]
+    if p then
+      local ks, as, k0, a0 = p[1][1], p[1][2], p[2], p[3]
+      for j = 1, #ks do K[ks[j]] = KEYS[k0 + j] end
+      for j = 1, #as do A[as[j]] = ARGV[a0 + j] end
+    end
+    run(i, K, A)
+  end
+  return true
+end

@@ -21,6 +21,21 @@ local RECEIPT_RANKS = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sen
 -- one-call webhook) leaves it out; the 4th reply element then says whether the MessageSid link
 -- is missing ("1": the record did not know this sid), for the caller to write. The reconcile
 -- schedule is the send path's (markSentRun), never a receipt's.
+-- One entry in a run's receipt history (applyReceipt's `r`, its time as a string, the outcome).
+-- (File-level, as the window's other helpers: a function made inside a step is one more
+-- closure for Lua's collector per job.)
+local function rememberReceipt(r, now, outcome)
+  local code, dlr = r.code, r.dlr
+  local entry = {status = r.status, sid = r.sid, at = tonumber(now), source = r.source,
+    outcome = outcome}
+  if code ~= "" then entry["error_code"] = code end
+  if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
+  if r.attempt and r.attempt ~= "" then entry["attempt"] = r.attempt end
+  -- the last 200 entries; the trim runs only past them (RPUSH answers the length)
+  if rcall("RPUSH", r.hist, cjson.encode(entry)) > 200 then rcall("LTRIM", r.hist, -200, -1) end
+  rcall("PEXPIRE", r.hist, r.recordTtl)
+end
+
 local function applyReceipt(r)
   local rec, hist = r.rec, r.hist
   local runId, sid, status, code, dlr, source = r.runId, r.sid, r.status, r.code, r.dlr, r.source
@@ -37,23 +52,13 @@ local function applyReceipt(r)
   local unlinked = ""
   if cur[1] ~= sid then unlinked = "1" end
 
-  local function remember(outcome)
-    local entry = {status = status, sid = sid, at = tonumber(now), source = source, outcome = outcome}
-    if code ~= "" then entry["error_code"] = code end
-    if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
-    if r.attempt and r.attempt ~= "" then entry["attempt"] = r.attempt end
-    -- the last 200 entries; the trim runs only past them (RPUSH answers the length)
-    if rcall("RPUSH", hist, cjson.encode(entry)) > 200 then rcall("LTRIM", hist, -200, -1) end
-    rcall("PEXPIRE", hist, r.recordTtl)
-  end
-
   if r.link then rcall("SET", r.link, runId, "PX", r.recordTtl) end
   if rank == nil then
-    remember("unknown")
+    rememberReceipt(r, now, "unknown")
     return {"unknown", prev, prev, unlinked}
   end
   if cur[1] and cur[1] ~= sid then
-    remember("other")
+    rememberReceipt(r, now, "other")
     return {"other", prev, prev, unlinked}
   end
 
@@ -77,7 +82,7 @@ local function applyReceipt(r)
       end
     end
   end
-  remember(outcome)
+  rememberReceipt(r, now, outcome)
   if outcome ~= "applied" then
     if outcome == "same" and code ~= "" and not cur[6] then
       rcall("HSET", rec, "error_code", code)
@@ -88,13 +93,36 @@ local function applyReceipt(r)
   -- one HSET (each Redis command costs more than the Lua that builds its arguments)
   local fields = {"run_id", runId, "sid", sid, "status", status, "rank", int(rank), "updated_at", now,
     "source", source}
-  local function field(k, v) fields[#fields + 1] = k; fields[#fields + 1] = v end
-  if code ~= "" then field("error_code", code) end
-  if dlr ~= "" then field("dlr", dlr) end
-  if not cur[5] then field("accepted_at", now) end
+  local n = #fields
+  if code ~= "" then fields[n + 1], fields[n + 2], n = "error_code", code, n + 2 end
+  if dlr ~= "" then fields[n + 1], fields[n + 2], n = "dlr", dlr, n + 2 end
+  if not cur[5] then fields[n + 1], fields[n + 2] = "accepted_at", now end
   rcall("HSET", rec, unpack(fields))
   rcall("PEXPIRE", rec, r.recordTtl)
   return {"applied", status, prev, unlinked}
+end
+
+-- claimRun's new attempt: the claim (a lease) and the record, in one step. `hadRecord`: the
+-- record exists (it is replaced).
+local function freshAttempt(keys, args, now, token, hadRecord)
+  local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
+  local nowS = int(now)
+  rcall("SET", claimKey, "pending:" .. token, "PX", args[12])
+  if hadRecord then rcall("DEL", attemptKey) end
+  rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
+    "claimed_at", nowS, "since", nowS, "to", args[8], "from", args[9], "body", args[10])
+  rcall("PEXPIRE", attemptKey, args[7])
+  -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
+  if index then rcall("ZADD", index, int(now + tonumber(args[5])), args[11]) end
+  -- the console's newest-first list, capped approximately: the trim runs on about one new
+  -- member in 16 (the token's last hex digit is 0; a token is a random UUID), so the list
+  -- may hold a few dozen past the cap between trims, never more for long; no ZCARD per claim
+  if keys[5] then
+    if rcall("ZADD", keys[5], nowS, args[11]) == 1 and string.byte(token, -1) % 16 == 0 then
+      rcall("ZREMRANGEBYRANK", keys[5], "0", int(-tonumber(args[13]) - 1))
+    end
+  end
+  return {"claimed", token, now}
 end
 
 -- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
@@ -103,20 +131,22 @@ end
 local function claimRun(keys, args, now)
   local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
   now = now or redisNowMs()
-  local nowS = int(now)
-  local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), args[12]
-  local supersede, runId = args[4], args[11]
   -- PerSlot: the caller's index entry (its intent) is due at args[14]; past it a sweep may have
   -- taken the entry and may drop it, so no attempt is opened on it: the caller comes back
   local intentDue = tonumber(args[14])
   local intentGone = intentDue ~= nil and now >= intentDue
   -- A new run has none of its three keys: one EXISTS answers that, and the reads are skipped
-  local v, flat, receipt = false, {}, ""
-  if rcall("EXISTS", claimKey, attemptKey, keys[3]) > 0 then
-    v = rcall("GET", claimKey)
-    flat = rcall("HGETALL", attemptKey)
-    receipt = rcall("HGET", keys[3], "sid") or ""
+  -- (and so is everything below: a new run is the common case)
+  if rcall("EXISTS", claimKey, attemptKey, keys[3]) == 0 then
+    if intentGone then return {"busy", 1, now} end
+    return freshAttempt(keys, args, now, args[1], false)
   end
+  local nowS = int(now)
+  local pendingTtl, hold, lease = tonumber(args[5]), tonumber(args[6]), args[12]
+  local supersede, runId = args[4], args[11]
+  local v = rcall("GET", claimKey)
+  local flat = rcall("HGETALL", attemptKey)
+  local receipt = rcall("HGET", keys[3], "sid") or ""
   local rec = {}
   for i = 1, #flat, 2 do rec[flat[i]] = flat[i + 1] end
 
@@ -138,26 +168,10 @@ local function claimRun(keys, args, now)
     return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", now}
   end
 
-  -- A new attempt: the claim (a lease) and the record, in one step.
+  -- A new attempt (the record, when there is one, is replaced: a path below may have DELeted it)
   local function fresh(token)
     if intentGone then return {"busy", 1, now} end
-    rcall("SET", claimKey, "pending:" .. token, "PX", lease)
-    -- a new run has no record (HGETALL above read it, or a path below DELeted it): no DEL then
-    if #flat > 0 then rcall("DEL", attemptKey) end
-    rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
-      "claimed_at", nowS, "since", nowS, "to", args[8], "from", args[9], "body", args[10])
-    rcall("PEXPIRE", attemptKey, args[7])
-    -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
-    if index then rcall("ZADD", index, int(now + pendingTtl), runId) end
-    -- the console's newest-first list, capped approximately: the trim runs on about one new
-    -- member in 16 (the token's last hex digit is 0; a token is a random UUID), so the list
-    -- may hold a few dozen past the cap between trims, never more for long; no ZCARD per claim
-    if keys[5] then
-      if rcall("ZADD", keys[5], nowS, runId) == 1 and string.byte(token, -1) % 16 == 0 then
-        rcall("ZREMRANGEBYRANK", keys[5], "0", int(-tonumber(args[13]) - 1))
-      end
-    end
-    return {"claimed", token, now}
+    return freshAttempt(keys, args, now, token, #flat > 0)
   end
 
   local function since() return rec["since"] or rec["claimed_at"] or nowS end

@@ -12,7 +12,8 @@
 // subject the simulator as Twilio (TWILIO_API_BASE and test credentials): the SMS benchmark.
 // `--slowlog` also breaks Redis's time down by command and script (SLOWLOG at 0 µs: it costs
 // Redis time itself, so its run's totals are not the headline figures). Peak RSS is the
-// worker's VmHWM.
+// worker's VmHWM. `--commands` adds, per job, the calls and Redis µs of each command (INFO
+// commandstats: a script's inner commands count on their own, and again inside EVALSHA's µs).
 //
 // `--rate <jobs/s>` (with --twilio): the latency run. The worker runs first on an empty queue;
 // the producer adds JOBS callbacks at that steady rate (Queue.add, paced every 10 ms), and each
@@ -37,6 +38,26 @@ async function redisWork(r) {
   const cpu = await r.info('cpu');
   const cpuSeconds = Number(/used_cpu_user_main_thread:([\d.]+)/.exec(cpu)[1]) + Number(/used_cpu_sys_main_thread:([\d.]+)/.exec(cpu)[1]);
   return { commands, scripts, cpuSeconds };
+}
+
+/** INFO commandstats as {command: {calls, usec}}. */
+async function commandStats(r) {
+  const cs = await r.info('commandstats');
+  const by = {};
+  for (const m of cs.matchAll(/cmdstat_([\w|]+):calls=(\d+),usec=(\d+)/g)) by[m[1]] = { calls: Number(m[2]), usec: Number(m[3]) };
+  return by;
+}
+
+/** Per job, each command's calls and µs between two commandStats snapshots, dearest first. */
+function commandsPerJob(before, after, jobs) {
+  const rows = [];
+  for (const [cmd, a] of Object.entries(after)) {
+    const b = before[cmd] || { calls: 0, usec: 0 };
+    if (a.calls === b.calls) continue;
+    rows.push([cmd, Number(((a.calls - b.calls) / jobs).toFixed(2)), Number(((a.usec - b.usec) / jobs).toFixed(2))]);
+  }
+  rows.sort((x, y) => y[2] - x[2]);
+  return Object.fromEntries(rows.map(([c, calls, us]) => [c, { calls, us }]));
 }
 
 /** CPU seconds (user + sys) a process has used so far, from /proc (Linux). */
@@ -102,6 +123,7 @@ async function main() {
       subject: { type: 'string', multiple: true },
       twilio: { type: 'string' },
       slowlog: { type: 'boolean', default: false },
+      commands: { type: 'boolean', default: false },
       rate: { type: 'string' },
       table: { type: 'string' },
     },
@@ -153,6 +175,7 @@ async function main() {
       await r.config('SET', 'slowlog-max-len', String(jobs * 12));
       await r.slowlog('RESET');
     }
+    const statsBefore = values.commands ? await commandStats(r) : undefined;
     const before = await redisWork(r);
     const workerBefore = processCpuSeconds(child.pid);
     const t0 = process.hrtime.bigint();
@@ -165,6 +188,7 @@ async function main() {
     }
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     const after = await redisWork(r);
+    const byCommand = values.commands ? commandsPerJob(statsBefore, await commandStats(r), jobs) : undefined;
     const workerCpu = processCpuSeconds(child.pid) - workerBefore;
     const peakRssMb = Math.round(Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) / 1024);
     const breakdown = values.slowlog ? await slowlogBreakdown(r, jobs) : undefined;
@@ -186,6 +210,7 @@ async function main() {
       peakRssMb,
       ...(sms ? { texts: await texted(values.twilio) } : {}),
       ...(breakdown ? { redisMicrosPerJobBy: breakdown } : {}),
+      ...(byCommand ? { perJobByCommand: byCommand } : {}),
     };
     console.log(JSON.stringify(row));
     results.push(row);

@@ -8,10 +8,16 @@
 //! (the script's prelude, its arguments' tables, one `TIME`, the queue's meta, the events trim,
 //! the delayed promotion, the marker) is paid once per group instead of once per job.
 //!
-//! A group's call is the same calls one after another, in one script (each job's part is laid
-//! out exactly as its single call's KEYS/ARGV), so Node sees what those calls would leave. If the
-//! group's call fails (a dropped connection, say), each job's call is sent again on its own and
-//! its caller gets that call's own answer or error, as without grouping.
+//! A group's call is the same calls one after another, in one script (each job's part is exactly
+//! its single call's KEYS/ARGV), so Node sees what those calls would leave. If the group's call
+//! fails (a dropped connection, say), each job's call is sent again on its own and its caller
+//! gets that call's own answer or error, as without grouping.
+//!
+//! The group's call carries each job's part as a difference from the part before it
+//! ([`batch_layout`]): jobs of one queue share most of their KEYS/ARGV (the queue's keys, the
+//! options), and every argument costs Redis a string to parse, one to make for Lua and one more
+//! for its collector (~60 ns each, measured with redis-benchmark): an SMS job's 55 strings
+//! become ~17.
 
 use std::sync::Arc;
 
@@ -141,17 +147,14 @@ async fn send(conn: &Conn, trips: &RoundTrips, part: Vec<Pending>) {
         return;
     }
     let (script, batch) = (part[0].script, part[0].batch);
-    let (n, nk, na) = (part.len(), part[0].keys.len(), part[0].args.len());
-    // each job's KEYS and ARGV move into the group's (no copies: ~55 strings per SMS job)
-    let mut keys = Vec::with_capacity(nk * n);
-    let mut args = Vec::with_capacity(3 + na * n);
-    args.extend([n.to_string(), nk.to_string(), na.to_string()]);
+    let n = part.len();
+    let mut calls = Vec::with_capacity(n);
     let mut replies = Vec::with_capacity(n);
     for p in part {
-        keys.extend(p.keys);
-        args.extend(p.args);
+        calls.push((p.keys, p.args));
         replies.push(p.reply);
     }
+    let (keys, args) = batch_layout(&calls);
     let reply: redis::RedisResult<Value> = batch.run(&mut conn.clone(), trips, &keys, &args).await;
     match reply {
         Ok(Value::Array(items)) if items.len() == n => {
@@ -162,13 +165,78 @@ async fn send(conn: &Conn, trips: &RoundTrips, part: Vec<Pending>) {
         other => {
             tracing::warn!(script = batch.name, jobs = n, reply = ?other,
                 "a grouped finishing call failed; sending each job's call on its own");
-            for (i, reply) in replies.into_iter().enumerate() {
-                let (k, a) = (
-                    &keys[i * nk..(i + 1) * nk],
-                    &args[3 + i * na..3 + (i + 1) * na],
-                );
+            for (reply, (k, a)) in replies.into_iter().zip(&calls) {
                 let _ = reply.send(script.run(&mut conn.clone(), trips, k, a).await);
             }
         }
+    }
+}
+
+/// One batch call's KEYS and ARGV for `calls` (each job's KEYS and ARGV as its single call takes
+/// them; all of one length each), as the batch scripts read them (`batchParts` in
+/// lua/include/finish.lua):
+/// - ARGV[1..3]: the number of jobs, keys per job, arguments per job;
+/// - the first job's KEYS and ARGV in full (KEYS[1..k], ARGV[4..3+a]);
+/// - for each further job, in ARGV: which of its KEYS and ARGV differ from the job's before it,
+///   as `"<key positions>|<argument positions>"` (1-based, comma-separated; `"|"` = none), then
+///   those arguments in order; its differing keys follow in KEYS, in order.
+pub fn batch_layout<S: AsRef<str>>(calls: &[(Vec<S>, Vec<S>)]) -> (Vec<String>, Vec<String>) {
+    let Some((k0, a0)) = calls.first() else {
+        return (vec![], vec!["0".into(), "0".into(), "0".into()]);
+    };
+    let owned = |v: &[S]| v.iter().map(|x| x.as_ref().to_string()).collect::<Vec<_>>();
+    let mut keys = owned(k0);
+    let mut args = vec![
+        calls.len().to_string(),
+        k0.len().to_string(),
+        a0.len().to_string(),
+    ];
+    args.extend(owned(a0));
+    for pair in calls.windows(2) {
+        let ((pk, pa), (k, a)) = (&pair[0], &pair[1]);
+        let changed = |was: &[S], now: &[S]| -> Vec<usize> {
+            (0..now.len())
+                .filter(|&i| was.get(i).map(AsRef::as_ref) != Some(now[i].as_ref()))
+                .collect()
+        };
+        let (ck, ca) = (changed(pk, k), changed(pa, a));
+        let list = |at: &[usize]| {
+            at.iter()
+                .map(|i| (i + 1).to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        args.push(format!("{}|{}", list(&ck), list(&ca)));
+        args.extend(ca.iter().map(|&i| a[i].as_ref().to_string()));
+        keys.extend(ck.iter().map(|&i| k[i].as_ref().to_string()));
+    }
+    (keys, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batch_layout;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn later_jobs_carry_only_what_differs_from_the_job_before() {
+        let calls = vec![
+            (v(&["q:wait", "q:1"]), v(&["1", "x", "opts"])),
+            (v(&["q:wait", "q:2"]), v(&["2", "x", "opts"])),
+            (v(&["q:wait", "q:3"]), v(&["3", "y", "opts"])),
+            (v(&["q:wait", "q:3"]), v(&["3", "y", "opts"])),
+        ];
+        let (keys, args) = batch_layout(&calls);
+        assert_eq!(keys, v(&["q:wait", "q:1", "q:2", "q:3"]));
+        assert_eq!(
+            args,
+            v(&[
+                "4", "2", "3", "1", "x", "opts", "2|1", "2", "2|1,2", "3", "y", "|"
+            ])
+        );
+        assert_eq!(batch_layout::<String>(&[]).1, v(&["0", "0", "0"]));
     }
 }
