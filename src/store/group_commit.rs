@@ -27,9 +27,12 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 use super::connection::Conn;
 use super::scripts::{LuaScript, RoundTrips};
 
-/// Group calls in flight at once (more would only queue in Redis; fewer would idle it while a
-/// reply travels back).
-pub const IN_FLIGHT: usize = 2;
+/// Group calls in flight at once. Fewer idle Redis while replies travel back and the worker
+/// turns them into the next jobs' work; more make groups smaller (a fixed cost per call each).
+/// Measured (20,000 SMS jobs at concurrency 50, three interleaved rounds, Redis on its own core):
+/// 2 → 10,388 jobs/s median, 3 → 13,326, 4 → 15,153, 6 → 15,031 (0.19 calls per job against
+/// 0.14 at 4).
+pub const IN_FLIGHT: usize = 4;
 
 /// Most jobs in one group (a bound on one script's run time: ~40 µs of Redis per SMS job).
 pub const MAX_GROUP: usize = 32;
