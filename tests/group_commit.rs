@@ -334,6 +334,7 @@ async fn a_failed_group_call_sends_each_job_on_its_own() {
     let group = std::sync::Arc::new(ringback::group_commit::GroupCommit::start(
         conn,
         trips.clone(),
+        ringback::group_commit::IN_FLIGHT,
     ));
     let finish = Finish::Completed {
         returnvalue: "null".into(),

@@ -11,7 +11,8 @@
 // `--twilio <simulator base>` makes the jobs callbacks ({runId, to, body}) and gives every
 // subject the simulator as Twilio (TWILIO_API_BASE and test credentials): the SMS benchmark.
 // `--slowlog` also breaks Redis's time down by command and script (SLOWLOG at 0 µs: it costs
-// Redis time itself, so its run's totals are not the headline figures). Peak RSS is the
+// Redis time itself, so its run's totals are not the headline figures; a script's time includes
+// the commands it ran, which are listed on their own too). Peak RSS is the
 // worker's VmHWM. `--commands` adds, per job, the calls and Redis µs of each command (INFO
 // commandstats: a script's inner commands count on their own, and again inside EVALSHA's µs).
 //
@@ -99,11 +100,16 @@ function scriptNames() {
   return names;
 }
 
-/** Redis µs per job by command (EVALSHA by script name), from SLOWLOG at 0 µs. */
+/** SLOWLOG entries kept per job in the `--slowlog` run. */
+const SLOWLOG_PER_JOB = 64;
+
+/** Redis µs per job by command (EVALSHA by script name), from SLOWLOG at 0 µs. A script's row
+ * includes the commands it ran, which have their own rows as well. */
 async function slowlogBreakdown(r, jobs) {
   const names = scriptNames();
   const entries = await r.slowlog('GET', -1);
   await r.config('SET', 'slowlog-log-slower-than', '10000');
+  if (entries.length >= jobs * SLOWLOG_PER_JOB) throw new Error('SLOWLOG filled up: the breakdown would miss entries');
   const by = {};
   for (const [, , micros, args] of entries) {
     const cmd = String(args[0]).toLowerCase();
@@ -172,7 +178,9 @@ async function main() {
     await new Promise((res) => setTimeout(res, 1500));
     if (values.slowlog) {
       await r.config('SET', 'slowlog-log-slower-than', '0');
-      await r.config('SET', 'slowlog-max-len', String(jobs * 12));
+      // Redis 7 logs the commands a script runs too (~40 per SMS job): room for all of them,
+      // or the breakdown would divide the last few thousand jobs' time by every job
+      await r.config('SET', 'slowlog-max-len', String(jobs * SLOWLOG_PER_JOB));
       await r.slowlog('RESET');
     }
     const statsBefore = values.commands ? await commandStats(r) : undefined;

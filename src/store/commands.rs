@@ -5,7 +5,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::connection::Conn;
-use crate::group_commit::GroupCommit;
+use crate::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};
 use redis::Value;
 
 use crate::error::{Error, ScriptCode};
@@ -112,8 +112,10 @@ pub struct Commands {
     conn: Conn,
     keys: Arc<QueueKeys>,
     trips: Arc<RoundTrips>,
-    /// Groups finishing calls that queue up together (started by the first that can group).
+    /// Groups finishing calls that queue up together (started by the first that can group):
+    /// plain finishes, and finishes with a processor's step (each with its own calls in flight).
     group: Arc<OnceLock<GroupCommit>>,
+    step_group: Arc<OnceLock<GroupCommit>>,
 }
 
 impl Commands {
@@ -123,6 +125,7 @@ impl Commands {
             keys: Arc::new(keys),
             trips,
             group: Arc::default(),
+            step_group: Arc::default(),
         }
     }
 
@@ -292,7 +295,14 @@ impl Commands {
     /// The group commit of this queue's finishing calls, started by the first call that uses it.
     fn group(&self) -> &GroupCommit {
         self.group
-            .get_or_init(|| GroupCommit::start(self.conn.clone(), self.trips.clone()))
+            .get_or_init(|| GroupCommit::start(self.conn.clone(), self.trips.clone(), IN_FLIGHT))
+    }
+
+    /// The group commit of this queue's finishing calls with a processor's step.
+    fn step_group(&self) -> &GroupCommit {
+        self.step_group.get_or_init(|| {
+            GroupCommit::start(self.conn.clone(), self.trips.clone(), IN_FLIGHT_STEP)
+        })
     }
 
     async fn move_to_finished(
@@ -337,7 +347,7 @@ impl Commands {
         let (script, keys, args) =
             self.finished_call(job, token, &finish, keep, metrics_max, fetch, Some(step));
         let reply: Value = match batch {
-            Some(batch) => self.group().run(script, batch, keys, args).await?,
+            Some(batch) => self.step_group().run(script, batch, keys, args).await?,
             None => {
                 script
                     .run(&mut self.conn.clone(), &self.trips, &keys, &args)
