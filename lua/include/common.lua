@@ -19,8 +19,11 @@ end
 -- string with "%.14g", a floating-point conversion that costs more than most commands' own work
 -- (issue 12's profile of Redis: ~4 % of its CPU per SMS job went to it); "%d" is an integer one.
 -- Hot paths pass strings: ARGV as they came, literals quoted, and computed numbers through here.
+-- The last conversion is kept: a batch's jobs share one `now`, converted several times per job.
+local intLast, intLastText = nil, nil
 local function int(n)
-  return string.format("%d", n)
+  if n ~= intLast then intLast, intLastText = n, string.format("%d", n) end
+  return intLastText
 end
 
 -- Split a full job key "<prefix>:<queue>:<id>" given the queue key prefix length.

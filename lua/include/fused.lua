@@ -46,10 +46,17 @@ local function callbackOf(fields)
   return {runId = runId, to = to, body = body, from = from}
 end
 
--- A key template ("\1" where the runId goes) filled with `runId`.
+-- A key template ("\1" where the runId goes) filled with `runId`; each template's two halves
+-- are split once per call (a batch's jobs share their templates).
+local templateHalves = {}
 local function runKey(template, runId)
-  local at = string.find(template, "\1", 1, true)
-  return string.sub(template, 1, at - 1) .. runId .. string.sub(template, at + 1)
+  local halves = templateHalves[template]
+  if halves == nil then
+    local at = string.find(template, "\1", 1, true)
+    halves = {string.sub(template, 1, at - 1), string.sub(template, at + 1)}
+    templateHalves[template] = halves
+  end
+  return halves[1] .. runId .. halves[2]
 end
 
 local function finishSent(K, A, now, batch)
