@@ -179,6 +179,40 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     g.bench_function("pack_finish_sent_args", |b| {
         b.iter(|| pack(Some((&scripts().finish_sent, &step_keys, &step_args))))
     });
+    // a group of ten SMS finishes as the group commit sends it: each later job as what differs
+    // from the one before (its job, tokens, sid, run), packed into one finish_sent_batch call
+    let (_, keys, args) = cmds.finished_call(
+        &job,
+        token,
+        &finish,
+        keep,
+        None,
+        Some(&fetch),
+        Some((&scripts().finish_sent, &step_keys, &step_args)),
+    );
+    let group: Vec<(Vec<String>, Vec<String>)> = (0..10)
+        .map(|i| {
+            let vary = |v: &[String]| -> Vec<String> {
+                v.iter()
+                    .map(|x| {
+                        x.replace("42", &format!("4{i}"))
+                            .replace("run-123", &format!("run-12{i}"))
+                            .replace("0123456789abcdef", &format!("0123456789abcde{i}"))
+                    })
+                    .collect()
+            };
+            (vary(&keys), vary(&args))
+        })
+        .collect();
+    g.bench_function("pack_group_of_10_finish_sent", |b| {
+        b.iter(|| {
+            let (keys, args) = ringback::group_commit::batch_layout(std::hint::black_box(&group));
+            scripts()
+                .finish_sent_batch
+                .command(By::Hash, &keys, &args)
+                .get_packed_command()
+        })
+    });
     // move_to_finished's answer with the next job: {fields, id, 0, 0}
     let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
     let fields = job_fields()

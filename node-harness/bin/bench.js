@@ -61,6 +61,14 @@ function commandsPerJob(before, after, jobs) {
   return Object.fromEntries(rows.map(([c, calls, us]) => [c, { calls, us }]));
 }
 
+/** CPU seconds all of the machine's cores have been busy so far (/proc/stat: all but idle and
+ * iowait), for what bounds a run: every process on the machine shares its cores. */
+function machineBusySeconds() {
+  const t = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = t.slice(0, 8).reduce((a, b) => a + b, 0);
+  return (total - t[3] - t[4]) / 100; // USER_HZ is 100 on Linux
+}
+
 /** CPU seconds (user + sys) a process has used so far, from /proc (Linux). */
 function processCpuSeconds(pid) {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -130,6 +138,7 @@ async function main() {
       twilio: { type: 'string' },
       slowlog: { type: 'boolean', default: false },
       commands: { type: 'boolean', default: false },
+      'sim-pid': { type: 'string' },
       rate: { type: 'string' },
       table: { type: 'string' },
     },
@@ -186,6 +195,9 @@ async function main() {
     const statsBefore = values.commands ? await commandStats(r) : undefined;
     const before = await redisWork(r);
     const workerBefore = processCpuSeconds(child.pid);
+    const simPid = values['sim-pid'] ? Number(values['sim-pid']) : undefined;
+    const simBefore = simPid ? processCpuSeconds(simPid) : 0;
+    const machineBefore = machineBusySeconds();
     const t0 = process.hrtime.bigint();
     await queue.resume();
     for (;;) {
@@ -198,6 +210,8 @@ async function main() {
     const after = await redisWork(r);
     const byCommand = values.commands ? commandsPerJob(statsBefore, await commandStats(r), jobs) : undefined;
     const workerCpu = processCpuSeconds(child.pid) - workerBefore;
+    const machineCpu = machineBusySeconds() - machineBefore;
+    const simCpu = simPid ? processCpuSeconds(simPid) - simBefore : undefined;
     const peakRssMb = Math.round(Number(/VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]) / 1024);
     const breakdown = values.slowlog ? await slowlogBreakdown(r, jobs) : undefined;
     child.kill('SIGTERM');
@@ -216,6 +230,11 @@ async function main() {
       redisCpuMicrosPerJob: Number((((after.cpuSeconds - before.cpuSeconds) * 1e6) / jobs).toFixed(1)),
       workerCpuMicrosPerJob: Number(((workerCpu * 1e6) / jobs).toFixed(1)),
       peakRssMb,
+      // every process on the machine (Redis, the worker, the simulator, this script), per job,
+      // and how many cores were busy on average: what a run on a saturated machine is bound by
+      machineCpuMicrosPerJob: Number(((machineCpu * 1e6) / jobs).toFixed(1)),
+      machineBusyCores: Number((machineCpu / seconds).toFixed(2)),
+      ...(simCpu !== undefined ? { simCpuMicrosPerJob: Number(((simCpu * 1e6) / jobs).toFixed(1)) } : {}),
       ...(sms ? { texts: await texted(values.twilio) } : {}),
       ...(breakdown ? { redisMicrosPerJobBy: breakdown } : {}),
       ...(byCommand ? { perJobByCommand: byCommand } : {}),
@@ -259,6 +278,8 @@ function table(file) {
     jobsPerSecond: by(sms, n, 'jobsPerSecond'), rounds: sms.filter((r) => r.subject === n).length,
     redisCpu: by(sms, n, 'redisCpuMicrosPerJob'), cmds: by(sms, n, 'redisCommandsPerJob'),
     scripts: by(sms, n, 'scriptCallsPerJob'), workerCpu: by(sms, n, 'workerCpuMicrosPerJob'),
+    machineCpu: by(sms, n, 'machineCpuMicrosPerJob'), busy: by(sms, n, 'machineBusyCores'),
+    simCpu: by(sms, n, 'simCpuMicrosPerJob'),
     rss: by(sms, n, 'peakRssMb'), p50: by(lat, n, 'p50Ms'), p99: by(lat, n, 'p99Ms'),
   }]));
   const base = fig.node || fig[names[0]];
@@ -275,6 +296,8 @@ function table(file) {
       f(x.scripts, 2), f(x.workerCpu, 1), ratio(x.workerCpu, base.workerCpu), f(x.rss),
       ratio(x.rss, base.rss), f(x.p50), f(x.p99)].join(' | ')} |`);
   }
+  const cpu = names.filter((n) => fig[n].machineCpu !== undefined)
+    .map((n) => `${n} ${f(fig[n].machineCpu, 1)} µs (${f(fig[n].busy, 2)} cores busy${fig[n].simCpu !== undefined ? `, the simulator's ${f(fig[n].simCpu, 1)} µs` : ''})`);
   const hooks = all.filter((r) => r.webhook !== undefined);
   const hook = (name, field) => median(hooks.filter((r) => r.webhook === name).map((r) => r[field]));
   const hookNode = { rps: hook('node', 'requestsPerSecond'), cpu: hook('node', 'serverCpuMicrosPerRequest'), rss: hook('node', 'peakRssMb') };
@@ -294,6 +317,7 @@ function table(file) {
   const hookRounds = hooks.filter((r) => r.webhook === 'ringback').length;
   console.log(`(medians; throughput rounds: ${rounds || 0}; latency rows: ${lat.length}; webhook rounds: ${hookRounds}, ` +
     `per request, wrk at ${hooks.length ? hooks[0].connections : '–'} connections, the server's CPU in the worker column)`);
+  if (cpu.length) console.log(`(the whole machine's CPU per SMS job, every process: ${cpu.join('; ')})`);
 }
 
 /** The `q` quantile (0..1) of sorted numbers. */
