@@ -13,14 +13,6 @@
 local RECEIPT_RANKS = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2,
   delivered = 3, undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
 
--- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
--- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
--- `r` = {rec, hist, seen (nil or "" = no repeat check), link (nil = the caller's), runId, sid,
---        status, code, dlr, now, source, repeatTtl, recordTtl, attempt (token or nil)}.
--- `link` is a global key (another slot): a caller that cannot declare it (a cluster, or the
--- one-call webhook) leaves it out; the 4th reply element then says whether the MessageSid link
--- is missing ("1": the record did not know this sid), for the caller to write. The reconcile
--- schedule is the send path's (markSentRun), never a receipt's.
 -- One entry in a run's receipt history (applyReceipt's `r`, its time as a string, the outcome).
 -- (File-level, as the window's other helpers: a function made inside a step is one more
 -- closure for Lua's collector per job.)
@@ -36,8 +28,16 @@ local function rememberReceipt(r, now, outcome)
   rcall("PEXPIRE", r.hist, r.recordTtl)
 end
 
+-- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
+-- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
+-- `r` = {rec, hist, seen (nil or "" = no repeat check), link (nil = the caller's), runId, sid,
+--        status, code, dlr, now, source, repeatTtl, recordTtl, attempt (token or nil)}.
+-- `link` is a global key (another slot): a caller that cannot declare it (a cluster, or the
+-- one-call webhook) leaves it out; the 4th reply element then says whether the MessageSid link
+-- is missing ("1": the record did not know this sid), for the caller to write. The reconcile
+-- schedule is the send path's (markSentRun), never a receipt's.
 local function applyReceipt(r)
-  local rec, hist = r.rec, r.hist
+  local rec = r.rec
   local runId, sid, status, code, dlr, source = r.runId, r.sid, r.status, r.code, r.dlr, r.source
   local now = r.now
   if type(now) == "number" then now = int(now) end

@@ -108,9 +108,10 @@ pub struct JobContext {
 /// its keys (a single Redis, not a Cluster).
 pub struct FinishStep {
     pub script: &'static LuaScript,
-    /// `script`'s batch counterpart, when it has one: several jobs' calls of `script` in one
-    /// (ARGV\[1..3\] = jobs, keys per job, arguments per job; then each job's KEYS and ARGV as
-    /// `script` takes them). Finishing calls that queue up together are then sent as one.
+    /// `script`'s batch counterpart, when it has one: several jobs' calls of `script` in one, in
+    /// the group commit's layout (`crate::group_commit::batch_layout`: each job's KEYS and ARGV as
+    /// `script` takes them, a later job's as what differs from the one before). Finishing calls
+    /// that queue up together are then sent as one.
     pub batch: Option<&'static LuaScript>,
     pub keys: Vec<String>,
     pub args: Vec<String>,
