@@ -58,6 +58,20 @@ start_redis() {
   echo "redis-server did not start:" >&2; cat "$REDIS_DIR/redis.log" >&2; return 1
 }
 
+# Start `ringback twilio-sim` (binary $1; any further words run it, e.g. `taskset -c 1`, placed
+# before it) on a free port and wait until it answers; sets SIM_PID and SIM_URL. The caller
+# stops it (kill "$SIM_PID").
+start_twilio_sim() {
+  local bin=$1 port
+  shift
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$@" "$bin" twilio-sim --listen "127.0.0.1:$port" >/dev/null 2>&1 &
+  SIM_PID=$!
+  SIM_URL="http://127.0.0.1:$port"
+  for _ in $(seq 100); do curl -sf "$SIM_URL/sim/stats" >/dev/null && return 0; sleep 0.05; done
+  echo "the Twilio simulator did not start at $SIM_URL" >&2; return 1
+}
+
 # Stop the server start_redis started and remove its folder; waits until the process is gone.
 # Safe to call twice, and under `set -e` (it never fails).
 stop_redis() {

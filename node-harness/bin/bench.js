@@ -12,9 +12,9 @@
 // subject the simulator as Twilio (TWILIO_API_BASE and test credentials): the SMS benchmark.
 // `--slowlog` also breaks Redis's time down by command and script (SLOWLOG at 0 µs: it costs
 // Redis time itself, so its run's totals are not the headline figures; a script's time includes
-// the commands it ran, which are listed on their own too). Peak RSS is the
-// worker's VmHWM. `--commands` adds, per job, the calls and Redis µs of each command (INFO
-// commandstats: a script's inner commands count on their own, and again inside EVALSHA's µs).
+// the commands it ran, which are listed on their own too). `--commands` adds, per job, the calls
+// and Redis µs of each command (INFO commandstats: a script's inner commands count on their own,
+// and again inside EVALSHA's µs). Peak RSS is the worker's VmHWM.
 //
 // `--rate <jobs/s>` (with --twilio): the latency run. The worker runs first on an empty queue;
 // the producer adds JOBS callbacks at that steady rate (Queue.add, paced every 10 ms), and each
