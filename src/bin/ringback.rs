@@ -12,6 +12,11 @@ use ringback::cli::{
 };
 use ringback::{ConfigError, ConfigErrors, WorkerConfig};
 
+/// mimalloc, not glibc's malloc: a profile of the SMS path put ~20 % of the worker's CPU in
+/// glibc's allocator (many small, short-lived buffers per job across tokio's threads).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "ringback",
