@@ -279,3 +279,122 @@ async fn a_claim_whose_intent_came_due_opens_nothing() {
         Claim::Claimed { .. }
     ));
 }
+
+/// The send's own history entry lives in the record (`send`), not in a list of its own: a run
+/// without status callbacks has no history list at all, and the API still shows the send first.
+/// A status callback that beat the marker keeps both in the list, in arrival order.
+#[tokio::test]
+async fn the_send_entry_is_the_records_and_comes_first() {
+    use ringback::receipts::{ReceiptTimes, Receipts, Source, StatusUpdate};
+    let e = env("slots-send-entry", "").await;
+    let mut c = e.redis.conn().await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let times = ReceiptTimes {
+        repeat_ttl: Duration::from_secs(60),
+        record_ttl: Duration::from_secs(600),
+        poll_after: Duration::from_secs(60),
+    };
+    let update = |run: &str, sid: &str, status: &str| StatusUpdate {
+        run_id: run.to_string(),
+        sid: sid.to_string(),
+        status: status.to_string(),
+        error_code: None,
+        raw_dlr_done_date: None,
+        source: Source::Webhook,
+        repeat_id: None,
+        attempt: None,
+    };
+    let summary = |r: &ringback::receipts::CallbackRecord| -> Vec<String> {
+        r.history
+            .iter()
+            .map(|h| {
+                format!(
+                    "{}:{}",
+                    h["source"].as_str().unwrap(),
+                    h["status"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    for (n, topology) in [Topology::Fused, Topology::PerSlot].into_iter().enumerate() {
+        let w = window(&e, topology, 3000).await;
+        let conn = ringback::connection::commands(&client).await.unwrap();
+        let receipts =
+            Receipts::new(conn, PREFIX.to_string(), times.clone()).with_topology(topology);
+
+        // the usual run: the marker starts the record
+        let run = format!("first-{n}");
+        let Claim::Claimed { token } = claim(&w, &run, "t1", None).await else {
+            panic!("{topology:?}: not claimed");
+        };
+        let first = sid(10 + n as u32);
+        w.mark_sent(&run, &token, &first, "queued", Marked::Sent)
+            .await
+            .unwrap();
+        let k = WindowKeys::new(PREFIX, &run);
+        let history = keys::callback_history(PREFIX, &run);
+        let listed: bool = c.exists(&history).await.unwrap();
+        assert!(!listed, "{topology:?}: no history list for the send alone");
+        let entry: String = c.hget(&k.record, "send").await.unwrap();
+        let entry: serde_json::Value = serde_json::from_str(&entry).unwrap();
+        assert_eq!(
+            (
+                entry["status"].as_str(),
+                entry["sid"].as_str(),
+                entry["outcome"].as_str()
+            ),
+            (Some("queued"), Some(first.as_str()), Some("applied")),
+            "{topology:?}"
+        );
+        assert_eq!(
+            entry["attempt"].as_str(),
+            Some(token.as_str()),
+            "{topology:?}"
+        );
+        let r = receipts.record(&run, None).await.unwrap();
+        assert_eq!(summary(&r), ["send:queued"], "{topology:?}");
+        receipts
+            .apply(&update(&run, &first, "delivered"))
+            .await
+            .unwrap();
+        let r = receipts.record(&run, None).await.unwrap();
+        assert_eq!(
+            summary(&r),
+            ["send:queued", "webhook:delivered"],
+            "{topology:?}"
+        );
+        let ttl: i64 = c.pttl(&history).await.unwrap();
+        assert!(
+            ttl > 0,
+            "{topology:?}: the list a status callback starts expires ({ttl})"
+        );
+
+        // a status callback that beat the marker: both in the list, in arrival order
+        let run = format!("raced-{n}");
+        let Claim::Claimed { token } = claim(&w, &run, "t1", None).await else {
+            panic!("{topology:?}: not claimed");
+        };
+        let raced = sid(20 + n as u32);
+        receipts
+            .apply(&update(&run, &raced, "sending"))
+            .await
+            .unwrap();
+        w.mark_sent(&run, &token, &raced, "queued", Marked::Sent)
+            .await
+            .unwrap();
+        let k = WindowKeys::new(PREFIX, &run);
+        let inline: Option<String> = c.hget(&k.record, "send").await.unwrap();
+        assert_eq!(inline, None, "{topology:?}");
+        let r = receipts.record(&run, None).await.unwrap();
+        assert_eq!(
+            summary(&r),
+            ["webhook:sending", "send:queued"],
+            "{topology:?}"
+        );
+        assert_eq!(
+            r.status.as_deref(),
+            Some("sending"),
+            "{topology:?}: ranks decide"
+        );
+    }
+}

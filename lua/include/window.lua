@@ -13,18 +13,25 @@
 local RECEIPT_RANKS = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2,
   delivered = 3, undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
 
--- One entry in a run's receipt history (applyReceipt's `r`, its time as a string, the outcome).
--- (File-level, as the window's other helpers: a function made inside a step is one more
--- closure for Lua's collector per job.)
-local function rememberReceipt(r, now, outcome)
+-- One entry of a run's receipt history as JSON (applyReceipt's `r`, its time as a string, the
+-- outcome). (File-level, as the window's other helpers: a function made inside a step is one
+-- more closure for Lua's collector per job.)
+local function receiptEntry(r, now, outcome)
   local code, dlr = r.code, r.dlr
   local entry = {status = r.status, sid = r.sid, at = tonumber(now), source = r.source,
     outcome = outcome}
   if code ~= "" then entry["error_code"] = code end
   if dlr ~= "" then entry["raw_dlr_done_date"] = dlr end
   if r.attempt and r.attempt ~= "" then entry["attempt"] = r.attempt end
+  return cjson.encode(entry)
+end
+
+-- Append one entry to the run's history list.
+local function rememberReceipt(r, now, outcome)
   -- the last 200 entries; the trim runs only past them (RPUSH answers the length)
-  if rcall("RPUSH", r.hist, cjson.encode(entry)) > 200 then rcall("LTRIM", r.hist, -200, -1) end
+  if rcall("RPUSH", r.hist, receiptEntry(r, now, outcome)) > 200 then
+    rcall("LTRIM", r.hist, -200, -1)
+  end
   rcall("PEXPIRE", r.hist, r.recordTtl)
 end
 
@@ -82,7 +89,14 @@ local function applyReceipt(r)
       end
     end
   end
-  rememberReceipt(r, now, outcome)
+  -- The send's own entry, when it starts the record (the usual case: no status of this run
+  -- came first), is a field of the record ("send"), not an entry of the list: the list and its
+  -- TTL cost two commands and a key per message, and a run now gets a list only with its first
+  -- status callback or poll. A record without a sid has never seen a ranked status, so the send
+  -- is the run's first entry: readers put it first (`receipts::history_of`). A send after some
+  -- status of its run (a status callback that beat the marker) appends to the list as before.
+  local inline = outcome == "applied" and source == "send" and not cur[1]
+  if not inline then rememberReceipt(r, now, outcome) end
   if outcome ~= "applied" then
     if outcome == "same" and code ~= "" and not cur[6] then
       rcall("HSET", rec, "error_code", code)
@@ -96,7 +110,8 @@ local function applyReceipt(r)
   local n = #fields
   if code ~= "" then fields[n + 1], fields[n + 2], n = "error_code", code, n + 2 end
   if dlr ~= "" then fields[n + 1], fields[n + 2], n = "dlr", dlr, n + 2 end
-  if not cur[5] then fields[n + 1], fields[n + 2] = "accepted_at", now end
+  if not cur[5] then fields[n + 1], fields[n + 2], n = "accepted_at", now, n + 2 end
+  if inline then fields[n + 1], fields[n + 2] = "send", receiptEntry(r, now, outcome) end
   rcall("HSET", rec, unpack(fields))
   rcall("PEXPIRE", rec, r.recordTtl)
   return {"applied", status, prev, unlinked}

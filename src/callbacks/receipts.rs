@@ -338,12 +338,25 @@ impl Receipts {
             error: attempt.get("error").cloned(),
             escalated: fields.contains_key("escalated"),
             conflict: fields.contains_key("conflict"),
-            history: history
-                .iter()
-                .filter_map(|h| serde_json::from_str(h).ok())
-                .collect(),
+            history: history_of(&fields, &history),
         })
     }
+}
+
+/// A run's receipt history in arrival order: the send's own entry first when the record holds
+/// it (its `send` field: a send that starts the record writes its entry there, not to the list,
+/// see `applyReceipt` in lua/include/window.lua; such a record had seen no ranked status, so
+/// nothing ranked came before it), then the history list's entries. Entries that are not JSON
+/// are left out. (Not by time: the send's time is Redis's clock, a status callback's the
+/// receiving server's, and the two may differ by more than the gap between them.)
+pub fn history_of(record: &HashMap<String, String>, list: &[String]) -> Vec<serde_json::Value> {
+    record
+        .get("send")
+        .map(String::as_str)
+        .into_iter()
+        .chain(list.iter().map(String::as_str))
+        .filter_map(|h| serde_json::from_str(h).ok())
+        .collect()
 }
 
 /// The record hash, the attempt hash, the history and the claim value.
@@ -402,5 +415,45 @@ pub(crate) fn derive_state(
         _ if claim.is_some_and(|c| c.starts_with("sent")) => "accepted".into(),
         _ if queued => "queued".into(),
         _ => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod history_tests {
+    use super::history_of;
+    use std::collections::HashMap;
+
+    fn entry(status: &str, at: u64, source: &str) -> String {
+        serde_json::json!({"status": status, "at": at, "source": source}).to_string()
+    }
+
+    fn statuses(h: &[serde_json::Value]) -> Vec<&str> {
+        h.iter()
+            .map(|e| e["status"].as_str().unwrap_or("?"))
+            .collect()
+    }
+
+    #[test]
+    fn the_records_send_entry_comes_first() {
+        let list = vec![
+            entry("sent", 100, "webhook"),
+            entry("delivered", 300, "webhook"),
+        ];
+        let mut rec = HashMap::new();
+        // a later time than the status callbacks' (another clock): still first
+        rec.insert("send".to_string(), entry("queued", 400, "send"));
+        let h = history_of(&rec, &list);
+        assert_eq!(statuses(&h), ["queued", "sent", "delivered"]);
+        // no list yet (the usual run before its first status callback): the send alone
+        assert_eq!(statuses(&history_of(&rec, &[])), ["queued"]);
+        // a record without one, and a list entry that is not JSON: the list's entries
+        let h = history_of(
+            &HashMap::new(),
+            &[entry("sent", 1, "poll"), "{".to_string()],
+        );
+        assert_eq!(statuses(&h), ["sent"]);
+        // a send entry that is not JSON is left out, the list kept
+        rec.insert("send".to_string(), "not json".to_string());
+        assert_eq!(statuses(&history_of(&rec, &list)), ["sent", "delivered"]);
     }
 }

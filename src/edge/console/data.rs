@@ -247,16 +247,14 @@ impl Reads {
             workers.into_iter().find(|w| w.ends_with(&tail))
         });
         let known = !record.is_empty() || !attempt.is_empty() || job.is_some() || claim.is_some();
+        let history = crate::receipts::history_of(&record, &history);
         Ok(RunDetail {
             run_id: run_id.to_string(),
             known,
             state,
             record,
             attempt,
-            history: history
-                .iter()
-                .filter_map(|h| serde_json::from_str(h).ok())
-                .collect(),
+            history,
             claim,
             open: open.is_some(),
             claimed_at: claimed,
