@@ -8,6 +8,11 @@
   Nothing here reads KEYS or ARGV; needs common.lua (rcall, redisNowMs).
 ]]
 
+-- SET … GET answers the old value in the same command (Redis 6.2+). Scripts can tell the
+-- version from Redis 7.0 on (`redis.REDIS_VERSION_NUM`); older servers (BullMQ runs on 5.0, and
+-- so does ringback) take a GET and a SET.
+local SET_ANSWERS_OLD = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
+
 -- How far along a message is by its status: a receipt never moves a record back (file-level:
 -- a batch builds the table once per call, not once per job).
 local RECEIPT_RANKS = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2,
@@ -262,9 +267,14 @@ local function markSentRun(keys, args, now)
     if owner and owner ~= args[4] then return 2 end
   end
   local overrun = 0
-  -- (SET … GET would save a command but needs Redis 6.2; BullMQ runs on 5.0, so ringback does)
-  if rcall("GET", keys[1]) ~= "pending:" .. args[1] then overrun = 1 end
-  rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
+  local was
+  if SET_ANSWERS_OLD then
+    was = rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3], "GET")
+  else
+    was = rcall("GET", keys[1])
+    rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
+  end
+  if was ~= "pending:" .. args[1] then overrun = 1 end
   -- the record's TTL: the claim set it to the sent TTL already (the marker refreshes it only where
   -- it writes a record of its own: seconds of difference after days are not worth a command)
   if rcall("HGET", keys[2], "token") == args[1] then
