@@ -15,6 +15,10 @@
   caller to write the link (4th reply element); the reconciler drops a scheduled sid whose record
   is terminal when it comes due, so a terminal status needs no schedule write.
 
+  Lifetimes (ARGV[9], the record TTL): the record from its first applied status, the history
+  list from its first entry; a later status refreshes neither (one command each per callback;
+  the claim, the attempt record and the link live theirs from the send alike).
+
   KEYS[1] callback record   (ringback:callback:{<claim key>})
   KEYS[2] history list      (ringback:callback-history:{<claim key>})
   KEYS[3] repeat marker     (ringback:receipt-seen:{<claim key>}:<idempotency token or params

@@ -282,9 +282,10 @@ async fn a_claim_whose_intent_came_due_opens_nothing() {
 
 /// The send's own history entry lives in the record (`send`), not in a list of its own: a run
 /// without status callbacks has no history list at all, and the API still shows the send first.
-/// A status callback that beat the marker keeps both in the list, in arrival order.
+/// A status callback that beat the marker keeps both in the list, in arrival order. The record
+/// and the list live the record TTL from their first write; later statuses refresh neither.
 #[tokio::test]
-async fn the_send_entry_is_the_records_and_comes_first() {
+async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write() {
     use ringback::receipts::{ReceiptTimes, Receipts, Source, StatusUpdate};
     let e = env("slots-send-entry", "").await;
     let mut c = e.redis.conn().await;
@@ -368,6 +369,23 @@ async fn the_send_entry_is_the_records_and_comes_first() {
             ttl > 0,
             "{topology:?}: the list a status callback starts expires ({ttl})"
         );
+        // later statuses refresh neither lifetime (both are counted from their first write)
+        let _: () = c.pexpire(&k.record, 100_000).await.unwrap();
+        let _: () = c.pexpire(&history, 100_000).await.unwrap();
+        receipts.apply(&update(&run, &first, "read")).await.unwrap();
+        for key in [&k.record, &history] {
+            let ttl: i64 = c.pttl(key).await.unwrap();
+            assert!(
+                (1..=100_000).contains(&ttl),
+                "{topology:?}: {key} refreshed: {ttl}"
+            );
+        }
+        let r = receipts.record(&run, None).await.unwrap();
+        assert_eq!(
+            summary(&r),
+            ["send:queued", "webhook:delivered", "webhook:read"],
+            "{topology:?}"
+        );
 
         // a status callback that beat the marker: both in the list, in arrival order
         let run = format!("raced-{n}");
@@ -396,5 +414,21 @@ async fn the_send_entry_is_the_records_and_comes_first() {
             Some("sending"),
             "{topology:?}: ranks decide"
         );
+
+        // a record that holds only an escalation flag gets its TTL with its first status
+        let run = format!("flagged-{n}");
+        let k = WindowKeys::new(PREFIX, &run);
+        assert!(receipts.mark_escalated(&run, "test").await.unwrap());
+        assert_eq!(
+            c.pttl::<_, i64>(&k.record).await.unwrap(),
+            -1,
+            "{topology:?}"
+        );
+        receipts
+            .apply(&update(&run, &sid(30 + n as u32), "sent"))
+            .await
+            .unwrap();
+        let ttl: i64 = c.pttl(&k.record).await.unwrap();
+        assert!(ttl > 100_000, "{topology:?}: {ttl}");
     }
 }

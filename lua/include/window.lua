@@ -31,13 +31,18 @@ local function receiptEntry(r, now, outcome)
   return cjson.encode(entry)
 end
 
--- Append one entry to the run's history list.
+-- Append one entry to the run's history list. The list lives the record TTL from its first
+-- entry (RPUSH answers the length: 1 is a new list, which gets its TTL; later entries leave it
+-- alone, one command fewer per status callback). The list is written nowhere else, so it never
+-- lacks a TTL.
 local function rememberReceipt(r, now, outcome)
-  -- the last 200 entries; the trim runs only past them (RPUSH answers the length)
-  if rcall("RPUSH", r.hist, receiptEntry(r, now, outcome)) > 200 then
+  local len = rcall("RPUSH", r.hist, receiptEntry(r, now, outcome))
+  if len == 1 then
+    rcall("PEXPIRE", r.hist, r.recordTtl)
+  elseif len > 200 then
+    -- the last 200 entries; the trim runs only past them
     rcall("LTRIM", r.hist, -200, -1)
   end
-  rcall("PEXPIRE", r.hist, r.recordTtl)
 end
 
 -- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
@@ -118,7 +123,11 @@ local function applyReceipt(r)
   if not cur[5] then fields[n + 1], fields[n + 2], n = "accepted_at", now, n + 2 end
   if inline then fields[n + 1], fields[n + 2] = "send", receiptEntry(r, now, outcome) end
   rcall("HSET", rec, unpack(fields))
-  rcall("PEXPIRE", rec, r.recordTtl)
+  -- The record lives the record TTL from its first applied status (the one that sets
+  -- accepted_at), as the claim, the attempt record and the link live it from the send: a later
+  -- status does not refresh it (one command fewer per status callback). A record without
+  -- accepted_at (none yet, or only an escalation or conflict flag) gets its TTL here.
+  if not cur[5] then rcall("PEXPIRE", rec, r.recordTtl) end
   return {"applied", status, prev, unlinked}
 end
 

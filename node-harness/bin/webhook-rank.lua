@@ -2,7 +2,8 @@
   webhook-rank: the Node express receiver's one call per status callback (node-harness/bin/
   webhook-receiver.js, the other half of `scripts/bench webhook`). It does the work ringback's
   receipt step does, on keys of the same kind, all in the run's slot: drop a repeat, rank the
-  status, keep the record's best status and a capped history.
+  status, keep the record's best status and a capped history. Lifetimes as ringback's: the record
+  and the history live the record TTL from their first write, not refreshed by later statuses.
 
   KEYS[1] the run's record (hash: sid, status, rank, dlr, error_code, first_at, updated_at)
   KEYS[2] the run's history (list of JSON entries, the newest 200)
@@ -62,7 +63,7 @@ if dlr ~= "" then entry.dlr = dlr end
 if ARGV[9] ~= "" then entry.attempt = ARGV[9] end
 local length = redis.call("RPUSH", history, cjson.encode(entry))
 if length > 200 then redis.call("LTRIM", history, length - 200, -1) end
-redis.call("PEXPIRE", history, ttl)
+if length == 1 then redis.call("PEXPIRE", history, ttl) end
 
 if verdict == "new" or verdict == "better" then
   local set = {"sid", sid, "status", status, "rank", level, "updated_at", now}
@@ -70,7 +71,7 @@ if verdict == "new" or verdict == "better" then
   if dlr ~= "" then set[#set + 1] = "dlr"; set[#set + 1] = dlr end
   if verdict == "new" then set[#set + 1] = "first_at"; set[#set + 1] = now end
   redis.call("HSET", record, unpack(set))
-  redis.call("PEXPIRE", record, ttl)
+  if verdict == "new" then redis.call("PEXPIRE", record, ttl) end
   return {verdict, status, heldStatus, link}
 end
 if verdict == "clash" then redis.call("HSET", record, "clash", "1") end
