@@ -6,7 +6,7 @@
 //   node bin/bench-webhook.js --url redis://127.0.0.1:PORT --ringback ../target/release/ringback \
 //     [--duration 10] [--connections 50] [--threads 2] [--rounds 1] [--runs N] [--repeats 0.05]
 //
-// The requests: for each of N runs (default 25,000 per second of --duration: more than the
+// The requests: for each of N runs (default 40,000 per second of --duration: more than the
 // fastest subject reaches, so no measured request is sent twice) the `sent` and `delivered`
 // callbacks of its message, each with its own MessageSid, `I-Twilio-Idempotency-Token` and
 // signature, over PUBLIC_URL + `/api/notify/webhook/status?runId=…&attempt=…` (ringback's own
@@ -262,7 +262,7 @@ async function main() {
       script: { type: 'string', default: path.join(harness, '..', 'benches', 'webhook-wrk.lua') },
     },
   });
-  values.runs = Number(values.runs || 25_000 * Number(values.duration));
+  values.runs = Number(values.runs || 40_000 * Number(values.duration));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-webhook-'));
   const r = new IORedis(values.url);
   try {
