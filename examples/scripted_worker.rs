@@ -5,6 +5,11 @@ use clap::Parser;
 use ringback::cli::{WorkerArgs, init_logging, shutdown_on_signals};
 use ringback::{Worker, scripted::ScriptedProcessor};
 
+/// The allocator `ringback worker` runs with (src/bin/ringback.rs says why), so the no-op
+/// benchmark measures the worker core as shipped.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(about = "ringback worker with the scripted processor")]
 struct Cli {
