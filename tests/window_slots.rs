@@ -415,14 +415,19 @@ async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write(
             "{topology:?}: ranks decide"
         );
 
-        // a record that holds only an escalation flag gets its TTL with its first status
+        // a run escalated before any status: the flag's record expires (the record TTL), and
+        // its first status gives it the whole record TTL again
         let run = format!("flagged-{n}");
         let k = WindowKeys::new(PREFIX, &run);
         assert!(receipts.mark_escalated(&run, "test").await.unwrap());
-        assert_eq!(
-            c.pttl::<_, i64>(&k.record).await.unwrap(),
-            -1,
-            "{topology:?}"
+        let ttl: i64 = c.pttl(&k.record).await.unwrap();
+        assert!((100_000..=600_000).contains(&ttl), "{topology:?}: {ttl}");
+        let _: () = c.pexpire(&k.record, 100_000).await.unwrap();
+        assert!(!receipts.mark_escalated(&run, "again").await.unwrap());
+        let ttl: i64 = c.pttl(&k.record).await.unwrap();
+        assert!(
+            ttl <= 100_000,
+            "{topology:?}: a second flag refreshed it: {ttl}"
         );
         receipts
             .apply(&update(&run, &sid(30 + n as u32), "sent"))

@@ -233,15 +233,30 @@ impl Receipts {
         Ok(())
     }
 
-    /// Mark the run escalated; true only the first time (exactly once).
+    /// Mark the run escalated; true only the first time (exactly once). A run escalated before
+    /// any status (a send that failed, a run settled as unknown) has no record yet: the flag
+    /// starts one, which then gets the record TTL here (it would otherwise never expire: only a
+    /// status gives a record its TTL).
     pub async fn mark_escalated(&self, run_id: &str, reason: &str) -> Result<bool, Error> {
+        let record = WindowKeys::new(&self.claim_prefix, run_id).record;
         self.trips.add(1);
-        let first: i64 = redis::cmd("HSETNX")
-            .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
+        let (first, ttl): (i64, i64) = redis::pipe()
+            .cmd("HSETNX")
+            .arg(&record)
             .arg("escalated")
             .arg(format!("{}:{reason}", now_ms()))
+            .cmd("PTTL")
+            .arg(&record)
             .query_async(&mut self.conn.clone())
             .await?;
+        if ttl == -1 {
+            self.trips.add(1);
+            redis::cmd("PEXPIRE")
+                .arg(&record)
+                .arg(self.times.record_ttl.as_millis() as u64)
+                .query_async::<()>(&mut self.conn.clone())
+                .await?;
+        }
         Ok(first == 1)
     }
 
