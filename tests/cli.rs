@@ -272,6 +272,42 @@ fn worker_and_serve_name_every_missing_setting_in_one_run() {
     }
 }
 
+/// The runtime's threads: a bad value is refused (exit 2) naming the variable, before anything
+/// runs; a good one, from the flag or the environment, runs the command.
+#[test]
+fn threads_are_checked_and_taken_from_flag_or_environment() {
+    for bad in ["0", "257", "two", ""] {
+        let out = ringback(&["status", "run-1"])
+            .env("RINGBACK_THREADS", bad)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {stderr}");
+        assert!(stderr.contains("RINGBACK_THREADS"), "{bad:?}: {stderr}");
+    }
+    let port = closed_port();
+    for cmd in [
+        ringback(&["--threads", "3", "status", "run-1"]),
+        ringback(&["status", "run-1", "--threads", "3"]),
+    ] {
+        let mut cmd = cmd;
+        let out = cmd
+            .env("REDIS_URL", format!("redis://127.0.0.1:{port}"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // it ran: the refused Redis is the answer (exit 1), not the flag (exit 2)
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    }
+    let out = ringback(&["status", "run-1"])
+        .env("RINGBACK_THREADS", "4")
+        .env("REDIS_URL", format!("redis://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+}
+
 #[test]
 fn status_on_a_refused_port_fails_at_once_naming_the_redis() {
     let port = closed_port();

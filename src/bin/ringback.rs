@@ -26,6 +26,12 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Threads of the async runtime. One by default: the worker and the status webhook wait on
+    /// Redis and Twilio, and one thread keeps up with what one Redis can do (see README,
+    /// "Configuration"); more only add cross-thread wake-ups.
+    #[arg(long, env = "RINGBACK_THREADS", global = true, default_value_t = 1,
+        value_parser = parse_threads)]
+    threads: u16,
 }
 
 #[derive(Subcommand)]
@@ -177,9 +183,31 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
     })
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// `--threads` / `RINGBACK_THREADS`: 1 to 256 (the message names both spellings: clap names
+/// only the flag, also when the value came from the environment).
+fn parse_threads(v: &str) -> Result<u16, String> {
+    match v.trim().parse::<u16>() {
+        Ok(n) if (1..=256).contains(&n) => Ok(n),
+        _ => Err("RINGBACK_THREADS (--threads) must be a whole number from 1 to 256".into()),
+    }
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
+    match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(cli.threads))
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(run(cli)),
+        Err(e) => {
+            eprintln!("ringback: cannot start the async runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> ExitCode {
     init_logging();
     match cli.command {
         Command::CheckConfig(args) => check_config(&args),
