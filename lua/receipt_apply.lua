@@ -15,20 +15,20 @@
   caller to write the link (4th reply element); the reconciler drops a scheduled sid whose record
   is terminal when it comes due, so a terminal status needs no schedule write.
 
-  Lifetimes (ARGV[9], the record TTL): the record from its first applied status, the history
-  list from its first entry; a later status refreshes neither (one command each per callback;
-  the claim, the attempt record and the link live theirs from the send alike).
+  Lifetimes (ARGV[9], the record TTL): the record from its first applied status (or from a
+  repeat marker that started it), the history list from its first entry; a later status
+  refreshes neither (one command each per callback; the claim, the attempt record and the link
+  live theirs from the send alike). Repeat markers are fields of the record: no key of their own.
 
   KEYS[1] callback record   (ringback:callback:{<claim key>})
   KEYS[2] history list      (ringback:callback-history:{<claim key>})
-  KEYS[3] repeat marker     (ringback:receipt-seen:{<claim key>}:<idempotency token or params
-                            hash>; absent = no repeat check)
 
   ARGV[1] runId           ARGV[6] now (ms)
   ARGV[2] MessageSid      ARGV[7] source: "webhook" | "poll" | "send"
-  ARGV[3] status          ARGV[8] repeat TTL (ms)
-  ARGV[4] error code ("") ARGV[9] record TTL (ms)
-  ARGV[5] RawDlrDoneDate ("")
+  ARGV[3] status          ARGV[8] repeat id ("token:<idempotency token>" or "params:<hash of
+  ARGV[4] error code ("")         the signed parameters>; "" = no repeat check), kept as the
+  ARGV[5] RawDlrDoneDate ("")     record's field "seen:<repeat id>"
+                          ARGV[9] record TTL (ms)
   ARGV[10] the attempt token the StatusCallback URL carried ("" = none): kept in the history,
            so a receipt names the attempt that sent
 
@@ -39,6 +39,6 @@
   link is "1" when the caller must write the MessageSid link (ringback:message:<sid> -> runId,
   record TTL): the record did not know this sid (its send was never marked, or another message)
 ]]
-return applyReceipt({rec = KEYS[1], hist = KEYS[2], seen = KEYS[3],
+return applyReceipt({rec = KEYS[1], hist = KEYS[2], seen = ARGV[8],
   runId = ARGV[1], sid = ARGV[2], status = ARGV[3], code = ARGV[4], dlr = ARGV[5], now = ARGV[6],
-  source = ARGV[7], repeatTtl = ARGV[8], recordTtl = ARGV[9], nextPoll = "", attempt = ARGV[10]})
+  source = ARGV[7], recordTtl = ARGV[9], attempt = ARGV[10]})

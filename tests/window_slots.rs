@@ -291,7 +291,6 @@ async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write(
     let mut c = e.redis.conn().await;
     let client = redis::Client::open(e.redis.url()).unwrap();
     let times = ReceiptTimes {
-        repeat_ttl: Duration::from_secs(60),
         record_ttl: Duration::from_secs(600),
         poll_after: Duration::from_secs(60),
     };
@@ -435,5 +434,46 @@ async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write(
             .unwrap();
         let ttl: i64 = c.pttl(&k.record).await.unwrap();
         assert!(ttl > 100_000, "{topology:?}: {ttl}");
+
+        // repeat markers are fields of the record, not keys: a repeat is told apart, and a
+        // marker that starts a record (a status we do not rank, for a run with no record) gives
+        // it the record TTL
+        let run = format!("repeated-{n}");
+        let k = WindowKeys::new(PREFIX, &run);
+        let repeated = |status: &str, id: &str| StatusUpdate {
+            repeat_id: Some(id.to_string()),
+            ..update(&run, &sid(40 + n as u32), status)
+        };
+        let outcome = |a: ringback::receipts::Applied| a.outcome;
+        let first = receipts
+            .apply(&repeated("no-such-status", "token:a"))
+            .await
+            .unwrap();
+        assert_eq!(outcome(first), "unknown", "{topology:?}");
+        let ttl: i64 = c.pttl(&k.record).await.unwrap();
+        assert!(
+            (1..=600_000).contains(&ttl),
+            "{topology:?}: a record started by a marker expires ({ttl})"
+        );
+        let again = receipts
+            .apply(&repeated("no-such-status", "token:a"))
+            .await
+            .unwrap();
+        assert_eq!(outcome(again), "repeat", "{topology:?}");
+        let sent = receipts.apply(&repeated("sent", "token:b")).await.unwrap();
+        assert_eq!(outcome(sent), "applied", "{topology:?}");
+        let sent = receipts.apply(&repeated("sent", "token:b")).await.unwrap();
+        assert_eq!(outcome(sent), "repeat", "{topology:?}");
+        let fields: Vec<String> = c.hkeys(&k.record).await.unwrap();
+        for marker in ["seen:token:a", "seen:token:b"] {
+            assert!(
+                fields.iter().any(|f| f == marker),
+                "{topology:?}: {marker} in {fields:?}"
+            );
+        }
+        let r = receipts.record(&run, None).await.unwrap();
+        assert_eq!(r.status.as_deref(), Some("sent"), "{topology:?}");
+        let stray: Vec<String> = c.keys("ringback:receipt-seen:*").await.unwrap();
+        assert!(stray.is_empty(), "{topology:?}: no marker keys: {stray:?}");
     }
 }

@@ -47,8 +47,9 @@ end
 
 -- Apply one delivery status to a run's callback record (receipt_apply.lua's contract; also used
 -- by window_mark_sent.lua to start the record with Twilio's answer in the same call).
--- `r` = {rec, hist, seen (nil or "" = no repeat check), link (nil = the caller's), runId, sid,
---        status, code, dlr, now, source, repeatTtl, recordTtl, attempt (token or nil)}.
+-- `r` = {rec, hist, seen (the callback's repeat id: nil or "" = no repeat check), link (nil =
+--        the caller's), runId, sid, status, code, dlr, now, source, recordTtl, attempt (token or
+--        nil)}.
 -- `link` is a global key (another slot): a caller that cannot declare it (a cluster, or the
 -- one-call webhook) leaves it out; the 4th reply element then says whether the MessageSid link
 -- is missing ("1": the record did not know this sid), for the caller to write. The reconcile
@@ -58,7 +59,12 @@ local function applyReceipt(r)
   local runId, sid, status, code, dlr, source = r.runId, r.sid, r.status, r.code, r.dlr, r.source
   local now = r.now
   if type(now) == "number" then now = int(now) end
-  if r.seen and r.seen ~= "" and not rcall("SET", r.seen, "1", "NX", "PX", r.repeatTtl) then
+  -- A callback's repeat marker is a field of the record, "seen:<repeat id>" (HSETNX answers 0
+  -- for a repeat), not a key of its own: a status callback adds no key to Redis, and the marker
+  -- lives as long as the record it guards (both the record TTL; a repeat after the record
+  -- expired meets no record either way). A marker that starts the record gives it its TTL below.
+  local seen = r.seen and r.seen ~= ""
+  if seen and rcall("HSETNX", rec, "seen:" .. r.seen, "1") == 0 then
     return {"repeat", rcall("HGET", rec, "status") or "", "", ""}
   end
 
@@ -72,6 +78,9 @@ local function applyReceipt(r)
   if r.link then rcall("SET", r.link, runId, "PX", r.recordTtl) end
   if rank == nil then
     rememberReceipt(r, now, "unknown")
+    -- the marker may have started the record (a record without accepted_at has no status that
+    -- gave it its TTL; every other outcome below either applies, which sets it, or needs one)
+    if seen and not cur[5] then rcall("PEXPIRE", rec, r.recordTtl) end
     return {"unknown", prev, prev, unlinked}
   end
   if cur[1] and cur[1] ~= sid then
@@ -297,7 +306,7 @@ local function markSentRun(keys, args, now)
   if index then rcall("ZREM", index, args[4]) end
   applyReceipt({rec = keys[5], hist = keys[6], seen = "", link = link,
     runId = args[4], sid = args[2], status = args[5], code = "", dlr = "", now = now,
-    source = "send", repeatTtl = "0", recordTtl = args[3], attempt = args[1]})
+    source = "send", recordTtl = args[3], attempt = args[1]})
   -- every sent message is looked up when due; the reconciler drops it then if a receipt
   -- already ended it (a status callback may even have come before this marker)
   if reconcile then rcall("ZADD", reconcile, int(now + tonumber(args[6])), args[2]) end

@@ -5,11 +5,12 @@
   status, keep the record's best status and a capped history. Lifetimes as ringback's: the record
   and the history live the record TTL from their first write, not refreshed by later statuses.
 
-  KEYS[1] the run's record (hash: sid, status, rank, dlr, error_code, first_at, updated_at)
+  KEYS[1] the run's record (hash: sid, status, rank, dlr, error_code, first_at, updated_at, and
+          a repeat marker field per callback, "seen:<repeat id>", as ringback keeps them)
   KEYS[2] the run's history (list of JSON entries, the newest 200)
-  KEYS[3] the repeat marker (the idempotency token's, or the signed parameters' hash)
 
-  ARGV[1] runId    ARGV[4] error code ("" = none)   ARGV[7] repeat marker TTL (ms)
+  ARGV[1] runId    ARGV[4] error code ("" = none)   ARGV[7] repeat id (the idempotency token's,
+                                                            or the signed parameters' hash)
   ARGV[2] sid      ARGV[5] RawDlrDoneDate ("")      ARGV[8] record TTL (ms)
   ARGV[3] status   ARGV[6] now (ms)                 ARGV[9] attempt ("" = none)
 
@@ -17,11 +18,11 @@
     verdict  "repeat" | "new" | "better" | "older" | "unchanged" | "clash" | "foreign" | "unranked"
     link     "1" when the record held no sid or another one: the caller links sid -> runId
 ]]
-local record, history, marker = KEYS[1], KEYS[2], KEYS[3]
+local record, history = KEYS[1], KEYS[2]
 local runId, sid, status, code, dlr, now = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local ttl = ARGV[8]
 
-if not redis.call("SET", marker, "1", "NX", "PX", ARGV[7]) then
+if redis.call("HSETNX", record, "seen:" .. ARGV[7], "1") == 0 then
   return {"repeat", redis.call("HGET", record, "status") or "", "", ""}
 end
 
@@ -74,6 +75,8 @@ if verdict == "new" or verdict == "better" then
   if verdict == "new" then redis.call("PEXPIRE", record, ttl) end
   return {verdict, status, heldStatus, link}
 end
+-- a marker that started the record: it lives the record TTL too
+if verdict == "unranked" and heldRank == nil then redis.call("PEXPIRE", record, ttl) end
 if verdict == "clash" then redis.call("HSET", record, "clash", "1") end
 if verdict == "unchanged" and code ~= "" and not held[5] then
   redis.call("HSET", record, "error_code", code)

@@ -30,12 +30,11 @@ if (!token || !publicUrl) {
 }
 const prefix = env.WEBHOOK_PREFIX || 'node-receiver';
 const recordTtlMs = env.WEBHOOK_RECORD_TTL_MS || '86400000';
-// a repeat is recognised for as long as Twilio may retry, and longer: one hour
-const repeatTtlMs = '3600000';
+// a repeat is recognised as long as the record lives (its marker is a field of the record)
 
 const redis = new IORedis(env.REDIS_URL || 'redis://127.0.0.1:6379', { maxRetriesPerRequest: 1 });
 redis.defineCommand('rankStatus', {
-  numberOfKeys: 3,
+  numberOfKeys: 2,
   lua: fs.readFileSync(path.join(__dirname, 'webhook-rank.lua'), 'utf8'),
 });
 
@@ -43,7 +42,6 @@ const run = (id) => `{${prefix}:${id}}`;
 const keys = {
   record: (id) => `${prefix}:callback:${run(id)}`,
   history: (id) => `${prefix}:callback-history:${run(id)}`,
-  seen: (id, repeat) => `${prefix}:receipt-seen:${run(id)}:${repeat}`,
   link: (sid) => `${prefix}:message:${sid}`,
 };
 
@@ -83,9 +81,9 @@ app.post('/api/notify/webhook/status', form, async (req, res, next) => {
     const repeat = idem ? `token:${idem}` : `params:${paramsHash(params)}`;
     const attempt = typeof req.query.attempt === 'string' ? req.query.attempt : '';
     const [, , , link] = await redis.rankStatus(
-      keys.record(runId), keys.history(runId), keys.seen(runId, repeat),
+      keys.record(runId), keys.history(runId),
       runId, sid, status, params.ErrorCode || '', params.RawDlrDoneDate || '', Date.now(),
-      repeatTtlMs, recordTtlMs, attempt,
+      repeat, recordTtlMs, attempt,
     );
     if (link === '1') await redis.set(keys.link(sid), runId, 'PX', recordTtlMs);
     return res.sendStatus(200);

@@ -42,7 +42,8 @@ pub struct StatusUpdate {
     pub error_code: Option<String>,
     pub raw_dlr_done_date: Option<String>,
     pub source: Source,
-    /// Repeat detection key (idempotency token or a hash of the signed parameters).
+    /// Repeat detection id (`token:<idempotency token>` or `params:<hash of the signed
+    /// parameters>`), kept on the run's record as the field `seen:<id>`.
     pub repeat_id: Option<String>,
     /// The attempt token the StatusCallback URL carried.
     pub attempt: Option<String>,
@@ -67,9 +68,8 @@ impl Applied {
 /// Settings of the receipt store.
 #[derive(Debug, Clone)]
 pub struct ReceiptTimes {
-    /// How long a seen callback is remembered as a repeat.
-    pub repeat_ttl: Duration,
-    /// How long records and links live (the sent TTL).
+    /// How long records and links live (the sent TTL); a status callback is remembered as a
+    /// repeat as long as its run's record lives (the marker is a field of the record).
     pub record_ttl: Duration,
     /// After how long without a terminal status a message is looked up.
     pub poll_after: Duration,
@@ -127,17 +127,15 @@ impl Receipts {
     }
 
     /// Apply one status to its run's record: one call, in the run's slot (the repeat marker is
-    /// there too). A second call only when the record did not know this MessageSid (the send
-    /// was never marked, or another message of the run): its link is written then.
+    /// a field of the record, `seen:<repeat id>`). A second call only when the record did not
+    /// know this MessageSid (the send was never marked, or another message of the run): its
+    /// link is written then.
     pub async fn apply(&self, u: &StatusUpdate) -> Result<Applied, Error> {
         let w = WindowKeys::new(&self.claim_prefix, &u.run_id);
-        let mut keys = vec![
+        let keys = [
             w.record,
             keys::callback_history(&self.claim_prefix, &u.run_id),
         ];
-        if let Some(id) = u.repeat_id.as_deref() {
-            keys.push(keys::receipt_seen(&self.claim_prefix, &u.run_id, id));
-        }
         let now = now_ms();
         let record_ttl = self.times.record_ttl.as_millis().to_string();
         let args = [
@@ -148,7 +146,7 @@ impl Receipts {
             u.raw_dlr_done_date.as_deref().unwrap_or(""),
             &now.to_string(),
             u.source.as_str(),
-            &self.times.repeat_ttl.as_millis().to_string(),
+            u.repeat_id.as_deref().unwrap_or(""),
             &record_ttl,
             u.attempt.as_deref().unwrap_or(""),
         ];

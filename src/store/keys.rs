@@ -138,13 +138,6 @@ pub fn escalated_marker(claim_prefix: &str, run_id: &str) -> String {
     format!("ringback:escalated:{{{claim_prefix}{run_id}}}")
 }
 
-/// `ringback:receipt-seen:{<claim>}:<id>`: a status callback already applied to the run (by
-/// idempotency token or parameter hash). In the run's slot, so the webhook's one call touches
-/// one slot; a repeat for another run is another key (a token is per request anyway).
-pub fn receipt_seen(claim_prefix: &str, run_id: &str, id: &str) -> String {
-    format!("ringback:receipt-seen:{{{claim_prefix}{run_id}}}:{id}")
-}
-
 /// ZSET MessageSid → when to look the message up (reconciliation of missing callbacks).
 pub fn reconcile_schedule(claim_prefix: &str) -> String {
     format!("ringback:reconcile:{claim_prefix}")

@@ -127,7 +127,6 @@ mod tests {
             w.attempt,
             w.record,
             crate::keys::callback_history("agent-callback:", "run-1"),
-            crate::keys::receipt_seen("agent-callback:", "run-1", "token:abc"),
         ]
         .map(String::into_bytes);
         assert_eq!(common_slot(&run), Ok(Some(slot(w.claim.as_bytes()))));

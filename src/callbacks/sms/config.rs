@@ -182,7 +182,6 @@ impl SmsConfig {
 
     pub(super) fn receipt_times(&self) -> crate::receipts::ReceiptTimes {
         crate::receipts::ReceiptTimes {
-            repeat_ttl: self.sent_ttl,
             record_ttl: self.sent_ttl,
             poll_after: self.receipt_poll_after,
         }
