@@ -363,13 +363,37 @@ impl Receipts {
 /// are left out. (Not by time: the send's time is Redis's clock, a status callback's the
 /// receiving server's, and the two may differ by more than the gap between them.)
 pub fn history_of(record: &HashMap<String, String>, list: &[String]) -> Vec<serde_json::Value> {
-    record
+    let send = record
         .get("send")
-        .map(String::as_str)
-        .into_iter()
-        .chain(list.iter().map(String::as_str))
-        .filter_map(|h| serde_json::from_str(h).ok())
+        .and_then(|e| send_entry(e, record.get("sid")));
+    send.into_iter()
+        .chain(list.iter().filter_map(|h| serde_json::from_str(h).ok()))
         .collect()
+}
+
+/// The record's `send` field as a history entry. Since session 10 it is `<at> <status>
+/// <attempt>` (`sendEntry` in lua/include/window.lua: a value short enough that Redis keeps the
+/// record in its compact encoding), the rest of the entry being the record's own: its sid, source
+/// `send`, outcome `applied`. Records written before (and a send with an error code or a DLR
+/// date) hold the entry's JSON. Anything else is left out.
+fn send_entry(field: &str, sid: Option<&String>) -> Option<serde_json::Value> {
+    if field.starts_with('{') {
+        return serde_json::from_str(field).ok();
+    }
+    let mut parts = field.splitn(3, ' ');
+    let at: u64 = parts.next()?.parse().ok()?;
+    let status = parts.next().filter(|s| !s.is_empty())?;
+    let attempt = parts.next()?;
+    let mut entry = serde_json::json!({
+        "status": status, "at": at, "source": "send", "outcome": "applied",
+    });
+    if let Some(sid) = sid {
+        entry["sid"] = sid.as_str().into();
+    }
+    if !attempt.is_empty() {
+        entry["attempt"] = attempt.into();
+    }
+    Some(entry)
 }
 
 /// The record hash, the attempt hash, the history and the claim value.
@@ -465,8 +489,44 @@ mod history_tests {
             &[entry("sent", 1, "poll"), "{".to_string()],
         );
         assert_eq!(statuses(&h), ["sent"]);
-        // a send entry that is not JSON is left out, the list kept
-        rec.insert("send".to_string(), "not json".to_string());
-        assert_eq!(statuses(&history_of(&rec, &list)), ["sent", "delivered"]);
+        // a send entry that is neither JSON nor "<at> <status> <attempt>" is left out, the
+        // list kept
+        for bad in [
+            "not json",
+            "12 queued",
+            "x queued tok",
+            " queued tok",
+            "12  tok",
+            "{",
+        ] {
+            rec.insert("send".to_string(), bad.to_string());
+            assert_eq!(
+                statuses(&history_of(&rec, &list)),
+                ["sent", "delivered"],
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_compact_send_entry_is_rebuilt_with_the_records_sid() {
+        let mut rec = HashMap::new();
+        rec.insert("send".to_string(), "1700000000123 queued tok-1".to_string());
+        rec.insert("sid".to_string(), "SM1".to_string());
+        let h = history_of(&rec, &[entry("delivered", 9, "webhook")]);
+        assert_eq!(
+            h[0],
+            serde_json::json!({"status": "queued", "sid": "SM1", "at": 1700000000123u64,
+                "source": "send", "outcome": "applied", "attempt": "tok-1"})
+        );
+        assert_eq!(statuses(&h), ["queued", "delivered"]);
+        // no attempt token: no attempt field
+        rec.insert("send".to_string(), "5 accepted ".to_string());
+        let h = history_of(&rec, &[]);
+        assert_eq!(
+            h[0],
+            serde_json::json!({"status": "accepted", "sid": "SM1", "at": 5,
+                "source": "send", "outcome": "applied"})
+        );
     }
 }
