@@ -61,7 +61,10 @@ async fn crash_at_production_ratios(point: &str, runs: &[&str]) {
         v.is_some(),
         "{point}: the claim fences the legacy worker off"
     );
-    for run in &runs[1..] {
+    // (Only on one Redis: laid out for a cluster, `RINGBACK_DRILL_PER_SLOT=1`, the finish
+    // claims nothing, and the processor claims the next job when it starts it.)
+    let fused = std::env::var("RINGBACK_DRILL_PER_SLOT").as_deref() != Ok("1");
+    for run in runs[1..].iter().filter(|_| fused) {
         let v: Option<String> = c.get(claim_key(run)).await.unwrap();
         assert!(
             v.is_some_and(|v| v.starts_with("pending:")),
