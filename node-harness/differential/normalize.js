@@ -58,8 +58,9 @@ function normalizeOpts(raw, anchor) {
     // Scheduler-produced jobs: delay = next run - now, prevMillis = the slot (both clock-based).
     if (typeof o.delay === 'number') o.delay = dur(o.delay);
     if (typeof o.prevMillis === 'number') o.prevMillis = ts(o.prevMillis, anchor);
-    if (typeof o.timestamp === 'number') o.timestamp = ts(o.timestamp, anchor);
   }
+  // a timestamp the producer gave (a scheduler's, or a scenario's own) is the clock's
+  if (o && typeof o === 'object' && typeof o.timestamp === 'number') o.timestamp = ts(o.timestamp, anchor);
   return o;
 }
 

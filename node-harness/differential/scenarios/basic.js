@@ -55,8 +55,12 @@ module.exports = [
       await s.add('later', { script: ['complete'] }, { delay: 700 });
       await s.add('soon', { script: ['complete'] }, { delay: 350 });
       await s.add('now', { script: ['complete'] });
-      await s.add('same-time-a', { script: ['complete'] }, { delay: 500 });
-      await s.add('same-time-b', { script: ['complete'] }, { delay: 500 });
+      // One timestamp for both, so they are due at the same millisecond: added a few ms apart
+      // (a cluster's round trips), the second one's promotion raced the first one's run, and
+      // the two subjects' event orders differed by timing alone.
+      const at = Date.now();
+      await s.add('same-time-a', { script: ['complete'] }, { delay: 500, timestamp: at });
+      await s.add('same-time-b', { script: ['complete'] }, { delay: 500, timestamp: at });
     },
   },
   {
