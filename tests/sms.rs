@@ -876,3 +876,47 @@ async fn commands_per_fused_job() {
         eprintln!("  {k:<20} {:>7.2}/job {:>7.1} µs/job", per(*c), per(*u));
     }
 }
+
+/// `scripts/bench`'s `ringback-legacy` subject (examples/legacy_pattern_worker.rs) does the
+/// legacy worker's work, or its figures would mean nothing: one text per run, the claim key
+/// `sent` with its day-long TTL, and a second job of the same run completed without a text.
+#[tokio::test]
+async fn the_legacy_pattern_bench_subject_texts_each_run_once() {
+    let e = env("legacy-pattern", "").await;
+    let runs: Vec<String> = (0..12).map(|i| format!("lp{i}")).collect();
+    let mut ids = Vec::new();
+    for run in &runs {
+        ids.push(add(&e, &data(run)).await);
+    }
+    let exe = std::path::Path::new(env!("CARGO_BIN_EXE_ringback"))
+        .parent()
+        .unwrap()
+        .join("examples/legacy_pattern_worker");
+    // the same settings as the ringback worker's, for another program
+    let cmd = ringback_command(&e, "worker", Timings::Compressed);
+    let mut subject = std::process::Command::new(&exe);
+    subject.envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))));
+    subject
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let _proc = Proc(subject.spawn().unwrap_or_else(|err| {
+        panic!(
+            "{}: {err} (`cargo build --examples` builds it; `cargo test` does too)",
+            exe.display()
+        )
+    }));
+    for id in &ids {
+        assert_eq!(finished(&e, id).await.0, "completed");
+    }
+    let again = add(&e, &data("lp0")).await;
+    assert_eq!(finished(&e, &again).await.0, "completed");
+    let mut c = e.redis.conn().await;
+    for run in &runs {
+        assert_eq!(texts(&e, run), 1, "{run}");
+        let key = format!("agent-callback:{run}");
+        let claim: String = c.get(&key).await.unwrap();
+        assert_eq!(claim, "sent", "{run}");
+        let ttl: i64 = c.ttl(&key).await.unwrap();
+        assert!(ttl > 86_000, "{run}: {ttl}");
+    }
+}
