@@ -12,7 +12,7 @@
 use clap::Parser;
 use ringback::cli::{TwilioArgs, WorkerArgs, init_logging, shutdown_on_signals};
 use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
-use ringback::{Job, JobContext, Outcome, Processor, Worker};
+use ringback::{Job, JobContext, Outcome, Processor};
 
 /// The allocator `ringback worker` runs with (src/bin/ringback.rs says why).
 #[global_allocator]
@@ -123,14 +123,8 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    let worker = match Worker::new(config, processor) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("ringback: bad configuration: {e}");
-            return std::process::ExitCode::from(2);
-        }
-    };
-    match worker.run(shutdown_on_signals()).await {
+    // the project's own runner (src/edge/run.rs), as `ringback worker` runs its processors
+    match ringback::run::worker(config, processor, shutdown_on_signals(), None, None).await {
         Ok(_) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringback: {e}");
