@@ -18,6 +18,10 @@ local SET_ANSWERS_OLD = (redis.REDIS_VERSION_NUM or 0) >= 0x070000
 local RECEIPT_RANKS = {accepted = 0, scheduled = 0, queued = 0, sending = 1, sent = 2,
   delivered = 3, undelivered = 3, failed = 3, canceled = 3, partially_delivered = 3, read = 4}
 
+-- What HMGET answers for the six fields applyReceipt reads when the record is missing (read
+-- only: one table for every call).
+local NO_RECORD = {false, false, false, false, false, false}
+
 -- One entry of a run's receipt history as JSON (applyReceipt's `r`, its time as a string, the
 -- outcome). (File-level, as the window's other helpers: a function made inside a step is one
 -- more closure for Lua's collector per job.)
@@ -86,7 +90,16 @@ local function applyReceipt(r)
   end
 
   local rank = RECEIPT_RANKS[status]
-  local cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr", "accepted_at", "error_code")
+  -- The send's own status usually starts the record: one EXISTS then answers what an HMGET of
+  -- a missing key would (six nils), at ~a quarter of its cost (measured in Redis: an HMGET of
+  -- six fields made into a Lua table ~10,800 instructions, an EXISTS ~3,000); a status
+  -- callback's record is usually there, so the other sources read it at once.
+  local cur
+  if source == "send" and rcall("EXISTS", rec) == 0 then
+    cur = NO_RECORD
+  else
+    cur = rcall("HMGET", rec, "sid", "status", "rank", "dlr", "accepted_at", "error_code")
+  end
   local prev = cur[2] or ""
   -- the send path links its sid when it marks the message; any other sid needs its link
   local unlinked = ""
