@@ -488,3 +488,86 @@ async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write(
         assert!(stray.is_empty(), "{topology:?}: no marker keys: {stray:?}");
     }
 }
+
+/// The open-attempts index is kept in Redis's skiplist encoding (the claim converts it with a
+/// long member it adds and removes in the same step, see `keepIndexWide` in
+/// lua/include/window.lua): no reader ever sees that member, the index holds exactly the runs
+/// in flight, an index emptied by the markers is deleted and the next claim widens the new one.
+/// A user whose ACL refuses OBJECT still claims (the index then keeps the compact encoding).
+#[tokio::test]
+async fn the_open_index_is_a_skiplist_and_never_shows_its_pad() {
+    let e = env("slots-wide-index", "").await;
+    let mut c = e.redis.conn().await;
+    let index = keys::open_attempts(PREFIX);
+    let encoding = |c: &mut redis::aio::MultiplexedConnection| {
+        let index = index.clone();
+        let mut c = c.clone();
+        async move {
+            let enc: Option<String> = redis::cmd("OBJECT")
+                .arg("ENCODING")
+                .arg(&index)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+            enc
+        }
+    };
+    let w = window(&e, Topology::Fused, 3000).await;
+    let mut tokens = Vec::new();
+    for n in 0..3 {
+        let run = format!("wide-{n}");
+        let Claim::Claimed { token } = claim(&w, &run, &format!("t{n}"), None).await else {
+            panic!("{run}: not claimed");
+        };
+        tokens.push((run, token));
+        assert_eq!(encoding(&mut c).await.as_deref(), Some("skiplist"));
+        let members: Vec<String> = c.zrange(&index, 0, -1).await.unwrap();
+        assert_eq!(members.len(), n + 1, "{members:?}");
+        assert!(
+            members.iter().all(|m| m.starts_with("wide-")),
+            "{members:?}"
+        );
+    }
+    for (n, (run, token)) in tokens.iter().enumerate() {
+        let marked = w
+            .mark_sent(run, token, &sid(100 + n as u32), "queued", Marked::Sent)
+            .await
+            .unwrap();
+        assert_eq!(marked, MarkSent::Marked);
+    }
+    let exists: bool = c.exists(&index).await.unwrap();
+    assert!(!exists, "an index emptied by the markers is deleted");
+    assert!(matches!(
+        claim(&w, "wide-again", "t9", None).await,
+        Claim::Claimed { .. }
+    ));
+    assert_eq!(encoding(&mut c).await.as_deref(), Some("skiplist"));
+    let _: i64 = c.del(&index).await.unwrap();
+
+    // an ACL without OBJECT: the claim goes on, the index stays compact
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "no-object",
+            "on",
+            ">pw",
+            "~*",
+            "&*",
+            "+@all",
+            "-object",
+        ])
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let url = e.redis.url().replace("redis://", "redis://no-object:pw@");
+    let client = redis::Client::open(url).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let limited = common::callbacks::window(&e, conn, 3000).with_topology(Topology::Fused);
+    assert!(matches!(
+        claim(&limited, "compact", "t10", None).await,
+        Claim::Claimed { .. }
+    ));
+    assert_eq!(encoding(&mut c).await.as_deref(), Some("listpack"));
+    let members: Vec<String> = c.zrange(&index, 0, -1).await.unwrap();
+    assert_eq!(members, ["compact"]);
+}
