@@ -8,6 +8,8 @@
   Runs N callbacks' worth of one thing, each on its own run (<prefix><i>); returns N.
 
   What (ARGV[2]):
+    widen      the open-attempts index into the skiplist encoding, as ringback's claim keeps it
+               (keepIndexWide in window.lua); the lines before it see the compact one
     gc         a full collection of Lua's garbage (the driver's, between lines)
     prefill    the shared sets as a 20,000-job run leaves them (recent-runs index and reconcile
                set at 20,000 members; the open-attempts index at the 50 attempts in flight at
@@ -70,6 +72,11 @@ if what == "gc" then
   -- between lines, outside the count: each line then pays the collection of its own garbage
   -- (as production does), not of the line's before it
   collectgarbage("collect")
+  return N
+end
+
+if what == "widen" then
+  keepIndexWide(OPEN)
   return N
 end
 
