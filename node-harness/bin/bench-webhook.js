@@ -21,7 +21,10 @@
 // --duration seconds at --connections. Redis work is counted server-side around the measured
 // run only: script calls (EVALSHA/EVAL) and commands (those inside scripts included) from INFO
 // commandstats and stats, Redis main-thread CPU from INFO cpu; the server's own CPU from /proc,
-// its peak RSS (VmHWM). One JSON line per subject and round (the lines `bench.js --table`
+// its peak RSS (VmHWM). The counting window is longer than --duration (wrk loads the request
+// file before its clock starts): each line says how long it was and how many seconds of CPU
+// Redis's main thread spent in it (`windowSeconds`, `redisCpuSeconds`), so a reader can check
+// that the per-request figure adds up. One JSON line per subject and round (the lines `bench.js --table`
 // reads), then a summary.
 'use strict';
 
@@ -209,9 +212,11 @@ async function measure(subject, values, files, r) {
     if (warm.report.non2xx || warm.report.connectErrors) throw new Error(`${subject} warm-up refused requests: ${warm.text}`);
     const warmed = settled ? values.runs : Math.min(values.runs, warm.report.requests);
     const before = await redisCounters(r);
+    const t0 = Date.now();
     const cpu0 = cpuSeconds(server.child.pid);
     const { report, text } = await wrk(values, port, files.measured, values.duration);
     const after = await redisCounters(r);
+    const windowSeconds = (Date.now() - t0) / 1000;
     const serverCpu = cpuSeconds(server.child.pid) - cpu0;
     const calls = await clientCalls(r, values, port, files, report.requests + 1000);
     const n = report.requests;
@@ -230,6 +235,9 @@ async function measure(subject, values, files, r) {
       scriptCallsPerRequest: Number(((after.scripts - before.scripts) / n).toFixed(2)),
       redisCommandsPerRequest: Number(((after.commands - before.commands) / n).toFixed(2)),
       redisCpuMicrosPerRequest: Number((((after.cpuSeconds - before.cpuSeconds) * 1e6) / n).toFixed(1)),
+      redisCpuSeconds: Number((after.cpuSeconds - before.cpuSeconds).toFixed(2)),
+      windowSeconds,
+      redisCommandsInWindow: after.commands - before.commands,
       serverCpuMicrosPerRequest: Number(((serverCpu * 1e6) / n).toFixed(1)),
       peakRssMb: peakRssMb(server.child.pid),
       non2xx: report.non2xx,
