@@ -6,6 +6,27 @@ use std::time::Duration;
 use crate::error::{ConfigError, ConfigErrors};
 use crate::job::KeepJobs;
 
+/// The host of `url` when it is one reserved for documentation (`example.com`, `.org`, `.net`,
+/// their subdomains, and the `.example` top-level domain; RFC 2606): a URL copied from an
+/// example that nobody can ever reach.
+pub fn documentation_host(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    let host = host_port
+        .split(':')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('.');
+    let lower = host.to_ascii_lowercase();
+    let reserved = ["example.com", "example.org", "example.net"]
+        .iter()
+        .any(|d| lower == *d || lower.ends_with(&format!(".{d}")))
+        || lower == "example"
+        || lower.ends_with(".example");
+    reserved.then_some(host)
+}
+
 /// Everything a worker needs to run against one queue.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -141,6 +162,25 @@ impl WorkerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn documentation_hosts_are_named() {
+        for url in [
+            "https://ringback.example.com/api/notify/webhook/status",
+            "https://EXAMPLE.org",
+            "http://user@example.net:8443/x",
+            "https://ringback.example/",
+        ] {
+            assert!(documentation_host(url).is_some(), "{url}");
+        }
+        for url in [
+            "https://ringback.acme.com",
+            "https://notexample.com/x",
+            "http://127.0.0.1:3000",
+        ] {
+            assert_eq!(documentation_host(url), None, "{url}");
+        }
+    }
 
     #[test]
     fn defaults_are_bullmq_defaults_and_valid() {

@@ -39,7 +39,7 @@ fn ringback(args: &[&str]) -> Command {
 fn twilio_env(cmd: &mut Command) -> &mut Command {
     cmd.env("TWILIO_ACCOUNT_SID", ACCOUNT)
         .env("TWILIO_AUTH_TOKEN", TOKEN)
-        .env("TWILIO_FROM", "+15005550006")
+        .env("TWILIO_FROM", "+15558675310")
 }
 
 /// A running binary whose output lines arrive on channels; killed on drop.
@@ -225,6 +225,103 @@ fn check_config_names_every_missing_setting_in_one_run() {
     assert!(
         !stdout.contains("s3cret") && !stdout.contains(TOKEN),
         "{stdout}"
+    );
+}
+
+/// The shipped env example, as an operator fills it in: its secrets only. Every trap that would
+/// make a live deployment fail its sends is named in one run, by variable.
+#[test]
+fn check_config_refuses_the_env_examples_traps_against_twilio() {
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/ringback.env.example"
+    ))
+    .unwrap();
+    let mut cmd = ringback(&["check-config"]);
+    for line in example.lines().filter(|l| !l.starts_with('#')) {
+        if let Some((k, v)) = line.split_once('=') {
+            cmd.env(k, v);
+        }
+    }
+    cmd.env("TWILIO_ACCOUNT_SID", ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", TOKEN);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("  TWILIO_FROM: required"),
+        "the example leaves the sender empty: {stderr}"
+    );
+
+    // What the example used to ship: Twilio's test-credential number and example.com URLs.
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("TWILIO_FROM", "+15005550006")
+        .env(
+            "RINGBACK_STATUS_CALLBACK_URL",
+            "https://ringback.example.com/api/notify/webhook/status",
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for (name, says) in [
+        ("TWILIO_FROM", "test credentials"),
+        ("RINGBACK_STATUS_CALLBACK_URL", "ringback.example.com"),
+    ] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("  {name}: ")) && l.contains(says)),
+            "{name} ({says}) not named: {stderr}"
+        );
+    }
+    // A sender Twilio would refuse is named; a test number against the simulator is fine.
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("TWILIO_FROM", "5558675310")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("  TWILIO_FROM: \"5558675310\" is not a sender"),
+        "{stderr}"
+    );
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("TWILIO_FROM", "+15005550006")
+        .env("TWILIO_API_BASE", "http://127.0.0.1:9")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A Messaging Service SID in TWILIO_FROM is taken as one.
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("TWILIO_FROM", "MG0123456789abcdef0123456789abcdef")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn serve_refuses_a_documentation_public_url() {
+    let out = ringback(&["serve"])
+        .env("RINGBACK_PUBLIC_URL", "https://ringback.example.com")
+        .env("RINGBACK_API_TOKEN", "0123456789abcdef0123")
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("  RINGBACK_PUBLIC_URL: ringback.example.com is a documentation host"),
+        "{stderr}"
     );
 }
 

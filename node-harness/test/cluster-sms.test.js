@@ -33,7 +33,7 @@ const { waitFor, sleep } = require('../lib/harness/wait');
 const { JOB_NAME, JOB_OPTIONS } = require('../lib/legacy');
 
 // The URL Twilio would call, as serve is told (RINGBACK_PUBLIC_URL): signatures cover it.
-const PUBLIC_URL = 'https://ringback.example.com';
+const PUBLIC_URL = 'https://ringback.test';
 const AUTH_TOKEN = 'drill-auth-token';
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
 

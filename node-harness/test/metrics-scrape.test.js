@@ -32,7 +32,7 @@ const DOCKERFILE = path.join(REPO, 'Dockerfile');
 const QUEUE = 'metrics-scrape';
 const RUNS = 3;
 // The URL Twilio would call, as serve is told (`RINGBACK_PUBLIC_URL`): signatures cover it.
-const PUBLIC_URL = 'https://ringback.example.com';
+const PUBLIC_URL = 'https://ringback.test';
 // The drill lab's simulator account (lib/drill/lab.js).
 const AUTH_TOKEN = 'drill-auth-token';
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';

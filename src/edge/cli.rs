@@ -367,12 +367,39 @@ impl TwilioArgs {
             )),
         };
         let auth = errors.take(auth);
-        let sender = match (&self.from, &self.messaging_service_sid) {
+        // An empty value (`TWILIO_FROM=` in an env file) is a setting left unset.
+        let given = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+        let sender = match (&given(&self.from), &given(&self.messaging_service_sid)) {
             (Some(_), Some(_)) => Err(ConfigError::new(
                 "TWILIO_FROM",
                 "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID, not both",
             )),
-            (Some(from), None) => Ok(Sender::From(from.clone())),
+            (Some(from), None) => {
+                use crate::twilio::message::{SenderForm, is_test_credentials_number, sender_form};
+                match sender_form(from) {
+                    None => Err(ConfigError::new(
+                        "TWILIO_FROM",
+                        format!(
+                            "{from:?} is not a sender Twilio accepts: an E.164 number (+15558675310), a short code, an alphanumeric sender ID (up to 11 letters, digits, spaces) or a Messaging Service SID (MG…)"
+                        ),
+                    )),
+                    Some(_)
+                        if is_test_credentials_number(from) && is_twilio_api(&self.api_base) =>
+                    {
+                        Err(ConfigError::new(
+                            "TWILIO_FROM",
+                            format!(
+                                "{from} is one of Twilio's numbers for test credentials: a live account refuses every message from it; set the account's own number or service"
+                            ),
+                        ))
+                    }
+                    // Twilio accepts a service SID in `From`: it is one, and looked up as one.
+                    Some(SenderForm::MessagingService) => {
+                        Ok(Sender::MessagingService(from.clone()))
+                    }
+                    Some(_) => Ok(Sender::From(from.clone())),
+                }
+            }
             (None, Some(ms)) => Ok(Sender::MessagingService(ms.clone())),
             (None, None) => Err(ConfigError::new(
                 "TWILIO_FROM",
@@ -591,6 +618,14 @@ impl SmsArgs {
                 "honoured only in drill mode (RINGBACK_DRILL=1): it aborts this process on purpose",
             ));
         }
+        if let Some(url) = self.status_callback_url.as_deref()
+            && let Some(host) = crate::config::documentation_host(url)
+        {
+            errors.push(ConfigError::new(
+                "RINGBACK_STATUS_CALLBACK_URL",
+                format!("{host} is a documentation host nobody can reach: set serve's public URL, or leave it empty to rely on polling"),
+            ));
+        }
         let fallback_to = match self.fallback_to.as_deref().filter(|f| !f.is_empty()) {
             Some(f) if !crate::twilio::message::is_e164(f) => {
                 errors.push(ConfigError::new(
@@ -749,6 +784,16 @@ impl ServeArgs {
             "RINGBACK_PUBLIC_URL",
             "required: the http(s) base URL Twilio calls",
         );
+        if let Some(url) = self.public_url.as_deref()
+            && let Some(host) = crate::config::documentation_host(url)
+        {
+            errors.push(ConfigError::new(
+                "RINGBACK_PUBLIC_URL",
+                format!(
+                    "{host} is a documentation host: set the URL Twilio calls, as Twilio sees it"
+                ),
+            ));
+        }
         let api_token = errors.require(
             self.api_token.clone().filter(|t| t.len() >= 16),
             "RINGBACK_API_TOKEN",
@@ -819,4 +864,12 @@ impl ServeArgs {
             drill_reports,
         })
     }
+}
+
+/// Whether `base` is Twilio's own API (not the simulator or a test double).
+fn is_twilio_api(base: &str) -> bool {
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    let host = rest.split(['/', ':', '?']).next().unwrap_or("");
+    host.eq_ignore_ascii_case("api.twilio.com")
+        || host.to_ascii_lowercase().ends_with(".twilio.com")
 }

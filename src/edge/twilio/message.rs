@@ -149,9 +149,76 @@ pub fn is_e164(s: &str) -> bool {
         && !digits.starts_with('0')
 }
 
+/// What a configured `TWILIO_FROM` is, by Twilio's forms of sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SenderForm {
+    /// An E.164 number.
+    Number,
+    /// A short code: 5 or 6 digits.
+    ShortCode,
+    /// An alphanumeric sender ID: 1–11 letters, digits and spaces, at least one letter.
+    Alphanumeric,
+    /// A Messaging Service SID (`MG` + 32 hex digits): Twilio accepts one in `From`.
+    MessagingService,
+}
+
+/// The form of `from`, or `None` when Twilio would refuse it (21212).
+pub fn sender_form(from: &str) -> Option<SenderForm> {
+    let hex32 = |s: &str| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if is_e164(from) {
+        Some(SenderForm::Number)
+    } else if (5..=6).contains(&from.len()) && from.bytes().all(|b| b.is_ascii_digit()) {
+        Some(SenderForm::ShortCode)
+    } else if from.strip_prefix("MG").is_some_and(hex32) {
+        Some(SenderForm::MessagingService)
+    } else if (1..=11).contains(&from.len())
+        && from.bytes().all(|b| b.is_ascii_alphanumeric() || b == b' ')
+        && from.bytes().any(|b| b.is_ascii_alphabetic())
+    {
+        Some(SenderForm::Alphanumeric)
+    } else {
+        None
+    }
+}
+
+/// Twilio's magic numbers for test credentials (`+15005550000`–`+15005550009`): they work only
+/// with test credentials, so a live account refuses every message from them.
+pub fn is_test_credentials_number(from: &str) -> bool {
+    from.strip_prefix("+1500555000")
+        .is_some_and(|d| d.len() == 1 && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sender_forms_are_twilios() {
+        assert_eq!(sender_form("+15558675310"), Some(SenderForm::Number));
+        assert_eq!(sender_form("12345"), Some(SenderForm::ShortCode));
+        assert_eq!(sender_form("Ringback"), Some(SenderForm::Alphanumeric));
+        assert_eq!(
+            sender_form("MG0123456789abcdef0123456789abcdef"),
+            Some(SenderForm::MessagingService)
+        );
+        for bad in [
+            "",
+            "5558675310",
+            "+0123",
+            "A very long sender",
+            "1234",
+            "Ring-back",
+            "1234567",
+        ] {
+            assert_eq!(sender_form(bad), None, "{bad:?}");
+        }
+        assert!(is_test_credentials_number("+15005550006"));
+        assert!(
+            !is_test_credentials_number("+15005550106")
+                && !is_test_credentials_number("+1500555000")
+                && !is_test_credentials_number("+150055500012")
+        );
+    }
 
     #[test]
     fn parses_a_create_answer_with_unknown_fields() {
