@@ -67,8 +67,12 @@ pub enum EscalationKind {
     Undelivered,
     /// Twilio refused the message for good (validation, opt-out).
     Permanent,
-    /// Whether the text went out could not be proven either way.
+    /// Whether the text went out cannot be proven yet (lookups failing): still being resolved,
+    /// and sent once a complete lookup proves it was not.
     Unknown,
+    /// Whether the text went out cannot be told (an unlinked look-alike message): settled, never
+    /// sent again.
+    UnknownSettled,
     /// No final receipt by the delivery deadline.
     ReceiptMissing,
     /// `ringback drain` gave up on an open attempt.
@@ -81,6 +85,7 @@ impl EscalationKind {
             Self::Undelivered => "undelivered",
             Self::Permanent => "permanent",
             Self::Unknown => "unknown",
+            Self::UnknownSettled => "unknown_settled",
             Self::ReceiptMissing => "receipt_missing",
             Self::Drain => "drain",
         }
@@ -130,6 +135,7 @@ impl Default for Telemetry {
             EscalationKind::Undelivered,
             EscalationKind::Permanent,
             EscalationKind::Unknown,
+            EscalationKind::UnknownSettled,
             EscalationKind::ReceiptMissing,
             EscalationKind::Drain,
         ] {

@@ -203,6 +203,150 @@ async fn a_failed_delivery_escalates_once() {
     assert!(record(&s, "r9").await.escalated);
 }
 
+/// An escalation that met a Redis error (the webhook answered 500) is made by Twilio's retry of
+/// the same callback, whose repeat marker the first delivery already wrote: escalation follows
+/// the record, not the callback's outcome.
+#[tokio::test]
+async fn a_failed_delivery_whose_escalation_failed_is_escalated_by_twilios_retry() {
+    let server = RedisServer::start();
+    let q = queue_name("api-esc-retry");
+    let s = state(&server, &q).await;
+    let router = app(s.clone());
+    let path = "/api/notify/webhook/status?runId=r10";
+    let mut c = server.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{q}-escalations"));
+    // the escalation queue cannot be written: its id counter is not a number (the add fails
+    // at its first command, before any write)
+    let _: () = c.set(esc.id(), "not a number").await.unwrap();
+    let undelivered = status_params("undelivered", &[("ErrorCode", "30003")]);
+    let first = router
+        .clone()
+        .oneshot(callback(path, &undelivered, Some("tok-u")))
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(
+        first,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Twilio will retry"
+    );
+    assert!(!record(&s, "r10").await.escalated);
+    let _: () = c.del(esc.id()).await.unwrap();
+    let retry = router
+        .clone()
+        .oneshot(callback(path, &undelivered, Some("tok-u")))
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(retry, StatusCode::OK);
+    let waiting: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
+    assert_eq!(waiting, vec!["escalation:r10".to_string()]);
+    let data: String = c.hget(esc.job("escalation:r10"), "data").await.unwrap();
+    let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(data["kind"], "undelivered");
+    assert_eq!(data["meaning"], "was not delivered");
+    assert!(record(&s, "r10").await.escalated);
+    // and once: a third delivery of the same callback escalates nothing more
+    let again = router
+        .clone()
+        .oneshot(callback(path, &undelivered, Some("tok-u")))
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(again, StatusCode::OK);
+    let waiting: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+}
+
+/// A canceled or partially delivered message is a failed delivery too.
+#[tokio::test]
+async fn canceled_and_partially_delivered_escalate() {
+    let server = RedisServer::start();
+    let q = queue_name("api-canceled");
+    let s = state(&server, &q).await;
+    let router = app(s.clone());
+    for (run, status) in [("rc", "canceled"), ("rp", "partially_delivered")] {
+        let path = format!("/api/notify/webhook/status?runId={run}");
+        let code = router
+            .clone()
+            .oneshot(callback(&path, &status_params(status, &[]), Some(run)))
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(code, StatusCode::OK);
+        assert!(record(&s, run).await.escalated, "{status}");
+    }
+}
+
+/// Kinds: each is escalated once; a later, different kind is escalated again under an id that
+/// names it, with a fallback text that says what it means.
+#[tokio::test]
+async fn a_later_kind_escalates_again_under_its_own_id() {
+    let server = RedisServer::start();
+    let q = queue_name("kinds");
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let sms = SmsConfig {
+        fallback_to: Some("+15550009999".into()),
+        ..SmsConfig::default()
+    };
+    let (_, escalator) = sms.after_send(conn, "bull", &q);
+    let esc = |kind| ringback::escalation::Escalation {
+        run_id: "k1".into(),
+        reason: "test".into(),
+        last_status: None,
+        error_code: None,
+        kind,
+    };
+    use ringback::escalation::EscalationKind::{ReceiptMissing, Unknown, UnknownSettled};
+    assert!(escalator.escalate(&esc(Unknown)).await.unwrap());
+    assert!(!escalator.escalate(&esc(Unknown)).await.unwrap());
+    assert!(escalator.escalate(&esc(UnknownSettled)).await.unwrap());
+    assert!(escalator.escalate(&esc(ReceiptMissing)).await.unwrap());
+    assert!(!escalator.escalate(&esc(UnknownSettled)).await.unwrap());
+    let mut c = server.conn().await;
+    let e = QueueKeys::new("bull", &format!("{q}-escalations"));
+    let mut ids: Vec<String> = c.lrange(e.wait(), 0, -1).await.unwrap();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "escalation:k1",
+            "escalation:k1:receipt_missing",
+            "escalation:k1:unknown_settled"
+        ]
+    );
+    let k = QueueKeys::new("bull", &q);
+    let texts: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+    assert_eq!(texts.len(), 3, "{texts:?}");
+    let data: String = c.hget(k.job("k1:escalation"), "data").await.unwrap();
+    assert!(data.contains("may have been sent"), "{data}");
+    assert!(
+        !data.contains("not delivered"),
+        "an unknown is never called undelivered: {data}"
+    );
+    let data: String = c
+        .hget(k.job("k1:escalation:receipt_missing"), "data")
+        .await
+        .unwrap();
+    assert!(data.contains("not delivered yet"), "{data}");
+    // the resolution notice, once
+    escalator
+        .resolved("k1", "found-sent", Some("SMx"))
+        .await
+        .unwrap();
+    escalator
+        .resolved("k1", "found-sent", Some("SMx"))
+        .await
+        .unwrap();
+    let ids: Vec<String> = c.lrange(e.wait(), 0, -1).await.unwrap();
+    assert_eq!(
+        ids.iter().filter(|i| i.ends_with(":resolved")).count(),
+        1,
+        "{ids:?}"
+    );
+}
+
 #[tokio::test]
 async fn legacy_send_enqueues_once_and_names_bad_fields() {
     let server = RedisServer::start();

@@ -34,38 +34,80 @@ pub struct Escalation {
     pub kind: EscalationKind,
 }
 
+impl EscalationKind {
+    /// What this kind tells the person, in the fallback text and the job's `meaning`.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Self::Undelivered => "was not delivered",
+            Self::Permanent => "was refused by Twilio and not sent",
+            Self::Unknown => {
+                "may have been sent; ringback is still checking and sends it only once it proves it was not"
+            }
+            Self::UnknownSettled => "may have been sent; ringback will not send it again",
+            Self::ReceiptMissing => "was accepted by Twilio but is not delivered yet",
+            Self::Drain => "may have been sent; ringback drain stopped before it could tell",
+        }
+    }
+}
+
+/// Whether `run_id` is a fallback text's own run (never escalated further).
+fn is_fallback_run(run_id: &str) -> bool {
+    run_id.ends_with(":escalation") || run_id.contains(":escalation:")
+}
+
 impl Escalator {
-    /// Escalate once; returns true when this call created the escalation.
+    /// Escalate once per kind; returns true when this call made the escalation exist.
     ///
-    /// Once per run, for longer than the run's record lives: the marker
-    /// ([`crate::keys::escalated_marker`]) is checked first and written last, and the jobs in
-    /// between are deduplicated by their ids, so a crash between two steps escalates once too.
+    /// Once per run and kind, for longer than the run's record lives: the kind's marker
+    /// ([`crate::keys::escalated_kind_marker`]) is checked first and written last, after the
+    /// jobs, which are deduplicated by their ids: a crash or an error between two steps leaves
+    /// no marker, and the next path that sees the run escalates it (nothing is lost, nothing
+    /// doubled). The run's first escalation keeps the job id `escalation:<runId>`; a later,
+    /// different kind gets `escalation:<runId>:<kind>`.
     pub async fn escalate(&self, e: &Escalation) -> Result<bool, Error> {
-        if e.run_id.ends_with(":escalation") {
+        if is_fallback_run(&e.run_id) {
             tracing::error!(run_id = %e.run_id, reason = %crate::redact::redact(&e.reason), "the fallback text itself failed; not escalating further");
             return Ok(false);
         }
-        if self.receipts.was_escalated(&e.run_id).await? {
-            tracing::debug!(run_id = %e.run_id, "already escalated");
+        let kind = e.kind.label();
+        if self.receipts.was_escalated_as(&e.run_id, kind).await? {
+            tracing::debug!(run_id = %e.run_id, kind, "already escalated");
             return Ok(false);
         }
         let data = serde_json::json!({
-            "runId": e.run_id, "reason": e.reason, "lastStatus": e.last_status, "errorCode": e.error_code,
+            "runId": e.run_id, "kind": kind, "meaning": e.kind.meaning(), "reason": e.reason,
+            "lastStatus": e.last_status, "errorCode": e.error_code,
         });
-        let (_, created) = self
-            .escalations
+        let first_id = format!("escalation:{}", e.run_id);
+        let kind_id = format!("escalation:{}:{kind}", e.run_id);
+        // The first id is this kind's unless a job of another kind holds it.
+        let id = match self.escalations.job_data(&first_id).await? {
+            None if !self.receipts.was_escalated(&e.run_id).await? => first_id,
+            // a job written before kinds existed was the run's one escalation: it stands for
+            // this kind too (an upgrade escalates nothing twice)
+            Some(held) if job_kind(&held).is_none_or(|k| k == kind) => first_id,
+            _ => kind_id,
+        };
+        let first = !id.ends_with(&format!(":{kind}"));
+        self.escalations
             .add_job(
-                Some(&format!("escalation:{}", e.run_id)),
+                Some(&id),
                 "escalation",
                 &data.to_string(),
                 ESCALATION_JOB_OPTS,
             )
             .await?;
         if let Some(to) = &self.fallback_to {
-            let run = format!("{}:escalation", e.run_id);
+            let run = if first {
+                format!("{}:escalation", e.run_id)
+            } else {
+                format!("{}:escalation:{kind}", e.run_id)
+            };
             let body = format!(
-                "ringback: the callback for run {} was not delivered ({}).",
-                e.run_id, e.reason
+                "ringback: the callback for run {} {} ({}).",
+                e.run_id,
+                e.kind.meaning(),
+                e.reason
             );
             let body: String = body.chars().take(crate::callback::MAX_BODY).collect();
             let data = serde_json::json!({"runId": run, "to": to, "body": body});
@@ -79,11 +121,69 @@ impl Escalator {
                 .await?;
         }
         self.receipts.mark_escalated(&e.run_id, &e.reason).await?;
-        self.receipts.remember_escalated(&e.run_id).await?;
+        let created = self.receipts.remember_escalated(&e.run_id, kind).await?;
         if created {
             crate::telemetry::global().escalated(e.kind);
-            tracing::warn!(run_id = %e.run_id, reason = %crate::redact::redact(&e.reason), "callback escalated");
+            tracing::warn!(run_id = %e.run_id, kind, reason = %crate::redact::redact(&e.reason), "callback escalated");
         }
         Ok(created)
+    }
+
+    /// Tell the escalation queue that a run escalated as still resolving was resolved after
+    /// all (`how`: "found-sent" or "sent"). Idempotent: one notice per run.
+    pub async fn resolved(&self, run_id: &str, how: &str, sid: Option<&str>) -> Result<(), Error> {
+        let data = serde_json::json!({
+            "runId": run_id, "kind": "resolved", "resolution": how, "messageSid": sid,
+            "meaning": "the callback escalated as unknown was resolved: the human was texted once",
+        });
+        self.escalations
+            .add_job(
+                Some(&format!("escalation:{run_id}:resolved")),
+                "escalation-resolved",
+                &data.to_string(),
+                ESCALATION_JOB_OPTS,
+            )
+            .await?;
+        tracing::info!(%run_id, how, "escalated callback resolved; notice queued");
+        Ok(())
+    }
+}
+
+/// The `kind` of an escalation job's data (`None` for jobs written before kinds existed).
+fn job_kind(data: &str) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(data).ok()?;
+    v.get("kind")?.as_str().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_kind_of_a_job() {
+        assert_eq!(
+            job_kind(r#"{"runId":"r","kind":"unknown","reason":"x"}"#).as_deref(),
+            Some("unknown")
+        );
+        assert_eq!(job_kind(r#"{"runId":"r","reason":"x"}"#), None);
+        assert!(is_fallback_run("r:escalation") && is_fallback_run("r:escalation:drain"));
+        assert!(!is_fallback_run("r"));
+    }
+
+    #[test]
+    fn every_kind_says_what_it_means() {
+        for k in [
+            EscalationKind::Unknown,
+            EscalationKind::UnknownSettled,
+            EscalationKind::Drain,
+        ] {
+            assert!(k.meaning().contains("may have been sent"), "{k:?}");
+            assert!(!k.meaning().contains("not delivered"), "{k:?}");
+        }
+        assert!(
+            EscalationKind::ReceiptMissing
+                .meaning()
+                .contains("not delivered yet")
+        );
     }
 }

@@ -61,8 +61,23 @@ pub struct Applied {
 impl Applied {
     /// This update newly made the record end in a failed delivery.
     pub fn newly_failed(&self) -> bool {
-        self.outcome == "applied" && matches!(self.status.as_str(), "failed" | "undelivered")
+        self.outcome == "applied" && self.ends_failed()
     }
+
+    /// The run's record, after this update whatever its outcome, ends in a failed delivery:
+    /// every path that sees this escalates (idempotently), so a repeat of a callback whose
+    /// escalation was cut short escalates it.
+    pub fn ends_failed(&self) -> bool {
+        is_failed_status(&self.status)
+    }
+}
+
+/// Terminal statuses that mean the human was not (fully) texted.
+pub fn is_failed_status(status: &str) -> bool {
+    matches!(
+        status,
+        "failed" | "undelivered" | "canceled" | "partially_delivered"
+    )
 }
 
 /// Settings of the receipt store.
@@ -304,19 +319,44 @@ impl Receipts {
         Ok(n == 1)
     }
 
-    /// Remember that this run's escalation exists, for [`ESCALATED_MARKER_LIVES`] times the
-    /// record's lifetime.
-    pub async fn remember_escalated(&self, run_id: &str) -> Result<(), Error> {
+    /// Remember that this run's escalation of `kind` exists, for [`ESCALATED_MARKER_LIVES`]
+    /// times the record's lifetime; true when this call wrote the kind's marker first.
+    pub async fn remember_escalated(&self, run_id: &str, kind: &str) -> Result<bool, Error> {
         self.trips.add(1);
         let ttl = self.times.record_ttl.as_millis().max(1) as u64 * ESCALATED_MARKER_LIVES;
-        let _: () = redis::cmd("SET")
+        let (_, first): ((), Option<String>) = redis::pipe()
+            .cmd("SET")
             .arg(keys::escalated_marker(&self.claim_prefix, run_id))
             .arg(now_ms())
             .arg("PX")
             .arg(ttl)
+            .cmd("SET")
+            .arg(keys::escalated_kind_marker(
+                &self.claim_prefix,
+                run_id,
+                kind,
+            ))
+            .arg(now_ms())
+            .arg("PX")
+            .arg(ttl)
+            .arg("NX")
             .query_async(&mut self.conn.clone())
             .await?;
-        Ok(())
+        Ok(first.is_some())
+    }
+
+    /// Whether this run's escalation of `kind` exists.
+    pub async fn was_escalated_as(&self, run_id: &str, kind: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let n: i64 = redis::cmd("EXISTS")
+            .arg(keys::escalated_kind_marker(
+                &self.claim_prefix,
+                run_id,
+                kind,
+            ))
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(n == 1)
     }
 
     /// The callback record of a run, for people and the API.

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::commands::now_ms;
 use crate::error::Error;
 use crate::escalation::{Escalation, Escalator};
-use crate::receipts::{Receipts, Source, StatusUpdate};
+use crate::receipts::{Receipts, Source, StatusUpdate, is_failed_status};
 use crate::twilio::TwilioClient;
 
 pub struct Reconciler {
@@ -41,6 +41,20 @@ impl Reconciler {
                 continue;
             };
             if self.receipts.settled(&run_id, sid).await? {
+                // A status callback settled it; if it ended failed, its escalation may have
+                // been cut short: escalate (idempotently) before the sid is forgotten.
+                let record = self.receipts.record(&run_id, None).await?;
+                if let Some(status) = record.status.as_deref().filter(|s| is_failed_status(s)) {
+                    self.escalator
+                        .escalate(&Escalation {
+                            run_id: run_id.clone(),
+                            reason: format!("delivery {status}"),
+                            last_status: Some(status.to_string()),
+                            error_code: record.error_code.clone(),
+                            kind: crate::escalation::EscalationKind::Undelivered,
+                        })
+                        .await?;
+                }
                 self.receipts.forget_poll(sid).await?;
                 continue;
             }
@@ -66,14 +80,15 @@ impl Reconciler {
                 })
                 .await?;
             let record = self.receipts.record(&run_id, None).await?;
-            let terminal = matches!(
-                record.state.as_str(),
-                "delivered" | "undelivered" | "failed"
-            );
+            let terminal = record
+                .status
+                .as_deref()
+                .and_then(crate::twilio::message::status_rank)
+                .is_some_and(|r| r >= 3);
             if terminal {
                 self.receipts.forget_poll(sid).await?;
             }
-            if applied.newly_failed() {
+            if applied.ends_failed() {
                 self.escalator
                     .escalate(&Escalation {
                         run_id: run_id.clone(),

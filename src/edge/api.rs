@@ -397,12 +397,14 @@ async fn webhook_status(
             outcome: applied.outcome.clone(),
         })
         .inc();
-    if applied.newly_failed() {
+    // Whatever the outcome (a repeat of a callback whose escalation was cut short, or a
+    // status the record already had): a record that ends failed is escalated, idempotently.
+    if applied.ends_failed() {
         s.escalator
             .escalate(&Escalation {
                 run_id,
-                reason: format!("delivery {status}"),
-                last_status: Some(status),
+                reason: format!("delivery {}", applied.status),
+                last_status: Some(applied.status.clone()),
                 error_code: update.error_code.clone(),
                 kind: crate::escalation::EscalationKind::Undelivered,
             })

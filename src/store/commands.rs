@@ -612,6 +612,16 @@ impl Commands {
             .await?)
     }
 
+    /// A job's `data` field, if the job exists.
+    pub async fn job_data(&self, job_id: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("HGET")
+            .arg(self.keys.job(job_id))
+            .arg("data")
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
     /// Store a job's progress (any JSON) and emit the `progress` event.
     pub async fn update_progress(
         &self,

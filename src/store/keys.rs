@@ -138,6 +138,12 @@ pub fn escalated_marker(claim_prefix: &str, run_id: &str) -> String {
     format!("ringback:escalated:{{{claim_prefix}{run_id}}}")
 }
 
+/// `ringback:escalated:{<claim>}:<kind>`: set once the run's escalation of this kind exists
+/// (written after its jobs, with the run's marker; same lifetime).
+pub fn escalated_kind_marker(claim_prefix: &str, run_id: &str, kind: &str) -> String {
+    format!("{}:{kind}", escalated_marker(claim_prefix, run_id))
+}
+
 /// ZSET MessageSid → when to look the message up (reconciliation of missing callbacks).
 pub fn reconcile_schedule(claim_prefix: &str) -> String {
     format!("ringback:reconcile:{claim_prefix}")

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::callback::CallbackRequest;
 use crate::commands::now_ms;
+use crate::escalation::EscalationKind;
 use crate::job::Job;
 use crate::processor::{JobContext, Outcome, Processor};
 use crate::redact::{mask, redact};
@@ -184,6 +185,8 @@ impl SmsProcessor {
     ) -> Outcome {
         let from = req.from.clone().unwrap_or_default();
         let mut supersede: Option<String> = None;
+        // an attempt escalated as still resolving was proven never sent: its resend is notified
+        let mut escalated_before = false;
         let mut prepared = self.prepared_claim(ctx, &req.run_id).await;
         let ctx = self.fused_ctx(ctx);
         // At most: resolve an unknown send, find it unproven past the window, claim anew.
@@ -232,7 +235,11 @@ impl SmsProcessor {
                 }
                 Ok(Claim::Claimed { token }) => {
                     self.crash(CrashPoint::AfterClaim, &req.run_id);
-                    return self.send(req, &token, ctx).await;
+                    let outcome = self.send(req, &token, ctx).await;
+                    if escalated_before && matches!(outcome, Outcome::Completed(_)) {
+                        self.notify_resolved(req, "sent", None).await;
+                    }
+                    return outcome;
                 }
                 Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {
                     Resolution::Sent(sid) => {
@@ -253,6 +260,9 @@ impl SmsProcessor {
                         }
                         self.stats.record(SmsEvent::Reconciled);
                         tracing::info!(%sid, "an earlier attempt's send was found; not sending again");
+                        if u.escalated {
+                            self.notify_resolved(req, "found-sent", Some(&sid)).await;
+                        }
                         return Outcome::Completed(
                             json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true, "reconciled": true}),
                         );
@@ -263,7 +273,14 @@ impl SmsProcessor {
                         let reason = format!(
                             "{n} messages with this recipient, sender and body were found and cannot be told apart: the callback may or may not have been sent"
                         );
-                        self.escalate_unknown(req, &u, &reason).await;
+                        // settled only once a person has been told: an escalation that
+                        // fails leaves the attempt open, and the next resolver tries again
+                        if !self
+                            .escalate_unknown(req, &u, &reason, EscalationKind::UnknownSettled)
+                            .await
+                        {
+                            return self.later(self.config.reconcile_poll);
+                        }
                         match self
                             .window
                             .settle_unknown(&req.run_id, &u.token, &reason)
@@ -288,6 +305,7 @@ impl SmsProcessor {
                         );
                         // the next claim replaces the attempt in the same step (no gap in the claim)
                         supersede = Some(u.token.clone());
+                        escalated_before |= u.escalated;
                     }
                 },
             }
@@ -295,26 +313,62 @@ impl SmsProcessor {
         self.later(self.config.reconcile_poll)
     }
 
-    /// Escalate an attempt whose outcome stays unknown, once per attempt.
-    async fn escalate_unknown(&self, req: &CallbackRequest, u: &Unresolved, reason: &str) {
-        if u.escalated {
+    /// Escalate an attempt whose outcome stays unknown; true once the escalation exists.
+    ///
+    /// The attempt's `escalated` flag is written only after the escalation exists (the
+    /// escalator's own markers make a repeat harmless), so an escalation that met an error is
+    /// tried again by the next resolver instead of being flagged as done.
+    async fn escalate_unknown(
+        &self,
+        req: &CallbackRequest,
+        u: &Unresolved,
+        reason: &str,
+        kind: crate::escalation::EscalationKind,
+    ) -> bool {
+        if u.escalated && kind == crate::escalation::EscalationKind::Unknown {
+            return true;
+        }
+        let e = crate::escalation::Escalation {
+            run_id: req.run_id.clone(),
+            reason: reason.to_string(),
+            last_status: None,
+            error_code: None,
+            kind,
+        };
+        if let Err(err) = self.escalator.escalate(&e).await {
+            tracing::error!(error = %err, "could not escalate an unknown send; will try again");
+            return false;
+        }
+        if let Err(e) = self.window.flag_escalated(&req.run_id).await {
+            tracing::warn!(error = %e, "could not flag the escalation (it exists); will look again");
+        }
+        true
+    }
+
+    /// A run escalated as still resolving was resolved: the escalation queue hears of it.
+    async fn notify_resolved(&self, req: &CallbackRequest, how: &str, sid: Option<&str>) {
+        if let Err(e) = self.escalator.resolved(&req.run_id, how, sid).await {
+            tracing::warn!(error = %e, "could not queue the resolution notice of an escalated callback");
+        }
+    }
+
+    /// Twilio created the message already failed (a 2xx whose status is terminal-failed): the
+    /// record says so, and the run is escalated as undelivered.
+    async fn escalate_failed_create(&self, req: &CallbackRequest, m: &crate::twilio::Message) {
+        let status = m.status.as_deref().unwrap_or_default();
+        if !crate::receipts::is_failed_status(status) {
             return;
         }
-        match self.window.flag_escalated(&req.run_id).await {
-            Ok(true) => {
-                let e = crate::escalation::Escalation {
-                    run_id: req.run_id.clone(),
-                    reason: reason.to_string(),
-                    last_status: None,
-                    error_code: None,
-                    kind: crate::escalation::EscalationKind::Unknown,
-                };
-                if let Err(err) = self.escalator.escalate(&e).await {
-                    tracing::error!(error = %err, "could not escalate an unknown send");
-                }
-            }
-            Ok(false) => {}
-            Err(e) => tracing::warn!(error = %e, "could not flag the escalation; will try again"),
+        let e = crate::escalation::Escalation {
+            run_id: req.run_id.clone(),
+            reason: format!("Twilio created the message already {status}"),
+            last_status: Some(status.to_string()),
+            error_code: m.error_code.map(|c| c.to_string()),
+            kind: crate::escalation::EscalationKind::Undelivered,
+        };
+        if let Err(err) = self.escalator.escalate(&e).await {
+            // the record shows the failed status: the reconciler's poll escalates it
+            tracing::error!(error = %err, "could not escalate a message created failed; the poll will");
         }
     }
 
@@ -330,6 +384,7 @@ impl SmsProcessor {
             SendOutcome::Accepted(m) => {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
+                self.escalate_failed_create(req, &m).await;
                 let status = m.status.as_deref().unwrap_or("queued");
                 if let Some(ctx) = ctx {
                     // The marker is written by the job's finishing call, first and whatever the

@@ -64,20 +64,21 @@ fn rfc2822(v: Option<&str>) -> Option<chrono::DateTime<chrono::Utc>> {
         .map(|d| d.with_timezone(&chrono::Utc))
 }
 
-/// A page of the list call (spec `ListMessageResponse`). The URIs are relative to the API base
+/// A page of the list call (spec `ListMessageResponse`; its counters are plain integers, so
+/// they decode as `i64`: an empty page's `"end": -1` is valid, and ringback reads none of them). The URIs are relative to the API base
 /// (`/2010-04-01/Accounts/…/Messages.json?…&PageToken=PA…`); `next_page_uri` is null on the last
 /// page.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct MessagePage {
     pub messages: Vec<Message>,
     #[serde(default)]
-    pub page: u64,
+    pub page: i64,
     #[serde(default)]
-    pub page_size: u64,
+    pub page_size: i64,
     #[serde(default)]
-    pub start: u64,
+    pub start: i64,
     #[serde(default)]
-    pub end: u64,
+    pub end: i64,
     #[serde(default)]
     pub uri: Option<String>,
     #[serde(default)]
@@ -229,6 +230,17 @@ mod tests {
         .unwrap();
         assert_eq!(m.status.as_deref(), Some("queued"));
         assert!(is_message_sid(&m.sid));
+    }
+
+    #[test]
+    fn decodes_every_page_the_spec_allows() {
+        let page: MessagePage = serde_json::from_str(
+            r#"{"messages":[],"page":0,"page_size":100,"start":0,"end":-1,"next_page_uri":null,
+                "uri":"/x","first_page_uri":"/x","previous_page_uri":null}"#,
+        )
+        .unwrap();
+        assert_eq!(page.end, -1);
+        assert!(page.messages.is_empty());
     }
 
     #[test]

@@ -195,12 +195,13 @@ impl ListQuery {
             Cursor::After(sid) => format!("PA{sid}"),
             Cursor::Before(sid) => format!("PB{sid}"),
         });
-        let first = self.page.saturating_mul(self.page_size as u64);
+        let first = self.page.saturating_mul(self.page_size as u64) as i64;
         MessagePage {
-            page: self.page,
-            page_size: self.page_size as u64,
+            page: self.page as i64,
+            page_size: self.page_size as i64,
             start: first,
-            end: first + (messages.len() as u64).saturating_sub(1),
+            // as Twilio writes it: the last index on the page, so -1 on an empty first page
+            end: first + messages.len() as i64 - 1,
             uri: Some(self.uri(account, self.page, token)),
             first_page_uri: Some(self.uri(account, 0, None)),
             next_page_uri,
@@ -261,6 +262,18 @@ mod tests {
         assert!(q(&[("DateSent<", &later)]).matches(&sent));
         let bad = vec![("DateSent>".to_string(), "yesterday".to_string())];
         assert_eq!(ListQuery::parse(&bad).unwrap_err().status, 400);
+    }
+
+    #[test]
+    fn an_empty_page_ends_at_minus_one_as_twilios_do() {
+        let page = q(&[("To", "+15558675310")]).page(ACCOUNT, vec![]);
+        assert_eq!((page.start, page.end), (0, -1));
+        let wire = serde_json::to_string(&page).unwrap();
+        let back: MessagePage = serde_json::from_str(&wire).unwrap();
+        assert_eq!(
+            back.end, -1,
+            "the client decodes what the simulator writes: {wire}"
+        );
     }
 
     #[test]
