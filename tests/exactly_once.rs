@@ -597,6 +597,62 @@ async fn a_body_twilio_prefixed_for_a_trial_account_is_still_found() {
     w.stop().await;
 }
 
+/// A Messaging Service that rewrites what it stores (Smart Encoding, link shortening, an
+/// appended opt-out line) and sends from a pool of numbers, with 30 % of create answers lost and
+/// no status callback ever reaching ringback: every lost answer's lookup must still recognise
+/// the message. 0 duplicates, 0 lost.
+#[tokio::test]
+async fn a_messaging_service_that_rewrites_bodies_never_causes_a_second_text() {
+    let e = env(
+        "rewrite",
+        r#"{"create":[{"rate":0.3,"fault":"create_then_drop"}],
+            "rewrite":{"smart_encoding":true,"shorten_urls":true,"append":" Reply STOP to opt out."},
+            "service_pool":["+15550100001","+15550100002","+15550100003"]}"#,
+    )
+    .await;
+    let twilio = ringback::twilio::TwilioConfig {
+        sender: ringback::twilio::Sender::MessagingService(
+            "MG0123456789abcdef0123456789abcdef".into(),
+        ),
+        ..twilio_config(&e.sim_base)
+    };
+    let w = start_worker_via(&e, sms_config(), twilio).await;
+    let verdict = |run: &str| {
+        format!(
+            "Run {run} done \u{2014} the rollback\u{2019}s plan\u{2026} is ready: https://acme.dev/runs/{run}"
+        )
+    };
+    let mut ids = vec![];
+    for i in 0..30 {
+        let run = format!("mg{i}");
+        let data = serde_json::json!({"runId": run, "to": TO, "body": verdict(&run)}).to_string();
+        ids.push((run, add(&e, &data).await));
+    }
+    for (_, id) in &ids {
+        let (state, h) = finished(&e, id).await;
+        assert_eq!(state, "completed", "{h:?}");
+    }
+    let all = e.sim.store.all();
+    for (run, _) in &ids {
+        let mine = all
+            .iter()
+            .filter(|m| {
+                m.body
+                    .as_deref()
+                    .is_some_and(|b| b.starts_with(&format!("Run {run} done -")))
+            })
+            .count();
+        assert_eq!(mine, 1, "{run} texted once");
+    }
+    assert_eq!(all.len(), 30, "0 duplicates, 0 lost");
+    assert!(
+        all.iter()
+            .all(|m| m.body.as_deref().is_some_and(|b| b.contains("twil.io"))),
+        "Twilio's stored bodies were rewritten"
+    );
+    w.stop().await;
+}
+
 #[tokio::test]
 async fn sigterm_never_cuts_a_sweep_send_before_its_sent_marker() {
     // Twilio takes the message at once and answers 1.5 s later.

@@ -129,9 +129,20 @@ pub fn processor(e: &Env, conn: ringback::connection::Conn, sms: SmsConfig) -> S
 }
 
 pub async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
+    start_worker_via(e, sms, twilio_config(&e.sim_base)).await
+}
+
+/// [`start_worker`] with other Twilio settings (a Messaging Service sender, say).
+pub async fn start_worker_via(e: &Env, sms: SmsConfig, twilio: TwilioConfig) -> Running {
     let client = redis::Client::open(e.redis.url()).unwrap();
     let conn = ringback::connection::commands(&client).await.unwrap();
-    let processor = processor(e, conn, sms);
+    let processor = SmsProcessor::new(
+        sms,
+        conn,
+        TwilioClient::new(twilio).unwrap(),
+        "bull",
+        &e.queue,
+    );
     let stats = processor.stats();
     let worker = Worker::new(worker_config(e), processor).unwrap();
     let cancel = CancellationToken::new();

@@ -37,7 +37,7 @@ pub async fn deliver(
     let mut order = statuses(&final_status);
     // Twilio's own state moves on whatever happens to the callbacks: record it first, so a
     // reconciling fetch sees the final status even when no callback arrives.
-    let now = chrono::Utc::now().to_rfc2822();
+    let now = super::twilio_date(chrono::Utc::now());
     sim.store.update(&sid, |m| {
         m.status = Some(final_status.clone());
         m.date_updated = Some(now.clone());

@@ -24,7 +24,9 @@
 //!
 //! `trial_prefix` stores every new message's body as a trial account's is:
 //! `Sent from your Twilio trial account - <body>`, visible in the create answer, fetch and list
-//! (issue 10 §5: a lookup that compares bodies must not miss it).
+//! (a lookup that compares bodies must not miss it). `rewrite` stores bodies as a Messaging
+//! Service's Smart Encoding, link shortening, appended text or redaction would, and
+//! `service_pool` lists the numbers a Messaging Service picks its sender from.
 
 use std::time::{Duration, Instant};
 
@@ -206,6 +208,70 @@ pub struct Faults {
     /// Prefix new messages' bodies as Twilio does for a trial account.
     #[serde(default)]
     pub trial_prefix: bool,
+    /// Store bodies as a Messaging Service with these features would.
+    #[serde(default, skip_serializing_if = "Rewrite::is_off")]
+    pub rewrite: Rewrite,
+    /// The numbers a Messaging Service sends from, picked at random per message (default: one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service_pool: Vec<String>,
+}
+
+/// What Twilio may do to a stored body (`"rewrite": {"smart_encoding": true,
+/// "shorten_urls": true, "append": " Reply STOP to opt out.", "redact": false}`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rewrite {
+    /// Typographic punctuation replaced by GSM-7 look-alikes (`’` → `'`, `—` → `-`, `…` → `...`).
+    #[serde(default)]
+    pub smart_encoding: bool,
+    /// Every URL replaced by a short link.
+    #[serde(default)]
+    pub shorten_urls: bool,
+    /// Text appended to every body (opt-out or compliance text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub append: Option<String>,
+    /// Bodies stored empty (message redaction).
+    #[serde(default)]
+    pub redact: bool,
+}
+
+impl Rewrite {
+    pub fn is_off(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// `body` as Twilio would store it.
+    pub fn apply(&self, body: &str) -> String {
+        if self.redact {
+            return String::new();
+        }
+        let mut out = String::with_capacity(body.len());
+        for c in body.chars() {
+            match c {
+                '\u{2018}' | '\u{2019}' if self.smart_encoding => out.push('\''),
+                '\u{201C}' | '\u{201D}' if self.smart_encoding => out.push('"'),
+                '\u{2013}' | '\u{2014}' if self.smart_encoding => out.push('-'),
+                '\u{2026}' if self.smart_encoding => out.push_str("..."),
+                c => out.push(c),
+            }
+        }
+        if self.shorten_urls {
+            out = out
+                .split(' ')
+                .map(|w| {
+                    if w.starts_with("http") {
+                        "https://twil.io/s1m"
+                    } else {
+                        w
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        if let Some(tail) = &self.append {
+            out.push_str(tail);
+        }
+        out
+    }
 }
 
 impl Faults {

@@ -232,8 +232,8 @@ mod tests {
             sid: format!("SM{i:032x}"),
             to: Some("+15558675310".into()),
             from: Some("+15005550006".into()),
-            date_created: Some(created.to_rfc2822()),
-            date_sent: (!queued).then(|| created.to_rfc2822()),
+            date_created: Some(crate::twilio_sim::twilio_date(created)),
+            date_sent: (!queued).then(|| crate::twilio_sim::twilio_date(created)),
             ..Default::default()
         }
     }

@@ -280,6 +280,12 @@ fn segments(body: &str) -> usize {
     if n <= single { 1 } else { n.div_ceil(multi) }
 }
 
+/// A time as Twilio writes it in `date_created` and friends: RFC 2822 with a two-digit day
+/// (`Wed, 02 Dec 2026 10:58:40 +0000`).
+pub fn twilio_date(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%a, %d %b %Y %H:%M:%S +0000").to_string()
+}
+
 fn new_sid() -> String {
     format!("SM{}", uuid::Uuid::new_v4().simple())
 }
@@ -381,13 +387,18 @@ async fn create(
 /// Store a new message and start its status callbacks.
 fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Message {
     let sid = new_sid();
-    let now = chrono::Utc::now().to_rfc2822();
-    let body = field(form, "Body").unwrap_or_default();
-    let body = if sim.faults().trial_prefix {
+    let now = twilio_date(chrono::Utc::now());
+    let faults = sim.faults();
+    let body = faults
+        .rewrite
+        .apply(field(form, "Body").unwrap_or_default());
+    let body = if faults.trial_prefix {
         format!("{TRIAL_PREFIX}{body}")
     } else {
-        body.to_string()
+        body
     };
+    let pool = faults.service_pool.clone();
+    drop(faults);
     let service = field(form, "MessagingServiceSid")
         .filter(|s| !s.is_empty())
         .map(str::to_string);
@@ -410,7 +421,14 @@ fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Mes
         direction: Some("outbound-api".into()),
         error_code: None,
         error_message: None,
-        from: from.or_else(|| service.as_ref().map(|_| "+15005550006".to_string())),
+        from: from.or_else(|| {
+            service.as_ref().map(|_| {
+                let i = rand::random_range(0..pool.len().max(1));
+                pool.get(i)
+                    .cloned()
+                    .unwrap_or_else(|| "+15005550006".into())
+            })
+        }),
         status: Some(
             if service.is_some() {
                 "accepted"
@@ -540,6 +558,32 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn dates_are_written_as_twilio_writes_them() {
+        let t = chrono::DateTime::from_timestamp(1_796_209_120, 0).unwrap();
+        assert_eq!(twilio_date(t), "Wed, 02 Dec 2026 10:58:40 +0000");
+        assert!(chrono::DateTime::parse_from_rfc2822(&twilio_date(t)).is_ok());
+    }
+
+    #[test]
+    fn rewrites_bodies_as_a_messaging_service_does() {
+        let r = faults::Rewrite {
+            smart_encoding: true,
+            shorten_urls: true,
+            append: Some(" STOP to end".into()),
+            redact: false,
+        };
+        assert_eq!(
+            r.apply("It\u{2019}s done \u{2014} see https://acme.dev/x\u{2026}"),
+            "It's done - see https://twil.io/s1m STOP to end"
+        );
+        let redact = faults::Rewrite {
+            redact: true,
+            ..Default::default()
+        };
+        assert_eq!(redact.apply("secret"), "");
     }
 
     #[test]
