@@ -241,7 +241,7 @@ describe('metrics scrape: what deploy/alerts.yml watches, on a real worker and s
     assert.deepEqual(absent, [], 'the worker must export these series from its start (a series born at 1 has no increase(): its first event would not alert)');
   });
 
-  it('deploy/ringback.env.example: check-config refuses it as shipped, naming the empty secrets, and accepts it once they are set', async () => {
+  it('deploy/ringback.env.example: check-config refuses it as shipped, naming the empty secrets and sender, and accepts it once they are set', async () => {
     const settings = {};
     for (const line of fs.readFileSync(path.join(REPO, 'deploy', 'ringback.env.example'), 'utf8').split('\n')) {
       const m = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(line);
@@ -250,8 +250,8 @@ describe('metrics scrape: what deploy/alerts.yml watches, on a real worker and s
     const base = { PATH: process.env.PATH, NO_COLOR: '1' };
     const shipped = await runToEnd(lab.bin, ['check-config'], { env: { ...base, ...settings } });
     assert.equal(shipped.code, 2, `as shipped: ${shipped.out}${shipped.err}`);
-    for (const name of ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN']) assert.match(shipped.err, new RegExp(`${name}:`), `names ${name}`);
-    const filled = { ...settings, TWILIO_ACCOUNT_SID: ACCOUNT_SID, TWILIO_AUTH_TOKEN: AUTH_TOKEN, RINGBACK_API_TOKEN: API_TOKEN };
+    for (const name of ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN', 'TWILIO_FROM']) assert.match(shipped.err, new RegExp(`${name}:`), `names ${name}`);
+    const filled = { ...settings, TWILIO_ACCOUNT_SID: ACCOUNT_SID, TWILIO_AUTH_TOKEN: AUTH_TOKEN, RINGBACK_API_TOKEN: API_TOKEN, TWILIO_FROM: '+15558675310' };
     const ok = await runToEnd(lab.bin, ['check-config'], { env: { ...base, ...filled } });
     assert.equal(ok.code, 0, `filled in: ${ok.out}${ok.err}`);
   });

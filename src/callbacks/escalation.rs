@@ -81,14 +81,13 @@ impl Escalator {
         let first_id = format!("escalation:{}", e.run_id);
         let kind_id = format!("escalation:{}:{kind}", e.run_id);
         // The first id is this kind's unless a job of another kind holds it.
-        let id = match self.escalations.job_data(&first_id).await? {
-            None if !self.receipts.was_escalated(&e.run_id).await? => first_id,
+        let first = match self.escalations.job_data(&first_id).await? {
+            None => !self.receipts.was_escalated(&e.run_id).await?,
             // a job written before kinds existed was the run's one escalation: it stands for
             // this kind too (an upgrade escalates nothing twice)
-            Some(held) if job_kind(&held).is_none_or(|k| k == kind) => first_id,
-            _ => kind_id,
+            Some(held) => job_kind(&held).is_none_or(|k| k == kind),
         };
-        let first = !id.ends_with(&format!(":{kind}"));
+        let id = if first { first_id } else { kind_id };
         self.escalations
             .add_job(
                 Some(&id),
