@@ -43,8 +43,11 @@
     {"sent", sid, now}                 already sent (sid "" when the legacy worker sent it)
     {"busy", ms, now}                  a live ringback attempt holds the claim: come back in ms
     {"claimed", token, now}            ours: send now
-    {"resolve", token, since, to, from, body, receiptSid, escalated, now}
+    {"resolve", token, since, to, from, body, receiptSid, escalated, origin, now}
                                        a previous attempt may have sent: the claim is held with
-                                       `token`; find evidence before sending again
+                                       `token`; find evidence before sending again. origin "own":
+                                       `since` is when ringback's attempt claimed; "taken": the
+                                       claim was taken over from a writer with no record (the
+                                       legacy worker), whose send may be older than `since`
 ]]
 return claimRun(KEYS, ARGV)

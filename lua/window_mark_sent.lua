@@ -4,7 +4,9 @@
 
   Written whatever the claim holds now: the message was sent, so the marker must say so. If the
   claim is no longer our pending value (another attempt took it), that is a window overrun:
-  reported so metrics can count it. A resolver's find (ARGV[7] = "found") is refused when the
+  reported so metrics can count it. The same call executed again (its reply was lost and it was
+  re-sent: the claim already holds this MessageSid and the attempt record this token and sid) is
+  no overrun: it answers 0 and writes nothing. A resolver's find (ARGV[7] = "found") is refused when the
   message is already linked to another run: a lookup never takes another run's message (without
   KEYS[6] the caller checks the link before this call).
 

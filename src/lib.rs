@@ -41,7 +41,7 @@ pub mod store;
 pub mod telemetry;
 
 pub use callbacks::{
-    callback, drain, escalation, orphans, receipts, reconcile, service, sms, window,
+    callback, drain, escalation, orphans, receipts, reconcile, resend, service, sms, window,
 };
 pub use edge::{access, api, cli, console, drill, metrics, run, twilio, twilio_sim};
 pub use queue::{fetcher, job, lock_manager, processor, scripted, stalled_checker, worker};

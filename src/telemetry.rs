@@ -143,6 +143,15 @@ impl Default for Telemetry {
                 reason: kind.label(),
             });
         }
+        // receipt_apply's outcomes; `other` (a status for a second message of a run) is what
+        // the RingbackSecondText alert watches
+        for outcome in [
+            "applied", "repeat", "stale", "same", "conflict", "other", "unknown",
+        ] {
+            let _ = t.status_callbacks.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
         for scope in ["token", "destination"] {
             let _ = t.rate_limited.get_or_create(&ScopeLabel { scope });
         }

@@ -309,6 +309,52 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
     );
 }
 
+/// Twilio's queue is tied to the delivery deadline: unset, `ValidityPeriod` is the deadline
+/// (shown by check-config); set longer, it is refused with both settings named. Senders in
+/// `RINGBACK_SENDERS` must be senders Twilio accepts, every bad one named at once.
+#[test]
+fn check_config_ties_validity_to_the_deadline_and_checks_the_sender_list() {
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("TWILIO_VALIDITY_PERIOD_S", "36000")
+        .env("RINGBACK_SENDERS", "+15550199999, 5558675310,+1-555,Acme")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("  TWILIO_VALIDITY_PERIOD_S: ")
+                && l.contains("RINGBACK_DELIVERY_DEADLINE_MS (900 s)")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("  RINGBACK_SENDERS: 5558675310, +1-555 are not a sender"),
+        "{stderr}"
+    );
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("TWILIO_VALIDITY_PERIOD_S", "900")
+        .env("RINGBACK_SENDERS", "+15550199999,Acme")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("RINGBACK_SENDERS=+15550199999,Acme"),
+        "{stdout}"
+    );
+    // no status callback URL: told what that costs, and still valid
+    assert!(
+        stdout.contains("warning: RINGBACK_STATUS_CALLBACK_URL is not set"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn serve_refuses_a_documentation_public_url() {
     let out = ringback(&["serve"])

@@ -42,6 +42,9 @@ async fn wait_exit(mut child: Proc, within: Duration) -> std::process::ExitStatu
 /// second job active with its run claimed and nothing sent.
 async fn crash_at_production_ratios(point: &str, runs: &[&str]) {
     let e = env(&format!("prod-{point}"), "").await;
+    // status callbacks reach serve, as in production: a receipt proves a send whose answer the
+    // crash lost
+    serve_receipts(&e, &mut sms_config()).await;
     let mut ids = vec![];
     for run in runs {
         ids.push(add(&e, &data(run)).await);
@@ -94,6 +97,55 @@ async fn crashes_at_production_ratios_text_once() {
         crash_at_production_ratios("after-provider-accept", &["p2"]),
         crash_at_production_ratios("after-sent-marker", &["p3", "p3-next"]),
     );
+}
+
+/// The sent marker executed twice on the same arguments (its first reply lost, the call re-sent)
+/// is no overrun: the overrun counter behind the critical alert stays still. A marker written
+/// after the claim passed to another attempt still counts.
+#[tokio::test]
+async fn a_re_executed_sent_marker_is_no_overrun() {
+    let e = env("remark", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let (receipts, _) = sms_config().after_send(conn.clone(), "bull", &e.queue);
+    let w = window(&e, conn, 3000);
+    w.claim("rm1", "t1", None, "j", "w", TO, "", "body")
+        .await
+        .unwrap();
+    let before = ringback::window::window_overruns();
+    for _ in 0..2 {
+        let marked = w
+            .mark_sent(
+                "rm1",
+                "t1",
+                "SMaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                "queued",
+                Marked::Sent,
+            )
+            .await
+            .unwrap();
+        assert_eq!(marked, MarkSent::Marked);
+    }
+    assert_eq!(ringback::window::window_overruns(), before, "no overrun");
+    let record = receipts.record("rm1", None).await.unwrap();
+    assert_eq!(
+        record.history.len(),
+        1,
+        "written once: {:?}",
+        record.history
+    );
+    // another attempt's marker after this one's: an overrun (the claim is no longer its own)
+    let marked = w
+        .mark_sent(
+            "rm1",
+            "t2",
+            "SMbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+            "queued",
+            Marked::Sent,
+        )
+        .await
+        .unwrap();
+    assert_eq!(marked, MarkSent::Overrun);
 }
 
 #[tokio::test]
@@ -385,6 +437,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
 #[tokio::test]
 async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
     let e = env("drain", "").await;
+    serve_receipts(&e, &mut sms_config()).await;
     // ringback crashes right after Twilio took a callback, with both claimed: creates take
     // 400 ms, so the second attempt is open before the first answer comes (without it, the
     // crash could land before the second job was claimed, and that run is no attempt to drain)
@@ -477,17 +530,6 @@ async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
     let _ = ids;
 }
 
-async fn set_faults(e: &Env, faults: serde_json::Value) {
-    let status = reqwest::Client::new()
-        .put(format!("{}/sim/faults", e.sim_base))
-        .json(&faults)
-        .send()
-        .await
-        .unwrap()
-        .status();
-    assert!(status.is_success(), "{status}");
-}
-
 #[tokio::test]
 async fn credentials_refused_for_20_s_fail_nothing_and_every_callback_is_texted_once() {
     let e = env("auth-outage", "").await;
@@ -555,22 +597,55 @@ async fn lookups_that_keep_failing_are_escalated_once_and_never_resent_blind() {
     let flagged: Option<String> = c.hget(&attempt, "escalated").await.unwrap();
     assert!(flagged.is_some(), "flagged once");
     let events: u64 = c.xlen(esc.events()).await.unwrap_or(0);
-    // Lookups work again: the message is found, the job completes with it.
+    // Lookups work again: the message is found, but nothing links it to the run (no status
+    // callback reaches ringback): never resent, settled unknown, escalated again as settled.
     set_faults(&e, serde_json::json!({})).await;
     let (state, h) = finished(&e, &id).await;
     assert_eq!(state, "completed");
-    assert_eq!(returnvalue(&h)["deduplicated"], true, "found, not resent");
+    assert_eq!(returnvalue(&h)["status"], "unknown", "found, not resent");
     assert_eq!(texts(&e, "unk"), 1);
-    // escalated exactly once, and the escalation queue told it was resolved after all
+    // one escalation per kind: still resolving, then settled
     let mut ids: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
     ids.sort();
     assert_eq!(
         ids,
-        ["escalation:unk", "escalation:unk:resolved"],
+        ["escalation:unk", "escalation:unk:unknown_settled"],
         "{events} events before"
     );
+    w.stop().await;
+}
+
+/// Lookups fail and the status callback is late: escalated as still resolving; then the
+/// receipt that names the run proves the send, the job completes with it, and the escalation
+/// queue hears it was resolved.
+#[tokio::test]
+async fn an_escalated_unknown_proven_by_a_late_receipt_is_resolved_with_a_notice() {
+    let e = env(
+        "unknown-late-receipt",
+        r#"{"create":[{"fault":"create_then_drop","times":1}],"auth":{"refuse":"lookups"},
+            "callbacks":[{"delay_ms":2500}]}"#,
+    )
+    .await;
+    let mut sms = ringback::sms::SmsConfig {
+        unknown_escalate: Duration::from_millis(1000),
+        ..sms_config()
+    };
+    serve_receipts(&e, &mut sms).await;
+    let w = start_worker(&e, sms).await;
+    let id = add(&e, &data("late")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    let rv = returnvalue(&h);
+    assert_eq!(rv["reconciled"], true, "{rv}");
+    assert_eq!(texts(&e, "late"), 1);
+    assert_eq!(
+        escalation_ids(&e).await,
+        ["escalation:late", "escalation:late:resolved"]
+    );
+    let mut c = e.redis.conn().await;
+    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
     let notice: String = c
-        .hget(esc.job("escalation:unk:resolved"), "data")
+        .hget(esc.job("escalation:late:resolved"), "data")
         .await
         .unwrap();
     assert!(notice.contains(r#""resolution":"found-sent""#), "{notice}");
@@ -588,7 +663,8 @@ async fn a_body_twilio_prefixed_for_a_trial_account_is_still_found() {
     let id = add(&e, &data("trial")).await;
     let (state, h) = finished(&e, &id).await;
     assert_eq!(state, "completed");
-    assert_eq!(returnvalue(&h)["deduplicated"], true, "{h:?}");
+    // recognised as a look-alike: never resent (no receipt can prove it here: a person is told)
+    assert_eq!(returnvalue(&h)["status"], "unknown", "{h:?}");
     assert_eq!(
         e.sim.store.all().len(),
         1,

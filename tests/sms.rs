@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use common::callbacks::*;
@@ -13,7 +12,6 @@ use redis::AsyncCommands;
 use ringback::Worker;
 use ringback::keys::{QueueKeys, WindowKeys};
 
-use ringback::twilio::Secret;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -187,8 +185,11 @@ async fn rate_limited_sends_once_later_without_using_an_attempt() {
     w.stop().await;
 }
 
+/// Twilio took the message and the answer was lost, and no status callback can reach ringback:
+/// the lookup finds a message it cannot link to the run. It is never sent again, and the run is
+/// settled unknown with a person told (the message may be another run's or sender's).
 #[tokio::test]
-async fn created_then_dropped_is_reconciled_not_resent() {
+async fn created_then_dropped_without_receipts_is_never_resent_and_a_person_is_told() {
     let e = env(
         "drop",
         r#"{"create":[{"fault":"create_then_drop","times":1}]}"#,
@@ -199,8 +200,41 @@ async fn created_then_dropped_is_reconciled_not_resent() {
     let (state, h) = finished(&e, &id).await;
     assert_eq!(state, "completed");
     let rv = returnvalue(&h);
-    assert_eq!(rv["reconciled"], true);
+    assert_eq!(rv["status"], "unknown", "{rv}");
     assert_eq!(texts(&e, "d1"), 1);
+    assert_eq!(escalation_ids(&e).await, ["escalation:d1"]);
+    let mut c = e.redis.conn().await;
+    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let job: String = c.hget(esc.job("escalation:d1"), "data").await.unwrap();
+    assert!(job.contains(r#""kind":"unknown_settled""#), "{job}");
+    assert!(job.contains("no receipt links to this run"), "{job}");
+    assert_eq!(w.stats.get(ringback::sms::SmsEvent::Unknown), 1);
+    w.stop().await;
+}
+
+/// The same lost answer with status callbacks reaching `serve`: the receipt names the run and
+/// its attempt, so the message is proven this run's and the job completes with it, untold.
+#[tokio::test]
+async fn created_then_dropped_is_proven_by_the_receipt_that_names_the_run() {
+    let e = env(
+        "drop-receipt",
+        r#"{"create":[{"fault":"create_then_drop","times":1}]}"#,
+    )
+    .await;
+    let mut sms = sms_config();
+    serve_receipts(&e, &mut sms).await;
+    let w = start_worker(&e, sms).await;
+    let id = add(&e, &data("d2")).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    let rv = returnvalue(&h);
+    assert_eq!(rv["reconciled"], true, "{rv}");
+    assert_eq!(rv["messageSid"], sent_sids(&e, "d2")[0].as_str(), "{rv}");
+    assert_eq!(texts(&e, "d2"), 1);
+    assert!(
+        escalation_ids(&e).await.is_empty(),
+        "nobody is told of a proven send"
+    );
     w.stop().await;
 }
 
@@ -274,6 +308,7 @@ async fn legacy_claim_values_are_understood() {
 /// return value.
 async fn crash_then_recover(point: &str, run_id: &str) -> (Vec<String>, serde_json::Value) {
     let e = env(&format!("crash-{point}"), "").await;
+    serve_receipts(&e, &mut sms_config()).await;
     let id = add(&e, &data(run_id)).await;
     let mut crashing = spawn_binary(&e, Some(point));
     let status = tokio::task::spawn_blocking(move || crashing.0.wait())
@@ -423,38 +458,12 @@ async fn receipts_end_in_the_simulators_final_status() {
         {"to":"+15550001006","final":"undelivered","error_code":30005,"none":true},
         {"to":"+15550001007","final":"sent"}]}"#;
     let e = env("receipts", faults).await;
-    // the API, listening where the simulator calls back
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let api_base = format!("http://{}", listener.local_addr().unwrap());
-    let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
     let mut sms = sms_config();
-    sms.status_callback_url = Some(format!("{api_base}/api/notify/webhook/status"));
+    let receipts = serve_receipts(&e, &mut sms).await;
     sms.receipt_poll_after = Duration::from_millis(300);
     sms.delivery_deadline = Duration::from_millis(1500);
-    let (receipts, escalator) = sms.after_send(conn.clone(), "bull", &e.queue);
-    let serve = ringback::cli::ServeConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        public_url: api_base.clone(),
-        twilio_auth_token: Secret::new(TOKEN),
-        twilio_auth_token_secondary: None,
-        tokens: ringback::access::Tokens::new(Secret::new("api-token-0123456789")),
-        send_policy: Default::default(),
-        drill_reports: None,
-    };
-    let state = Arc::new(ringback::api::ApiState::new(
-        receipts.clone(),
-        ringback::commands::Commands::new(conn.clone(), e.keys.clone(), Default::default()),
-        &e.queue,
-        escalator,
-        &serve,
-    ));
-    let cancel = e.cancel.clone();
-    tokio::spawn(async move {
-        axum::serve(listener, ringback::api::app(state))
-            .with_graceful_shutdown(cancel.cancelled_owned())
-            .await
-    });
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
     let processor = processor(&e, conn, sms);
     tokio::spawn(
         processor
@@ -919,4 +928,31 @@ async fn the_legacy_pattern_bench_subject_texts_each_run_once() {
         let ttl: i64 = c.ttl(&key).await.unwrap();
         assert!(ttl > 86_000, "{run}: {ttl}");
     }
+}
+
+/// Twilio's queue never outlives the delivery deadline: unset, the worker sends the deadline as
+/// `ValidityPeriod`, so a receipt-missing escalation means Twilio will no longer deliver.
+#[tokio::test]
+async fn the_worker_bounds_twilios_queue_by_the_delivery_deadline() {
+    let e = env("validity", "").await;
+    let id = add(&e, &data("v1")).await;
+    let mut cmd = ringback_command(&e, "worker", Timings::Compressed);
+    cmd.env("RINGBACK_DELIVERY_DEADLINE_MS", "600000");
+    let worker = Proc(cmd.spawn().unwrap());
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    drop(worker);
+    let creates: Vec<_> = e
+        .sim
+        .store
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST")
+        .collect();
+    assert_eq!(creates.len(), 1);
+    let validity = creates[0]
+        .form
+        .iter()
+        .find(|(k, _)| k == "ValidityPeriod")
+        .map(|(_, v)| v.as_str());
+    assert_eq!(validity, Some("600"), "{:?}", creates[0].form);
 }

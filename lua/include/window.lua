@@ -251,17 +251,21 @@ local function claimRun(keys, args, now)
     return {"sent", sid, now}
   end
 
-  -- Hold the claim under `token` and hand the resolution to this caller.
-  local function resolveWith(token, since)
+  -- Hold the claim under `token` and hand the resolution to this caller. `origin`: "own" when
+  -- ringback's record says when its attempt began (`since` is then its claim), "taken" when the
+  -- claim was taken over from a writer with no record (the legacy worker's plain "pending", or a
+  -- ringback claim whose record is gone): its send may predate `since` by the legacy lookback.
+  local function resolveWith(token, since, origin)
     if intentGone then return {"busy", 1, now} end
     local to, from, body = rec["to"] or args[8], rec["from"] or args[9], rec["body"] or args[10]
+    origin = origin or rec["origin"] or "own"
     rcall("SET", claimKey, "pending:" .. token, "PX", lease)
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "ambiguous",
-      "since", since, "to", to, "from", from, "body", body, "touched", nowS)
+      "since", since, "to", to, "from", from, "body", body, "touched", nowS, "origin", origin)
     rcall("PEXPIRE", attemptKey, args[7])
     -- a resolver touches the attempt every poll; half the hold without a touch means it is gone
     if index then rcall("ZADD", index, int(now + math.floor(hold / 2)), runId) end
-    return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", now}
+    return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", origin, now}
   end
 
   -- A new attempt (the record, when there is one, is replaced: a path below may have DELeted it)
@@ -286,14 +290,14 @@ local function claimRun(keys, args, now)
       -- (which we read), and no legacy retry can claim and send meanwhile.
       rec = {}
       rcall("DEL", attemptKey)
-      return resolveWith(args[1], nowS)
+      return resolveWith(args[1], nowS, "taken")
     end
     local token = string.sub(v, 9)
     if rec["token"] ~= token then
       -- A ringback claim without its record (expired, or removed by hand): unknown, so resolve.
       rec = {}
       rcall("DEL", attemptKey)
-      return resolveWith(token, nowS)
+      return resolveWith(token, nowS, "taken")
     end
     if supersede ~= "" and supersede == token and rec["state"] == "ambiguous" then
       -- The caller resolved this attempt as never sent: replace it atomically, so the claim never
@@ -350,7 +354,15 @@ local function markSentRun(keys, args, now)
     was = rcall("GET", keys[1])
     rcall("SET", keys[1], "sent:" .. args[2], "PX", args[3])
   end
-  if was ~= "pending:" .. args[1] then overrun = 1 end
+  if was ~= "pending:" .. args[1] then
+    -- The same call again (its first reply was lost, and a caller or the client re-sent it):
+    -- the first execution wrote everything below; this one is no overrun and writes nothing.
+    if was == "sent:" .. args[2] then
+      local mine = rcall("HMGET", keys[2], "token", "sid")
+      if mine[1] == args[1] and mine[2] == args[2] then return 0 end
+    end
+    overrun = 1
+  end
   -- the record's TTL: the claim set it to the sent TTL already (the marker refreshes it only where
   -- it writes a record of its own: seconds of difference after days are not worth a command)
   if rcall("HGET", keys[2], "token") == args[1] then

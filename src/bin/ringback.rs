@@ -81,6 +81,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Text a run's callback once more, through the window, after a person decided the human
+    /// must be told (the runbook's path after an escalation; never a text typed by hand). Goes
+    /// out as run `<runId>:resend`: one fenced attempt, idempotent. Exit 0 sent (or sent by an
+    /// earlier resend), 3 refused (still being resolved, delivered, or no record; the reason on
+    /// stderr), 4 the resend's outcome is not known yet, 1 Twilio refused it or Redis failed.
+    Resend {
+        /// The run whose callback to resend.
+        run_id: String,
+        #[command(flatten)]
+        queue: QueueArgs,
+        #[command(flatten)]
+        sms: SmsArgs,
+        #[command(flatten)]
+        twilio: TwilioArgs,
+    },
     /// Run a drill end to end (its own redis-server, simulator, Node BullMQ producer and legacy
     /// service, this binary as the worker): exit 0 when it proves one text per run, 1 when not.
     Drill {
@@ -155,8 +170,15 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
     let sms = match args.processor {
         ProcessorKind::Scripted => Some(None),
         ProcessorKind::Sms => {
-            let twilio = errors.take(args.twilio.to_config());
+            let mut twilio = errors.take(args.twilio.to_config());
             let sms = errors.take(args.sms.to_config());
+            let validity = errors.take(ringback::sms::validity_period(
+                args.twilio.validity_period_s,
+                Duration::from_millis(args.sms.delivery_deadline_ms),
+            ));
+            if let Some(twilio) = &mut twilio {
+                twilio.validity_period = validity;
+            }
             // checked against the timeout as given, so it is judged even when other Twilio
             // settings are missing
             let warnings = match (&sms, &worker) {
@@ -245,6 +267,12 @@ async fn run(cli: Cli) -> ExitCode {
             queue,
             claim_prefix,
         } => status(&run_id, &queue, &claim_prefix).await,
+        Command::Resend {
+            run_id,
+            queue,
+            sms,
+            twilio,
+        } => resend(&run_id, queue, sms, twilio).await,
         Command::Worker(args) => worker(&args).await,
     }
 }
@@ -489,6 +517,91 @@ fn bad_config(errors: ConfigErrors) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The SMS and Twilio settings a command that sends needs, with Twilio's queue bounded by the
+/// delivery deadline; every broken setting at once.
+fn sending_config(
+    sms: &SmsArgs,
+    twilio: &TwilioArgs,
+) -> Result<(ringback::sms::SmsConfig, ringback::twilio::TwilioConfig), ConfigErrors> {
+    let mut errors = ConfigErrors::default();
+    let sms_config = errors.take(sms.to_config());
+    let twilio_config = errors.take(twilio.to_config());
+    let validity = errors.take(ringback::sms::validity_period(
+        twilio.validity_period_s,
+        Duration::from_millis(sms.delivery_deadline_ms),
+    ));
+    let (sms_config, mut twilio_config) = errors.or(sms_config.zip(twilio_config))?;
+    twilio_config.validity_period = validity;
+    Ok((sms_config, twilio_config))
+}
+
+/// The SMS processor of a command that sends outside a worker (`drain`, `resend`), connected;
+/// on failure, the exit code (2 bad configuration, 1 Redis), the reason printed.
+async fn sending_processor(
+    command: &str,
+    queue: &QueueArgs,
+    sms: &SmsArgs,
+    twilio: &TwilioArgs,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Result<ringback::sms::SmsProcessor, ExitCode> {
+    let (sms, twilio) = sending_config(sms, twilio).map_err(bad_config)?;
+    ringback::service::connect(
+        &queue.redis_url,
+        &queue.tls(),
+        queue.redis_wait(),
+        &queue.prefix,
+        &queue.queue,
+        sms,
+        twilio,
+        shutdown,
+    )
+    .await
+    .map_err(|e| {
+        eprintln!("ringback {command}: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+/// `ringback resend <runId>`: see the command's help for the exit codes.
+async fn resend(run_id: &str, queue: QueueArgs, sms: SmsArgs, twilio: TwilioArgs) -> ExitCode {
+    let shutdown = shutdown_on_signals();
+    let processor = match sending_processor("resend", &queue, &sms, &twilio, &shutdown).await {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    use ringback::resend::{ResendError, Resent};
+    let resent = ringback::resend::resend_run(run_id);
+    match ringback::resend::resend(&processor, run_id).await {
+        Ok(Resent::Sent { sid }) => {
+            println!("resent {run_id} as {resent}: {sid}");
+            ExitCode::SUCCESS
+        }
+        Ok(Resent::AlreadyResent { sid }) => {
+            println!(
+                "{run_id} was already resent as {resent} ({}); nothing sent now",
+                sid.as_deref().unwrap_or("sent")
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Resent::Pending { why }) => {
+            eprintln!("ringback resend: {why}; `ringback status {resent}` shows it");
+            ExitCode::from(4)
+        }
+        Ok(Resent::Refused { why }) => {
+            eprintln!("ringback resend: Twilio refused the resend: {why}");
+            ExitCode::FAILURE
+        }
+        Err(e @ ResendError::Refused { .. }) => {
+            eprintln!("ringback resend: {e}");
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!("ringback resend: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 /// `ringback drain`: exit 0 drained, 3 refused (live ringback workers), 4 attempts still open at
 /// the deadline, 2 bad configuration, 1 Redis failed.
 async fn drain(
@@ -498,28 +611,10 @@ async fn drain(
     timeout: Duration,
     json: bool,
 ) -> ExitCode {
-    let (sms, twilio) = match (sms.to_config(), twilio.to_config()) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return bad_config(e),
-    };
     let shutdown = shutdown_on_signals();
-    let processor = match ringback::service::connect(
-        &queue.redis_url,
-        &queue.tls(),
-        queue.redis_wait(),
-        &queue.prefix,
-        &queue.queue,
-        sms,
-        twilio,
-        &shutdown,
-    )
-    .await
-    {
+    let processor = match sending_processor("drain", &queue, &sms, &twilio, &shutdown).await {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("ringback drain: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(code) => return code,
     };
     let report =
         ringback::drain::drain(&processor, timeout, &shutdown, |line| eprintln!("{line}")).await;

@@ -1,6 +1,6 @@
 //! The callback window: exactly one text per run. The job's data, the claim/sent window over the
 //! claim key shared with the legacy worker, the SMS processor, the orphan sweep, delivery
-//! receipts, reconciliation, escalation, `ringback drain`, and the wiring of a running SMS
+//! receipts, reconciliation, escalation, `ringback drain`, `ringback resend`, and the wiring of a running SMS
 //! worker. A `Processor` of [`crate::queue`]; talks to Twilio through [`crate::edge::twilio`]'s
 //! client (the one edge module it uses).
 
@@ -10,6 +10,7 @@ pub mod escalation;
 pub mod orphans;
 pub mod receipts;
 pub mod reconcile;
+pub mod resend;
 pub mod service;
 pub mod sms;
 pub mod window;

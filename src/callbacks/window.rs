@@ -69,6 +69,10 @@ pub struct Unresolved {
     pub receipt_sid: Option<String>,
     /// The unknown outcome was already escalated.
     pub escalated: bool,
+    /// The claim was taken over from a writer with no attempt record (the legacy worker's
+    /// plain `pending`, or a ringback claim whose record is gone): its send may predate `since`
+    /// by [`crate::sms::LOOKBACK`]. Otherwise `since` is when ringback's own attempt claimed.
+    pub taken: bool,
 }
 
 /// Settings of the window.
@@ -280,6 +284,7 @@ impl Window {
                 body: get(5)?,
                 receipt_sid: Some(get(6)?).filter(|s| !s.is_empty()),
                 escalated: !get(7)?.is_empty(),
+                taken: get(8)? == "taken",
             }),
             _ => return Err(bad()),
         };
@@ -494,6 +499,19 @@ impl Window {
                 .await?;
         }
         Ok(held == 1)
+    }
+
+    /// A run's attempt record as stored (empty when there is none): its `state`, `to`,
+    /// `from`, `body`, … (`window_claim.lua`'s header names the fields).
+    pub async fn attempt_record(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::HashMap<String, String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("HGETALL")
+            .arg(self.keys(run_id).attempt)
+            .query_async(&mut self.conn.clone())
+            .await?)
     }
 
     /// The runId a MessageSid was sent for, when ringback recorded it.

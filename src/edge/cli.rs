@@ -599,6 +599,11 @@ pub struct SmsArgs {
     /// Look an accepted message up when no terminal receipt came within this long.
     #[arg(long, env = "RINGBACK_RECEIPT_POLL_AFTER_MS", default_value_t = 60_000)]
     pub receipt_poll_after_ms: u64,
+    /// Every sender this deployment's texts go out from besides TWILIO_FROM or the Messaging
+    /// Service (the legacy worker's numbers, a service's SID), comma-separated: a lookup then
+    /// never takes a message from another sender of the account for this deployment's.
+    #[arg(long, env = "RINGBACK_SENDERS")]
+    pub senders: Option<String>,
 }
 
 impl SmsArgs {
@@ -636,6 +641,30 @@ impl SmsArgs {
             }
             other => other.map(str::to_string),
         };
+        let senders: Vec<String> = self
+            .senders
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        let refused: Vec<&str> = senders
+            .iter()
+            .filter(|s| crate::twilio::message::sender_form(s).is_none())
+            .map(String::as_str)
+            .collect();
+        if !refused.is_empty() {
+            errors.push(ConfigError::new(
+                "RINGBACK_SENDERS",
+                format!(
+                    "{} {} not a sender Twilio accepts (E.164 number, short code, alphanumeric ID, or MG service SID)",
+                    refused.join(", "),
+                    if refused.len() == 1 { "is" } else { "are" }
+                ),
+            ));
+        }
         let crash_at = errors.or(crash_at)?;
         Ok(crate::sms::SmsConfig {
             claim_prefix: self.claim_prefix.clone(),
@@ -652,6 +681,7 @@ impl SmsArgs {
             fallback_to,
             delivery_deadline: Duration::from_millis(self.delivery_deadline_ms),
             receipt_poll_after: Duration::from_millis(self.receipt_poll_after_ms),
+            senders,
         })
     }
 
@@ -691,6 +721,9 @@ impl SmsArgs {
         ];
         if let Some(q) = &self.escalation_queue {
             out.push(("RINGBACK_ESCALATION_QUEUE", q.clone()));
+        }
+        if let Some(s) = self.senders.as_deref().filter(|s| !s.is_empty()) {
+            out.push(("RINGBACK_SENDERS", s.to_string()));
         }
         if let Some(f) = &self.fallback_to {
             out.push(("RINGBACK_FALLBACK_TO", crate::redact::mask(f)));

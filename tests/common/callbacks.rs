@@ -27,6 +27,9 @@ pub struct Env {
     pub queue: String,
     pub keys: QueueKeys,
     pub cancel: CancellationToken,
+    /// Where status callbacks reach `serve`, once [`serve_receipts`] started it: the binaries
+    /// [`ringback_command`] starts are given it as `RINGBACK_STATUS_CALLBACK_URL`.
+    pub status_callback: std::sync::OnceLock<String>,
 }
 
 impl Drop for Env {
@@ -62,6 +65,7 @@ pub async fn env(test: &str, faults: &str) -> Env {
         queue,
         keys,
         cancel,
+        status_callback: Default::default(),
     }
 }
 
@@ -310,6 +314,9 @@ pub fn ringback_command(e: &Env, subcommand: &str, timings: Timings) -> std::pro
         .env("NO_COLOR", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
+    if let Some(url) = e.status_callback.get() {
+        cmd.env("RINGBACK_STATUS_CALLBACK_URL", url);
+    }
     cmd
 }
 
@@ -331,4 +338,61 @@ pub fn window(
             poll_after: Duration::from_secs(60),
         },
     )
+}
+
+/// `ringback serve`'s router on a port of its own, where the simulator's status callbacks land:
+/// `sms` gets its status callback URL; answers the receipt store it writes.
+pub async fn serve_receipts(e: &Env, sms: &mut SmsConfig) -> ringback::receipts::Receipts {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let api_base = format!("http://{}", listener.local_addr().unwrap());
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let url = format!("{api_base}/api/notify/webhook/status");
+    let _ = e.status_callback.set(url.clone());
+    sms.status_callback_url = Some(url);
+    let (receipts, escalator) = sms.after_send(conn.clone(), "bull", &e.queue);
+    let serve = ringback::cli::ServeConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        public_url: api_base.clone(),
+        twilio_auth_token: Secret::new(TOKEN),
+        twilio_auth_token_secondary: None,
+        tokens: ringback::access::Tokens::new(Secret::new("api-token-0123456789")),
+        send_policy: Default::default(),
+        drill_reports: None,
+    };
+    let state = Arc::new(ringback::api::ApiState::new(
+        receipts.clone(),
+        ringback::commands::Commands::new(conn, e.keys.clone(), Default::default()),
+        &e.queue,
+        escalator,
+        &serve,
+    ));
+    let cancel = e.cancel.clone();
+    tokio::spawn(async move {
+        axum::serve(listener, ringback::api::app(state))
+            .with_graceful_shutdown(cancel.cancelled_owned())
+            .await
+    });
+    receipts
+}
+
+/// The ids waiting in the callback queue's escalation queue, sorted.
+pub async fn escalation_ids(e: &Env) -> Vec<String> {
+    let mut c = e.redis.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let mut ids: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
+    ids.sort();
+    ids
+}
+
+/// Replace the simulator's faults (its `PUT /sim/faults`).
+pub async fn set_faults(e: &Env, faults: serde_json::Value) {
+    let status = reqwest::Client::new()
+        .put(format!("{}/sim/faults", e.sim_base))
+        .json(&faults)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(status.is_success(), "{status}");
 }

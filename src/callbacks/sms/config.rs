@@ -15,6 +15,31 @@ pub const SAFETY_MARGIN: Duration = Duration::from_secs(2);
 /// worker's claim lives 600 s, so a legacy attempt we take over may be that old.
 pub const LOOKBACK: Duration = Duration::from_secs(600);
 
+/// Twilio's longest `ValidityPeriod` (and its default): 10 hours.
+pub const MAX_VALIDITY_S: u64 = 36_000;
+
+/// Tie Twilio's queue to the delivery deadline: the `ValidityPeriod` to send (seconds). A
+/// message Twilio may still deliver after the deadline would make a receipt-missing escalation
+/// untrue (a person acting on it texts the human a second time). Unset, it is the deadline
+/// (Twilio then fails what it still holds, with 30036); set longer than the deadline, refused.
+pub fn validity_period(
+    given: Option<u32>,
+    delivery_deadline: Duration,
+) -> Result<u32, ConfigError> {
+    let deadline_s = delivery_deadline.as_secs();
+    match given {
+        Some(v) if u64::from(v) > deadline_s => Err(ConfigError::new(
+            "TWILIO_VALIDITY_PERIOD_S",
+            format!(
+                "{v} s is longer than RINGBACK_DELIVERY_DEADLINE_MS ({deadline_s} s): Twilio could deliver \
+                 a text after ringback escalated it as not delivered; lower it, or raise the deadline"
+            ),
+        )),
+        Some(v) => Ok(v),
+        None => Ok(deadline_s.clamp(1, MAX_VALIDITY_S) as u32),
+    }
+}
+
 /// Settings of the SMS processor (`RINGBACK_*` window settings).
 #[derive(Debug, Clone)]
 pub struct SmsConfig {
@@ -45,6 +70,10 @@ pub struct SmsConfig {
     pub delivery_deadline: Duration,
     /// An accepted message with no terminal status is looked up after this long.
     pub receipt_poll_after: Duration,
+    /// Every sender the deployment's texts go out from besides the configured one (the legacy
+    /// worker's, a Messaging Service's SID): a message from any other sender of the account is
+    /// never evidence of this deployment's send. Empty: every sender of the account counts.
+    pub senders: Vec<String>,
 }
 
 impl Default for SmsConfig {
@@ -64,6 +93,7 @@ impl Default for SmsConfig {
             fallback_to: None,
             delivery_deadline: Duration::from_secs(900),
             receipt_poll_after: Duration::from_secs(60),
+            senders: vec![],
         }
     }
 }
@@ -140,6 +170,14 @@ impl SmsConfig {
             ));
         }
         let mut warnings = vec![];
+        if self.status_callback_url.is_none() {
+            warnings.push(
+                "RINGBACK_STATUS_CALLBACK_URL is not set: no receipt can prove a send whose answer \
+                 was lost, so each such callback is settled unknown and escalated for a person to \
+                 check (set it to serve's /api/notify/webhook/status)"
+                    .into(),
+            );
+        }
         if self.crash_at.is_some() {
             warnings.push(
                 "RINGBACK_CRASH_AT is set: this process will abort on purpose (drills only)".into(),

@@ -17,6 +17,11 @@ impl SmsProcessor {
         if let Some(sid) = &u.receipt_sid {
             return Resolution::Sent(sid.clone());
         }
+        // Twilio answered this process for this very attempt, but its marker was never written
+        // (Redis refused it, or the call's reply was lost): that answer is proof.
+        if let Some(sid) = self.answers.get(&u.token) {
+            return Resolution::Sent(sid);
+        }
         let now = self.window.now();
         let unknown_for = now - u.since;
         let failed = |what: String| {
@@ -28,9 +33,17 @@ impl SmsProcessor {
                 unknown_for >= self.config.unknown_escalate.as_millis() as i64,
             )
         };
-        let created_after =
-            chrono::DateTime::from_timestamp_millis(u.since - LOOKBACK.as_millis() as i64)
-                .unwrap_or_default();
+        // The earliest this run's message can have been created: its own attempt's claim, or
+        // the legacy lookback before a claim taken over from a writer with no record; less the
+        // skew between Redis's clock and Twilio's (`date_created` is to the second).
+        let earliest = u.since
+            - if u.taken {
+                LOOKBACK.as_millis() as i64
+            } else {
+                0
+            }
+            - CLOCK_SKEW.as_millis() as i64;
+        let created_after = chrono::DateTime::from_timestamp_millis(earliest).unwrap_or_default();
         // Every sender of the account: a Messaging Service picks its number from a pool, the
         // legacy worker may have sent from another number, and `TWILIO_FROM` may be a service.
         let search = self
@@ -63,8 +76,13 @@ impl SmsProcessor {
                 return Resolution::Wait(self.config.reconcile_poll);
             }
         };
-        let mut candidates = vec![];
-        let mut redacted = 0;
+        // ringback's own attempt creates nothing after its claim's pending TTL (the window's
+        // invariant: the create call ends before it), so a later message is not its; a claim
+        // taken over has no such bound (the legacy worker's call may still have been running).
+        let latest = (!u.taken)
+            .then(|| (u.since + (self.config.pending_ttl + CLOCK_SKEW).as_millis() as i64) / 1000);
+        let senders = self.deployment_senders(&u.from);
+        let mut look_alikes = LookAlikes::default();
         for m in messages {
             if m.direction
                 .as_deref()
@@ -72,38 +90,129 @@ impl SmsProcessor {
             {
                 continue;
             }
-            match body_match(m.body.as_deref(), &u.body) {
-                BodyMatch::No => continue,
-                BodyMatch::Redacted => redacted += 1,
-                BodyMatch::Yes => {}
+            if let (Some(latest), Some(created)) = (latest, m.created_at())
+                && created.timestamp() > latest
+            {
+                continue;
             }
-            // A message ringback linked to another run (sent or receipted) is not this run's.
+            // a sender this deployment never uses did not send this run's text
+            if let Some(senders) = &senders
+                && !senders.iter().any(|s| {
+                    m.from.as_deref() == Some(s.as_str())
+                        || m.messaging_service_sid.as_deref() == Some(s.as_str())
+                })
+            {
+                continue;
+            }
+            let redacted = match body_match(m.body.as_deref(), &u.body) {
+                BodyMatch::No => continue,
+                BodyMatch::Redacted => true,
+                BodyMatch::Yes => false,
+            };
+            // A message ringback linked to this run (its send marked, or a receipt that named
+            // the run) is proof; one linked to another run is not this run's.
             match self.window.run_of_message(&m.sid).await {
                 Ok(Some(other)) if other != req.run_id => continue,
                 Ok(Some(_)) => return Resolution::Sent(m.sid),
-                Ok(None) => candidates.push(m.sid),
+                Ok(None) => {
+                    look_alikes.found += 1;
+                    look_alikes.redacted += usize::from(redacted);
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "lookup failed; will try again");
                     return Resolution::Wait(self.config.reconcile_poll);
                 }
             }
         }
-        // One readable look-alike is taken as this run's; a stored body nobody can read (message
-        // redaction) is never proof and never a reason to send again.
-        match (candidates.len(), redacted) {
-            (0, _) => {}
-            (1, 0) => return Resolution::Sent(candidates.remove(0)),
-            (n, _) => return Resolution::Indistinct(n),
-        }
         let open_until = u.since + self.config.reconcile_window.as_millis() as i64;
+        let wait = || {
+            Resolution::Wait(
+                Duration::from_millis((open_until - now).max(0) as u64)
+                    .min(self.config.reconcile_poll),
+            )
+        };
+        if look_alikes.found > 0 {
+            // An unlinked look-alike may be this run's text or another's (the legacy worker's
+            // for another run, another sender of the account): never a reason to send again, and
+            // never taken as this run's on its own. Only a receipt naming this run proves it: one
+            // may still come while the reconcile window is open.
+            if self.config.status_callback_url.is_some() && now < open_until {
+                return wait();
+            }
+            return Resolution::Indistinct(look_alikes);
+        }
         if now >= open_until {
             Resolution::Lost
         } else {
-            Resolution::Wait(
-                Duration::from_millis((open_until - now) as u64).min(self.config.reconcile_poll),
-            )
+            wait()
         }
     }
+
+    /// Every sender this deployment's texts can come from, when `RINGBACK_SENDERS` lists them:
+    /// those, the configured sender and the run's own. `None`: every sender of the account.
+    fn deployment_senders(&self, run_from: &str) -> Option<Vec<String>> {
+        if self.config.senders.is_empty() {
+            return None;
+        }
+        let mut senders = self.config.senders.clone();
+        senders.push(self.twilio.config().sender.value().to_string());
+        if !run_from.is_empty() {
+            senders.push(run_from.to_string());
+        }
+        Some(senders)
+    }
+}
+
+/// Twilio's answers to this process's creates, by attempt token, kept after the sent marker
+/// was asked for: when the marker is lost (Redis refused the write, or its reply was lost and
+/// the job's finishing call never answered), this process's next resolution of the attempt
+/// still knows its MessageSid. Another process does not, and goes by receipts and lookups.
+#[derive(Debug, Default)]
+pub(super) struct Answers {
+    inner: std::sync::Mutex<(
+        std::collections::HashMap<String, String>,
+        std::collections::VecDeque<String>,
+    )>,
+}
+
+impl Answers {
+    /// How many answers are kept (the oldest forgotten first): far more than a process has in
+    /// flight, about 100 bytes each.
+    const KEEP: usize = 4096;
+
+    pub(super) fn remember(&self, token: &str, sid: &str) {
+        let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let (by_token, order) = &mut *g;
+        if by_token
+            .insert(token.to_string(), sid.to_string())
+            .is_none()
+        {
+            order.push_back(token.to_string());
+        }
+        while order.len() > Self::KEEP {
+            if let Some(old) = order.pop_front() {
+                by_token.remove(&old);
+            }
+        }
+    }
+
+    pub(super) fn get(&self, token: &str) -> Option<String> {
+        let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.0.get(token).cloned()
+    }
+}
+
+/// How far Redis's clock and Twilio's may disagree when a lookup bounds `date_created`.
+pub(super) const CLOCK_SKEW: Duration = Duration::from_secs(30);
+
+/// The messages a lookup could not rule out: the right recipient, a sender this deployment
+/// uses, created inside the window, a body that is this run's under a documented transform (or
+/// unreadable), and linked to no run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LookAlikes {
+    pub found: usize,
+    /// Of those, with an empty or missing body (message redaction).
+    pub redacted: usize,
 }
 
 /// How a stored body compares with the one sent.
@@ -198,8 +307,8 @@ const TRIAL_PREFIX: &str = "Sent from your Twilio trial account - ";
 pub(super) enum Resolution {
     Sent(String),
     Wait(Duration),
-    /// Several unlinked messages match: cannot tell which (if any) is this run's.
-    Indistinct(usize),
+    /// Unlinked look-alike messages and no receipt: cannot tell whether one is this run's.
+    Indistinct(LookAlikes),
     Lost,
 }
 

@@ -27,7 +27,7 @@ mod evidence;
 mod fused;
 mod stats;
 
-pub use config::{LOOKBACK, SAFETY_MARGIN, SmsConfig};
+pub use config::{LOOKBACK, MAX_VALIDITY_S, SAFETY_MARGIN, SmsConfig, validity_period};
 pub use crash::{CrashAt, CrashPoint};
 use evidence::Resolution;
 pub use stats::{SmsEvent, SmsStats};
@@ -44,6 +44,8 @@ pub struct SmsProcessor {
     worker_id: String,
     /// Fold the sent marker and the next claim into the job's finishing call ([`fused`]).
     fused: bool,
+    /// Twilio's answers to this process's creates, shared by every clone ([`evidence`]).
+    answers: std::sync::Arc<evidence::Answers>,
 }
 
 impl SmsProcessor {
@@ -74,6 +76,7 @@ impl SmsProcessor {
             worker_id: uuid::Uuid::new_v4().to_string(),
             // never on a cluster, whatever the window's layout says (one script, two slots)
             fused: !is_cluster,
+            answers: Default::default(),
         }
     }
 
@@ -269,10 +272,8 @@ impl SmsProcessor {
                     }
                     // the claim call just touched the attempt: the sweep sees a resolver alive
                     Resolution::Wait(d) => return self.later(d),
-                    Resolution::Indistinct(n) => {
-                        let reason = format!(
-                            "{n} messages with this recipient, sender and body were found and cannot be told apart: the callback may or may not have been sent"
-                        );
+                    Resolution::Indistinct(found) => {
+                        let reason = indistinct_reason(found);
                         // settled only once a person has been told: an escalation that
                         // fails leaves the attempt open, and the next resolver tries again
                         if !self
@@ -384,6 +385,7 @@ impl SmsProcessor {
             SendOutcome::Accepted(m) => {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
+                self.answers.remember(token, &m.sid);
                 self.escalate_failed_create(req, &m).await;
                 let status = m.status.as_deref().unwrap_or("queued");
                 if let Some(ctx) = ctx {
@@ -508,6 +510,19 @@ impl SmsProcessor {
     }
 }
 
+/// Why an attempt with unlinked look-alikes is settled unknown, for the escalation and record.
+fn indistinct_reason(found: evidence::LookAlikes) -> String {
+    let what = match (found.found, found.redacted) {
+        (1, 0) => "a message to this recipient with this body".to_string(),
+        (1, 1) => "a message to this recipient whose body Twilio redacted".to_string(),
+        (n, 0) => format!("{n} messages to this recipient with this body"),
+        (n, r) => format!("{n} messages to this recipient with this body ({r} redacted)"),
+    };
+    format!(
+        "the send's answer was lost and {what} exists that no receipt links to this run (it may be this run's, or another run's or sender's): the callback may have been sent, and is not sent again"
+    )
+}
+
 /// `url` with the run and the attempt token in its query. The query goes before any
 /// `#rc=…&rp=…` fragment: that part is Twilio's own connection overrides, which must stay last.
 fn status_callback_url(url: &str, run_id: &str, token: &str) -> String {
@@ -582,12 +597,22 @@ mod tests {
     #[test]
     fn invariants_refuse_a_pending_ttl_shorter_than_a_call() {
         let lock = (Duration::from_secs(30), Duration::from_secs(30));
-        let ok = SmsConfig::default();
+        let ok = SmsConfig {
+            status_callback_url: Some("https://ringback.test/api/notify/webhook/status".into()),
+            ..SmsConfig::default()
+        };
         assert!(
             ok.validate(Duration::from_secs(8), lock.0, lock.1)
                 .unwrap()
                 .is_empty(),
             "defaults hold and warn of nothing"
+        );
+        let no_receipts = SmsConfig::default()
+            .validate(Duration::from_secs(8), lock.0, lock.1)
+            .unwrap();
+        assert!(
+            no_receipts[0].starts_with("RINGBACK_STATUS_CALLBACK_URL is not set"),
+            "{no_receipts:?}"
         );
         let err = ok
             .validate(Duration::from_secs(13), lock.0, lock.1)

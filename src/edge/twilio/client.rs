@@ -53,6 +53,16 @@ pub enum Sender {
     MessagingService(String),
 }
 
+impl Sender {
+    /// The number, short code, sender ID or service SID, as a message's `from` or
+    /// `messaging_service_sid` names it.
+    pub fn value(&self) -> &str {
+        match self {
+            Sender::From(v) | Sender::MessagingService(v) => v,
+        }
+    }
+}
+
 /// Client settings (`TWILIO_*`).
 #[derive(Debug, Clone)]
 pub struct TwilioConfig {

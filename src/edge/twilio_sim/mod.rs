@@ -455,6 +455,9 @@ fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Mes
         .faults()
         .take_callbacks(message.to.as_deref().unwrap_or(""), rand::random::<f64>());
     let callback = field(form, "StatusCallback").map(str::to_string);
+    if let Some(url) = &callback {
+        sim.store.set_status_callback(&message.sid, url);
+    }
     tokio::spawn(callbacks::deliver(sim.clone(), sid, callback, rule));
     message
 }

@@ -29,6 +29,8 @@ struct Inner {
     /// measures `Queue.add` to the text from it (Twilio's `date_created` has whole seconds).
     arrived_ms: Vec<i64>,
     by_sid: HashMap<String, usize>,
+    /// Each message's `StatusCallback`, as Twilio keeps it (not part of the message resource).
+    callbacks: HashMap<String, String>,
     requests: VecDeque<RecordedRequest>,
 }
 
@@ -89,6 +91,19 @@ impl Store {
                 at_ms,
             })
             .collect()
+    }
+
+    /// Keep the `StatusCallback` a message was created with.
+    pub fn set_status_callback(&self, sid: &str, url: &str) {
+        self.lock()
+            .callbacks
+            .insert(sid.to_string(), url.to_string());
+    }
+
+    /// The `StatusCallback` a message was created with: which run and attempt sent it, for
+    /// tests that must tell look-alike messages apart.
+    pub fn status_callback_of(&self, sid: &str) -> Option<String> {
+        self.lock().callbacks.get(sid).cloned()
     }
 
     pub fn get(&self, sid: &str) -> Option<Message> {
