@@ -1,6 +1,6 @@
 --[[
-  window_settle_unknown: the attempt's send cannot be proven either way (lookup candidates that
-  cannot be told apart). It was escalated ("may or may not have been sent"); it is never resent
+  window_settle_unknown: the attempt's send cannot be proven either way (the lookup found a
+  message it cannot rule out and no receipt links to the run). It was escalated ("may or may not have been sent"); it is never resent
   blind: the claim becomes a sent marker without a MessageSid, and the record says `unknown`.
 
   KEYS[1] claim key

@@ -17,6 +17,19 @@
  *   F2_AS_WRITTEN (v2) a permanent refusal releases (send-failed) before it escalates, as
  *                src/sms.rs did at 2898d05; without it, the fix of F2 as the tree runs it (escalate first)
  *   AS_WRITTEN   both of the above
+ *   EDGES        (v2) what Twilio does to a stored message: the account may rewrite stored bodies
+ *                (a Messaging Service's Smart Encoding, link shortening, appended text: chosen
+ *                once), and a look-alike message (the same person, a body no transform tells
+ *                from the run's: the legacy worker's text for another run) may appear at any
+ *                time, once. Without it: neither happens.
+ *   EVIDENCE_AS_WRITTEN (v2, with EDGES) the lookup as src/callbacks/sms/evidence.rs ran before
+ *                evidence followed the record: bodies compared byte for byte (a rewritten body
+ *                is not seen) and one readable match taken as this run's send. Without it: only
+ *                a receipt naming the run proves a send; a message the lookup cannot rule out
+ *                settles the attempt unknown (escalated), once the reconcile window has passed
+ *   ESCALATE_AS_WRITTEN (v2) an unknown attempt is settled before it is escalated (the order
+ *                before the fix: a crash between the two leaves it settled and nobody told).
+ *                Without it: escalated first, settled after (src/callbacks/sms/mod.rs)
  *   PER_SLOT     (v2) the Redis Cluster layout (src/callbacks/window.rs, Topology::PerSlot): the
  *                scripts do not write the open-attempts index I; each index write is its own
  *                call before or after the script, and a process may crash between them:
@@ -84,6 +97,7 @@ bit  cshort;                    /* v1: C carries the pending TTL (window_claim.l
 #define A_SENT 4
 #define A_RELEASED 5
 #define A_SFAILED 6
+#define A_UNKNOWN 7             /* v2: settled unknown (window_settle_unknown.lua): fenced for good */
 byte ast;
 byte atok;
 bit  aged;                      /* claimed_at + pending TTL has passed (a claimed attempt is dead) */
@@ -101,6 +115,8 @@ bit  rbClaimed;                 /* ringback's window_claim ever answered claimed
 byte errs;                      /* non-accept answers and failed lookups so far */
 byte crashes;
 bit  polled;                    /* the reconciler looked the sent message up */
+bit  rewritten;                 /* EDGES: Twilio stores this account's bodies rewritten */
+bit  lookalike;                 /* EDGES: a look-alike message that is not this run's exists */
 
 /* ---- BullMQ: the run's callback job ---- */
 #define J_WAIT 0                /* wait, or delayed (a delayed job is promoted at any time) */
@@ -201,7 +217,7 @@ inline window_claim(sup) {
           :: ast == A_CLAIMED && aged -> resolveWith(ctok, 1)              /* :113 */
           :: ast == A_AMBIG -> resolveWith(ctok, 1)                        /* :115 */
           :: ast == A_SENT -> C = C_SENT; SETI(0); res = 1                 /* :116-119 */
-          :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED -> fresh(nt)  /* :120-121 */
+          :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED || ast == A_UNKNOWN -> fresh(nt)  /* :120-121 */
           fi
        fi
     :: C == C_NONE && (ast == A_CLAIMED || ast == A_AMBIG) -> resolveWith(atok, 1)  /* :124-129 */
@@ -288,6 +304,18 @@ inline window_hold(t) {
   }
 }
 
+/* window_settle_unknown (Window::settle_unknown): lua/window_settle_unknown.lua:17-24, only
+ * under the attempt's own claim: the claim becomes a sent marker without a sid, the record
+ * `unknown`, out of I */
+inline window_settle_unknown(t) {
+  d_step {
+    if
+    :: C == C_NONE || (C == C_RP && ctok == t) -> C = C_SENT; cshort = 0; ast = A_UNKNOWN; SETI(0); res = 1
+    :: else -> res = 0
+    fi
+  }
+}
+
 /* crash of ringback worker `me` (or restart later): its lock is never renewed again */
 inline rb_crash() {
   d_step {
@@ -351,7 +379,7 @@ inline finish(o) {
 
 proctype Ringback(byte me) {
   byte res, sup, loops, ans, nt;
-  bit jobless, busyAttempt, found;
+  bit jobless, busyAttempt, found, seen;
   alive[me] = 1;
 end_idle:
   skip;
@@ -501,14 +529,35 @@ send:
      finish(O_DELAY); goto end_idle
   fi;
 
-resolve:          /* src/callbacks/sms.rs SmsProcessor::resolve (Indistinct → settle_unknown: not modelled) */
+resolve:          /* src/callbacks/sms/evidence.rs SmsProcessor::resolve */
   CRASHPOINT;
   atomic {
+#ifndef V2
     if
     :: R || texts > 0 -> found = 1                                        /* receipt, or the list lookup */
     :: errs < MAXERR -> errs++; found = 0; res = 0                        /* lookup failed: wait */
     :: !(R || texts > 0) -> found = 0; res = rwin                         /* 1 Lost, 0 wait */
     fi
+#else
+    /* what the complete list lookup cannot rule out: this run's own message (unless compared
+     * byte for byte and stored rewritten), and a look-alike */
+    seen = (texts > 0
+#ifdef EVIDENCE_AS_WRITTEN
+            && !rewritten
+#endif
+           ) || lookalike;
+    if
+    :: R -> found = 1                                    /* a receipt naming the run: proof */
+    :: errs < MAXERR -> errs++; found = 0; res = 0       /* lookup failed: wait */
+#ifdef EVIDENCE_AS_WRITTEN
+    :: !R && seen -> found = 1                           /* one readable match taken as this run's */
+#else
+    :: !R && seen -> found = 0; res = 2 * rwin           /* a look-alike: wait for a receipt, then unknown */
+#endif
+    :: !R && !seen -> found = 0; res = rwin              /* 1 Lost, 0 wait */
+    fi;
+    seen = 0
+#endif
   }
   if
   :: found -> window_mark_sent(tok[me]);                 /* Resolution::Sent: attempt's mark_sent(Found) */
@@ -516,6 +565,20 @@ resolve:          /* src/callbacks/sms.rs SmsProcessor::resolve (Indistinct → 
      CRASHPOINT;
      finish(O_DONE); goto end_idle
   :: !found && res == 0 -> finish(O_DELAY); goto end_idle                /* Resolution::Wait */
+  :: !found && res == 2 ->                                               /* Resolution::Indistinct */
+#ifdef ESCALATE_AS_WRITTEN
+     window_settle_unknown(tok[me]);                     /* settled first, */
+     idx_after_mark();
+     CRASHPOINT;
+     d_step { escalated = 1 }                            /* then escalated */
+#else
+     d_step { escalated = 1 }                            /* escalate_unknown: the escalation exists, */
+     CRASHPOINT;
+     window_settle_unknown(tok[me]);                     /* then settle_unknown */
+     idx_after_mark();
+#endif
+     CRASHPOINT;
+     finish(O_DONE); goto end_idle
   :: !found && res == 1 ->                                               /* Resolution::Lost */
 #ifndef V2
      window_release(tok[me], A_RELEASED, jobless);      /* src/sms.rs@0350ea0 attempt: release, claim anew */
@@ -623,6 +686,10 @@ end_env:
   :: d_step { ast == A_AMBIG && !rwin && lpc != 1 -> rwin = 1 }
   /* the status webhook (src/edge/api.rs → lua/receipt_apply.lua): the callback record gets the sid */
   :: d_step { texts > 0 && !R -> R = 1 }
+#ifdef EDGES
+  /* a look-alike message to the same person (another run's, another sender's), once */
+  :: d_step { !lookalike -> lookalike = 1 }
+#endif
   /* lock expiry + stall recovery (lua/move_stalled_jobs_to_wait.lua, two sweeps): the job goes back to
    * wait, or past maxStalledCount to failed */
   :: d_step { js == J_ACTIVE && lockDead ->
@@ -654,6 +721,9 @@ end_clock:
 
 init {
   atomic {
+#ifdef EDGES
+    if :: rewritten = 1 :: skip fi;          /* the account's stored bodies: rewritten or not */
+#endif
 #ifdef PER_SLOT
     run Clock();
 #endif
