@@ -956,3 +956,34 @@ async fn the_worker_bounds_twilios_queue_by_the_delivery_deadline() {
         .map(|(_, v)| v.as_str());
     assert_eq!(validity, Some("600"), "{:?}", creates[0].form);
 }
+
+/// Twilio answers 201 with the message already `failed` (30007): at production timings, the
+/// worker records it and escalates it once as undelivered, whatever the status callback does
+/// (it says `failed` too), and never sends it again.
+#[tokio::test]
+async fn a_message_created_already_failed_is_escalated_once_as_undelivered() {
+    let e = env(
+        "created-failed",
+        r#"{"create":[{"fault":"created_failed","error_code":30007,"times":1}]}"#,
+    )
+    .await;
+    serve_receipts(&e, &mut sms_config()).await;
+    let id = add(&e, &data("cf1")).await;
+    let worker = spawn_worker(&e, None, Timings::Production, &[]);
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    let c = e.redis.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    wait_for(T, "the escalation", || {
+        let (mut c, k) = (c.clone(), esc.job("escalation:cf1"));
+        async move {
+            let data: Option<String> = c.hget(&k, "data").await.unwrap();
+            data.filter(|d| d.contains(r#""kind":"undelivered""#))
+        }
+    })
+    .await;
+    // the status callback (failed) and the poll come and go: still one escalation, one message
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(escalation_ids(&e).await, ["escalation:cf1"]);
+    assert_eq!(texts(&e, "cf1"), 1);
+    drop(worker);
+}

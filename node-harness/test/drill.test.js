@@ -161,6 +161,15 @@ describe('ringback drill', () => {
     }
   });
 
+  it('edges: a rewriting Messaging Service, lost answers, a message created failed, a silent one, legacy alive: one text per run, every failure told', { timeout: 150_000 }, async () => {
+    const r = await drill(['edges', '--runs', '20']);
+    assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+    for (const report of perProfile(r.reports, 'edges')) {
+      clean(report.verdict);
+      assert.ok(report.checks.length >= 5 && report.checks.every((c) => c.startsWith('ok')), report.checks.join('\n'));
+    }
+  });
+
   it('refuses an unknown timing profile, exit 2', async () => {
     const r = await drill(['stall'], { node: true, env: { DRILL_TIMINGS: 'compressed,fast' } });
     assert.equal(r.code, 2, r.stderr);

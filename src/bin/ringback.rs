@@ -99,7 +99,7 @@ enum Command {
     /// Run a drill end to end (its own redis-server, simulator, Node BullMQ producer and legacy
     /// service, this binary as the worker): exit 0 when it proves one text per run, 1 when not.
     Drill {
-        /// stall | cutover | chaos | mixed | rollback | all
+        /// stall | cutover | chaos | mixed | rollback | edges | all
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(ringback::drill::DRILLS))]
         name: String,
         /// Callbacks per drill (defaults: stall 20, cutover 200, chaos 300).

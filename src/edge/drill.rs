@@ -9,7 +9,9 @@
 use std::path::{Path, PathBuf};
 
 /// The drills `node-harness/lib/drill` knows, and `all`.
-pub const DRILLS: [&str; 6] = ["stall", "cutover", "chaos", "mixed", "rollback", "all"];
+pub const DRILLS: [&str; 7] = [
+    "stall", "cutover", "chaos", "mixed", "rollback", "edges", "all",
+];
 
 /// Why a drill cannot start; each says what to do about it.
 #[derive(Debug, thiserror::Error)]

@@ -6,9 +6,10 @@ const { cutover } = require('./cutover');
 const { chaos } = require('./chaos');
 const { mixed } = require('./mixed');
 const { rollback } = require('./rollback');
+const { edges } = require('./edges');
 const { timingProfiles, describeTimings } = require('./lab');
 
-const DRILLS = { stall, cutover, chaos, mixed, rollback };
+const DRILLS = { stall, cutover, chaos, mixed, rollback, edges };
 
 /**
  * Runs each drill of `names` once per timing profile (`opts.timings`: a list, or a

@@ -229,9 +229,12 @@ class Lab {
     return this.listening(this.track(new WorkerProcess(label, process.execPath, [path.join(BIN_DIR, 'legacy-api.js')], env)));
   }
 
-  /** `ringback serve` on `listen`; `[::]` (both families) is allowed only with `publicBind`. */
-  ringbackServe(queue, { listen = '127.0.0.1:0', label = 'ringback-serve', publicBind = false } = {}) {
-    const env = { ...this.ringbackEnv(queue), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: 'http://127.0.0.1:3000' };
+  /**
+   * `ringback serve` on `listen`; `[::]` (both families) is allowed only with `publicBind`.
+   * `publicUrl`: where Twilio calls it (signatures cover that URL).
+   */
+  ringbackServe(queue, { listen = '127.0.0.1:0', label = 'ringback-serve', publicBind = false, publicUrl = 'http://127.0.0.1:3000' } = {}) {
+    const env = { ...this.ringbackEnv(queue), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: publicUrl };
     if (publicBind) env.RINGBACK_ALLOW_PUBLIC_BIND = 'true';
     return this.listening(this.track(new WorkerProcess(label, this.bin, ['serve', '--listen', listen], env)));
   }
@@ -284,7 +287,8 @@ class Lab {
   async textsByBody() {
     const stats = await this.simStats();
     const by = new Map();
-    for (const e of stats.by_to_body) by.set(e.body, (by.get(e.body) || 0) + e.count);
+    // by the body as created: a Messaging Service may store it rewritten
+    for (const e of stats.by_to_sent_body) by.set(e.body, (by.get(e.body) || 0) + e.count);
     return { total: stats.total, by };
   }
 

@@ -6,7 +6,8 @@
 //! ```json
 //! {"create": [{"to": "+15550001111", "fault": "permanent", "code": 21610},
 //!             {"rate": 0.1, "fault": "server_error", "status": 503},
-//!             {"fault": "create_then_drop", "times": 1}],
+//!             {"fault": "create_then_drop", "times": 1},
+//!             {"fault": "created_failed", "error_code": 30007}],
 //!  "callbacks": [{"to": "+15550002222", "final": "undelivered", "error_code": 30003},
 //!                {"rate": 0.5, "reversed": true, "duplicate": true, "delay_ms": 200}],
 //!  "auth": {"refuse": "all", "for_ms": 20000},
@@ -96,6 +97,16 @@ pub enum CreateFault {
     },
     /// The worst case: create the message, then drop the connection without answering.
     CreateThenDrop,
+    /// 201 Created with the message already `failed` (as Twilio answers some refusals it makes
+    /// after accepting the request), `error_code` on it; its status callback says `failed`.
+    CreatedFailed {
+        #[serde(default = "default_failed_code")]
+        error_code: i64,
+    },
+}
+
+fn default_failed_code() -> i64 {
+    30007
 }
 
 fn default_400() -> u16 {

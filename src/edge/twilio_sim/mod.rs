@@ -365,7 +365,10 @@ async fn create(
             tokio::time::sleep(std::time::Duration::from_millis(*delay_ms)).await;
             return twilio_error(ApiError::new(504, 20504, "Gateway Timeout"));
         }
-        _ => accept(&sim, &account, &form),
+        Some(CreateFault::CreatedFailed { error_code }) => {
+            accept(&sim, &account, &form, Some(*error_code))
+        }
+        _ => accept(&sim, &account, &form, None),
     };
     match fault {
         Some(CreateFault::ServerError { status, .. }) => {
@@ -384,14 +387,19 @@ async fn create(
     }
 }
 
-/// Store a new message and start its status callbacks.
-fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Message {
+/// Store a new message and start its status callbacks; `failed`: created already failed with
+/// that error code.
+fn accept(
+    sim: &Arc<Simulator>,
+    account: &str,
+    form: &[(String, String)],
+    failed: Option<i64>,
+) -> Message {
     let sid = new_sid();
     let now = twilio_date(chrono::Utc::now());
     let faults = sim.faults();
-    let body = faults
-        .rewrite
-        .apply(field(form, "Body").unwrap_or_default());
+    let sent_body = field(form, "Body").unwrap_or_default().to_string();
+    let body = faults.rewrite.apply(&sent_body);
     let body = if faults.trial_prefix {
         format!("{TRIAL_PREFIX}{body}")
     } else {
@@ -450,10 +458,20 @@ fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Mes
             "feedback": format!("/2010-04-01/Accounts/{account}/Messages/{sid}/Feedback.json"),
         })),
     };
-    sim.store.insert(message.clone());
-    let rule = sim
+    let mut message = message;
+    if let Some(code) = failed {
+        message.status = Some("failed".into());
+        message.error_code = Some(code);
+        message.error_message = Some("Message filtered".into());
+    }
+    sim.store.insert_sent(message.clone(), sent_body);
+    let mut rule = sim
         .faults()
         .take_callbacks(message.to.as_deref().unwrap_or(""), rand::random::<f64>());
+    if let Some(code) = failed {
+        rule.final_status = Some("failed".into());
+        rule.error_code = Some(code);
+    }
     let callback = field(form, "StatusCallback").map(str::to_string);
     if let Some(url) = &callback {
         sim.store.set_status_callback(&message.sid, url);

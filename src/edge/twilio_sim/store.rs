@@ -28,6 +28,9 @@ struct Inner {
     /// When each message arrived (ms since the epoch), beside `messages`: the latency benchmark
     /// measures `Queue.add` to the text from it (Twilio's `date_created` has whole seconds).
     arrived_ms: Vec<i64>,
+    /// The body each message was created with, before any rewrite the account applies (the
+    /// drills count texts per run by it).
+    sent_bodies: Vec<String>,
     by_sid: HashMap<String, usize>,
     /// Each message's `StatusCallback`, as Twilio keeps it (not part of the message resource).
     callbacks: HashMap<String, String>,
@@ -53,6 +56,8 @@ pub struct Stats {
     pub total: usize,
     pub by_to: BTreeMap<String, usize>,
     pub by_to_body: Vec<BodyCount>,
+    /// Per (recipient, body as created, before the account's rewrites).
+    pub by_to_sent_body: Vec<BodyCount>,
 }
 
 #[derive(Debug, Serialize)]
@@ -69,7 +74,14 @@ impl Store {
     }
 
     pub fn insert(&self, m: Message) {
+        let sent = m.body.clone().unwrap_or_default();
+        self.insert_sent(m, sent);
+    }
+
+    /// Store `m`, created with `sent` as its body (its stored body may be rewritten).
+    pub fn insert_sent(&self, m: Message, sent: String) {
         let mut g = self.lock();
+        g.sent_bodies.push(sent);
         let i = g.messages.len();
         g.by_sid.insert(m.sid.clone(), i);
         g.messages.push(m);
@@ -138,20 +150,26 @@ impl Store {
         let g = self.lock();
         let mut by_to = BTreeMap::new();
         let mut pairs: BTreeMap<(String, String), usize> = BTreeMap::new();
-        for m in &g.messages {
+        let mut sent: BTreeMap<(String, String), usize> = BTreeMap::new();
+        for (m, sent_body) in g.messages.iter().zip(&g.sent_bodies) {
             let to = m.to.clone().unwrap_or_default();
             *by_to.entry(to.clone()).or_insert(0) += 1;
             *pairs
-                .entry((to, m.body.clone().unwrap_or_default()))
+                .entry((to.clone(), m.body.clone().unwrap_or_default()))
                 .or_insert(0) += 1;
+            *sent.entry((to, sent_body.clone())).or_insert(0) += 1;
         }
+        let counts = |pairs: BTreeMap<(String, String), usize>| {
+            pairs
+                .into_iter()
+                .map(|((to, body), count)| BodyCount { to, body, count })
+                .collect()
+        };
         Stats {
             total: g.messages.len(),
             by_to,
-            by_to_body: pairs
-                .into_iter()
-                .map(|((to, body), count)| BodyCount { to, body, count })
-                .collect(),
+            by_to_body: counts(pairs),
+            by_to_sent_body: counts(sent),
         }
     }
 
