@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Message {
     pub sid: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub account_sid: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub api_version: Option<String>,
     #[serde(default)]
     pub body: Option<String>,
@@ -17,34 +17,46 @@ pub struct Message {
     pub date_created: Option<String>,
     #[serde(default)]
     pub date_sent: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub date_updated: Option<String>,
     #[serde(default)]
     pub direction: Option<String>,
     #[serde(default)]
     pub error_code: Option<i64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub error_message: Option<String>,
     #[serde(default)]
     pub from: Option<String>,
     #[serde(default)]
     pub messaging_service_sid: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub num_media: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub num_segments: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub price: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub price_unit: Option<String>,
     #[serde(default)]
     pub status: Option<String>,
     #[serde(default)]
     pub to: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub uri: Option<String>,
     #[serde(default)]
     pub subresource_uris: Option<serde_json::Value>,
+}
+
+/// A field ringback does not read: whatever JSON Twilio sends there decodes (a string as is,
+/// a number or a boolean as its text, null as none), so a type the spec changes or a value it
+/// types loosely never fails the call that carried it.
+fn any_scalar<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    use serde::Deserialize;
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    })
 }
 
 impl Message {
@@ -79,7 +91,7 @@ pub struct MessagePage {
     pub start: i64,
     #[serde(default)]
     pub end: i64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "any_scalar")]
     pub uri: Option<String>,
     #[serde(default)]
     pub first_page_uri: Option<String>,
@@ -192,6 +204,21 @@ pub fn is_test_credentials_number(from: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_ringback_does_not_read_never_fail_a_decode() {
+        let m: Message = serde_json::from_str(
+            r#"{"sid":"SM1","status":"sent","to":"+15558675310","body":"hi",
+                "num_segments":1,"num_media":0,"price":-0.0079,"price_unit":null,
+                "api_version":"2010-04-01","uri":true,"error_code":null,
+                "date_updated":"Wed, 02 Dec 2026 10:00:00 +0000","some_new_field":{"a":1}}"#,
+        )
+        .unwrap();
+        assert_eq!(m.num_segments.as_deref(), Some("1"));
+        assert_eq!(m.price.as_deref(), Some("-0.0079"));
+        assert_eq!(m.price_unit, None);
+        assert_eq!(m.status.as_deref(), Some("sent"));
+    }
 
     #[test]
     fn sender_forms_are_twilios() {
