@@ -9,7 +9,8 @@
 //   - status callbacks reaching `ringback serve`, as in production.
 // Verdict: every run texted exactly once (counted by the body as sent), every message created
 // failed escalated (`undelivered`), every run settled unknown escalated, the silent run's
-// record ends in its final status by polling.
+// record ends in its final status by polling. Then the runbook's step for an undelivered run,
+// `ringback resend <runId>`, run twice: one more text, not two.
 'use strict';
 
 const net = require('node:net');
@@ -83,9 +84,10 @@ async function edges({ runs = 30, version = '6', timings = 'compressed', cluster
     };
     const checks = [];
     const check = (ok, what) => checks.push(`${ok ? 'ok' : 'FAILED'}: ${what}`);
-    // a run the legacy worker took is the legacy design's (it escalates nothing): told apart by
-    // its plain "sent" claim
-    const byLegacy = async (runId) => (await lab.admin.get(`agent-callback:${runId}`)) === 'sent';
+    // a run the legacy worker took is the legacy design's (it escalates nothing and polls
+    // nothing): told apart by its plain claim, "sent", or "pending" when its create's answer was
+    // lost and its own retry dropped the run
+    const byLegacy = async (runId) => ['sent', 'pending'].includes(await lab.admin.get(`agent-callback:${runId}`));
     for (const d of createdFailed) {
       const e = await escalation(d.runId);
       const legacySent = !e && (await byLegacy(d.runId));
@@ -119,6 +121,18 @@ async function edges({ runs = 30, version = '6', timings = 'compressed', cluster
         ? 'its answer lost too: settled unknown and escalated'
         : `ends delivered by polling (status ${silentStatus}, claim ${silentClaim})`;
     check(silentStatus === 'delivered' || silentLegacy || silentUnknown, `${silent.runId}, no status callback ever, ${how}`);
+    // The runbook's step for an undelivered run: `ringback resend <runId>`, once; run twice (a
+    // person unsure it went), it texts once.
+    for (const d of createdFailed) {
+      if (!(await escalation(d.runId))) continue;
+      const first = await lab.resend(QUEUE, d.runId, { extra: env });
+      const again = await lab.resend(QUEUE, d.runId, { extra: env });
+      const { by } = await lab.textsByBody();
+      check(
+        first.code === 0 && again.code === 0 && /already resent/.test(again.output) && by.get(d.body) === 2,
+        `${d.runId}: the runbook's resend texts once, a second resend nothing (exit ${first.code}, ${again.code}; ${by.get(d.body)} messages of the run)`,
+      );
+    }
     const sim = await lab.simStats();
     const rewritten = sim.by_to_body.filter((e) => e.body.includes('twil.io')).length;
     check(rewritten > 0, `Twilio stored the bodies rewritten (${rewritten} of ${sim.total})`);

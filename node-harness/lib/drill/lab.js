@@ -211,6 +211,22 @@ class Lab {
     return { code: info.code, signal: info.signal, ms: Date.now() - t0, report, output: out };
   }
 
+  /**
+   * Runs `ringback resend <runId>` as a person following the runbook would, with the workers'
+   * env for `queue` (and `extra`). Resolves {code, output}.
+   */
+  async resend(queue, runId, { extra = {} } = {}) {
+    const env = { ...this.ringbackEnv(queue, extra) };
+    delete env.RINGBACK_CRASH_AT;
+    delete env.RINGBACK_METRICS_LISTEN;
+    const p = this.track(new WorkerProcess(`ringback-resend ${runId}`, this.bin, ['resend', runId], env));
+    const info = await p.waitExit(60_000).catch(async (err) => {
+      await p.destroy();
+      return { code: null, error: err.message };
+    });
+    return { code: info.code, output: p.output() };
+  }
+
   /** A process that prints "... listening on http://..."; resolves with it and its base URL. */
   async listening(p, timeoutMs = 15_000) {
     const exited = p.exit.then((info) => {
