@@ -77,6 +77,9 @@ pub enum EscalationKind {
     ReceiptMissing,
     /// `ringback drain` gave up on an open attempt.
     Drain,
+    /// A fault of this deployment (or of the destination) has held it past
+    /// `RINGBACK_HOLD_ESCALATE_MS`: not sent yet, sent once the fault is fixed.
+    Held,
 }
 
 impl EscalationKind {
@@ -87,6 +90,7 @@ impl EscalationKind {
             Self::Unknown => "unknown",
             Self::UnknownSettled => "unknown_settled",
             Self::ReceiptMissing => "receipt_missing",
+            Self::Held => "held",
             Self::Drain => "drain",
         }
     }
@@ -138,6 +142,7 @@ impl Default for Telemetry {
             EscalationKind::UnknownSettled,
             EscalationKind::ReceiptMissing,
             EscalationKind::Drain,
+            EscalationKind::Held,
         ] {
             let _ = t.escalations.get_or_create(&ReasonLabel {
                 reason: kind.label(),

@@ -46,6 +46,9 @@ impl EscalationKind {
             Self::UnknownSettled => "may have been sent; ringback will not send it again",
             Self::ReceiptMissing => "was accepted by Twilio but is not delivered yet",
             Self::Drain => "may have been sent; ringback drain stopped before it could tell",
+            Self::Held => {
+                "is not sent yet: a fault of this deployment (its sender, account or a region it may not text) holds it; ringback sends it once the fault is fixed"
+            }
         }
     }
 }
@@ -96,7 +99,12 @@ impl Escalator {
                 ESCALATION_JOB_OPTS,
             )
             .await?;
-        if let Some(to) = &self.fallback_to {
+        // a held callback's fallback text would go through the same broken sender
+        if let Some(to) = self
+            .fallback_to
+            .as_ref()
+            .filter(|_| e.kind != crate::escalation::EscalationKind::Held)
+        {
             let run = if first {
                 format!("{}:escalation", e.run_id)
             } else {

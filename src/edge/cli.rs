@@ -604,6 +604,10 @@ pub struct SmsArgs {
     /// never takes a message from another sender of the account for this deployment's.
     #[arg(long, env = "RINGBACK_SENDERS")]
     pub senders: Option<String>,
+    /// Escalate a callback held by a fault of this deployment (a sender the account does not
+    /// own, a region it may not text) once it was held this long; it is still texted once fixed.
+    #[arg(long, env = "RINGBACK_HOLD_ESCALATE_MS", default_value_t = 900_000)]
+    pub hold_escalate_ms: u64,
 }
 
 impl SmsArgs {
@@ -682,6 +686,7 @@ impl SmsArgs {
             delivery_deadline: Duration::from_millis(self.delivery_deadline_ms),
             receipt_poll_after: Duration::from_millis(self.receipt_poll_after_ms),
             senders,
+            hold_escalate: Duration::from_millis(self.hold_escalate_ms),
         })
     }
 
@@ -717,6 +722,10 @@ impl SmsArgs {
             (
                 "RINGBACK_RECEIPT_POLL_AFTER_MS",
                 self.receipt_poll_after_ms.to_string(),
+            ),
+            (
+                "RINGBACK_HOLD_ESCALATE_MS",
+                self.hold_escalate_ms.to_string(),
             ),
         ];
         if let Some(q) = &self.escalation_queue {

@@ -204,6 +204,18 @@ impl Collector for SmsCollector {
             "1 while Twilio refuses this worker's credentials.",
             f64::from(u8::from(s.auth_refused_since.load(Ordering::Relaxed) != 0)),
         )?;
+        gauge(
+            &mut enc,
+            "ringback_deployment_fault",
+            "1 while Twilio refuses creates for a fault of this deployment (a sender the account does not own, a missing Messaging Service): every callback is held, none failed.",
+            f64::from(u8::from(s.holds.deployment().is_some())),
+        )?;
+        gauge(
+            &mut enc,
+            "ringback_destinations_held",
+            "Destinations (country calling codes) whose callbacks are held because Twilio refuses to text them from this account (geo permissions, a trial account).",
+            s.holds.destinations_held() as f64,
+        )?;
         {
             let delayed = load(&s.delayed);
             let retry = load(&s.open_retry);

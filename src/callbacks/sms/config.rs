@@ -74,6 +74,9 @@ pub struct SmsConfig {
     /// worker's, a Messaging Service's SID): a message from any other sender of the account is
     /// never evidence of this deployment's send. Empty: every sender of the account counts.
     pub senders: Vec<String>,
+    /// A callback held by a fault of this deployment this long is escalated once (`held`); it
+    /// is still texted once the fault is fixed.
+    pub hold_escalate: Duration,
 }
 
 impl Default for SmsConfig {
@@ -94,6 +97,7 @@ impl Default for SmsConfig {
             delivery_deadline: Duration::from_secs(900),
             receipt_poll_after: Duration::from_secs(60),
             senders: vec![],
+            hold_escalate: Duration::from_secs(900),
         }
     }
 }

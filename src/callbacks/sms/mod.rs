@@ -25,6 +25,7 @@ mod config;
 mod crash;
 mod evidence;
 mod fused;
+pub mod hold;
 mod stats;
 
 pub use config::{LOOKBACK, MAX_VALIDITY_S, SAFETY_MARGIN, SmsConfig, validity_period};
@@ -238,6 +239,11 @@ impl SmsProcessor {
                 }
                 Ok(Claim::Claimed { token }) => {
                     self.crash(CrashPoint::AfterClaim, &req.run_id);
+                    if let hold::Admit::Wait { since, reason } =
+                        self.stats.holds.admits(&req.to, now_ms())
+                    {
+                        return self.held(req, &token, since, &reason).await;
+                    }
                     let outcome = self.send(req, &token, ctx).await;
                     if escalated_before && matches!(outcome, Outcome::Completed(_)) {
                         self.notify_resolved(req, "sent", None).await;
@@ -346,6 +352,69 @@ impl SmsProcessor {
         true
     }
 
+    /// A callback a fault of this deployment (or of its destination) holds: Twilio is not
+    /// called; the claim is released as `retry` (its fence kept, as after a 429), the job waits
+    /// for the next probe without using an attempt; held past `RINGBACK_HOLD_ESCALATE_MS`, it
+    /// is escalated once as `held`, and still sent once the fault is fixed.
+    async fn held(&self, req: &CallbackRequest, token: &str, since: i64, reason: &str) -> Outcome {
+        self.stats.record(SmsEvent::Held);
+        let wait = hold::PROBE_EVERY;
+        if let Err(e) = self
+            .window
+            .release(&req.run_id, token, reason, "released", wait)
+            .await
+        {
+            tracing::warn!(error = %e, "could not release a held claim");
+        }
+        let held_for = now_ms() - since;
+        if held_for >= self.config.hold_escalate.as_millis() as i64 {
+            let e = crate::escalation::Escalation {
+                run_id: req.run_id.clone(),
+                reason: format!(
+                    "held for {} s by a fault of this deployment: {reason}",
+                    held_for / 1000
+                ),
+                last_status: None,
+                error_code: None,
+                kind: crate::escalation::EscalationKind::Held,
+            };
+            match self.escalator.escalate(&e).await {
+                Ok(_) => self.stats.holds.note_escalated(&req.run_id),
+                Err(err) => {
+                    tracing::warn!(error = %err, "could not escalate a held callback; will try again")
+                }
+            }
+        }
+        self.later(wait)
+    }
+
+    /// Twilio refused a create for `blame`: hold, with the error line once per interval.
+    fn start_hold(
+        &self,
+        blame: crate::twilio::blame::Blame,
+        to: &str,
+        e: &crate::twilio::ApiError,
+    ) -> (i64, String) {
+        let meaning = e
+            .code
+            .and_then(crate::twilio::blame::meaning)
+            .unwrap_or("a refusal that is no verdict on the message");
+        let reason = format!("{e} ({meaning})");
+        let now = now_ms();
+        if self.stats.holds.hold(blame, to, &reason, now) {
+            let scope = match blame {
+                crate::twilio::blame::Blame::Destination => "sending to this destination",
+                _ => "this deployment",
+            };
+            tracing::error!(error = %redact(&reason), destination = %crate::twilio::blame::destination_of(to), "Twilio refuses creates for a fault of {scope}: no callback is failed; holding them and probing every {} s until it is fixed", hold::PROBE_EVERY.as_secs());
+        }
+        let since = match self.stats.holds.admits(to, now) {
+            hold::Admit::Wait { since, .. } => since,
+            _ => now,
+        };
+        (since, reason)
+    }
+
     /// A run escalated as still resolving was resolved: the escalation queue hears of it.
     async fn notify_resolved(&self, req: &CallbackRequest, how: &str, sid: Option<&str>) {
         if let Err(e) = self.escalator.resolved(&req.run_id, how, sid).await {
@@ -386,6 +455,14 @@ impl SmsProcessor {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
                 self.answers.remember(token, &m.sid);
+                if self.stats.holds.clear(&req.to) {
+                    tracing::info!(
+                        "Twilio takes creates again: the held callbacks go out from now on"
+                    );
+                }
+                if self.stats.holds.take_escalated(&req.run_id) {
+                    self.notify_resolved(req, "sent", Some(&m.sid)).await;
+                }
                 self.escalate_failed_create(req, &m).await;
                 let status = m.status.as_deref().unwrap_or("queued");
                 if let Some(ctx) = ctx {
@@ -449,6 +526,21 @@ impl SmsProcessor {
                     tracing::warn!(error = %re, "could not release the claim");
                 }
                 self.later(wait)
+            }
+            SendOutcome::Held { blame, error } => {
+                self.auth_ok();
+                let (since, reason) = self.start_hold(blame, &req.to, &error);
+                self.held(req, token, since, &reason).await
+            }
+            SendOutcome::Permanent(e)
+                if e.code
+                    .is_some_and(|code| self.stats.holds.burst(code, &req.to, now_ms())) =>
+            {
+                // the same refusal from many destinations at once: the deployment's
+                self.auth_ok();
+                let (since, reason) =
+                    self.start_hold(crate::twilio::blame::Blame::Deployment, &req.to, &e);
+                self.held(req, token, since, &reason).await
             }
             SendOutcome::Permanent(e) => {
                 self.auth_ok();

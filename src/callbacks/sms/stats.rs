@@ -30,10 +30,12 @@ pub enum SmsEvent {
     Lost,
     /// The job's data is not a valid callback: failed at once.
     Invalid,
+    /// A fault of this deployment or of the destination holds it: claim kept, job delayed.
+    Held,
 }
 
 impl SmsEvent {
-    pub const ALL: [SmsEvent; 11] = [
+    pub const ALL: [SmsEvent; 12] = [
         SmsEvent::Sent,
         SmsEvent::Deduplicated,
         SmsEvent::Reconciled,
@@ -45,6 +47,7 @@ impl SmsEvent {
         SmsEvent::Unknown,
         SmsEvent::Lost,
         SmsEvent::Invalid,
+        SmsEvent::Held,
     ];
 
     /// The `outcome` label.
@@ -61,6 +64,7 @@ impl SmsEvent {
             SmsEvent::Unknown => "unknown",
             SmsEvent::Lost => "lost",
             SmsEvent::Invalid => "invalid",
+            SmsEvent::Held => "held",
         }
     }
 }
@@ -83,6 +87,8 @@ pub struct SmsStats {
     /// Messages waiting for a final receipt, and those of them past the delivery deadline.
     pub reconcile_backlog: std::sync::atomic::AtomicU64,
     pub receipts_missing: std::sync::atomic::AtomicU64,
+    /// Callbacks held by a fault of this deployment or of a destination.
+    pub holds: super::hold::Holds,
 }
 
 impl SmsStats {
@@ -96,12 +102,19 @@ impl SmsStats {
         self.counts[e as usize].load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Why the worker is not ready, if it is not (Twilio refuses the credentials).
+    /// Why the worker is not ready, if it is not: Twilio refuses the credentials, or refuses
+    /// creates for another fault of this deployment.
     pub fn not_ready(&self) -> Option<String> {
         let since = self.auth_refused_since.load(Ordering::Relaxed);
-        (since != 0).then(|| {
-            format!(
+        if since != 0 {
+            return Some(format!(
                 "Twilio refuses this worker's credentials (for {} s)",
+                (now_ms() - since).max(0) / 1000
+            ));
+        }
+        self.holds.deployment().map(|(since, reason)| {
+            format!(
+                "Twilio refuses creates for a fault of this deployment (for {} s): {reason}",
                 (now_ms() - since).max(0) / 1000
             )
         })

@@ -98,6 +98,12 @@ pub enum SendOutcome {
     /// Twilio refused this worker's credentials ([`refuses_credentials`]) and created nothing.
     /// Not a verdict on the message: it can be sent once the credentials work again.
     AuthRefused(ApiError),
+    /// Twilio refused it for a fault of this deployment or of sending to its destination
+    /// ([`super::blame`]) and created nothing: held until the fault is fixed, never failed.
+    Held {
+        blame: super::blame::Blame,
+        error: ApiError,
+    },
     /// Twilio did not take it; try again after `retry_after` (when Twilio said).
     RetryLater {
         retry_after: Option<Duration>,
@@ -261,7 +267,15 @@ impl TwilioClient {
                     .and_then(|v| v.trim().parse::<u64>().ok())
                     .map(Duration::from_secs);
                 match resp.bytes().await {
-                    Ok(body) => classify_response(status, retry_after, &body),
+                    Ok(body) => match classify_response(status, retry_after, &body) {
+                        SendOutcome::Permanent(e) => {
+                            match super::blame::blame(&e, msg.from.is_some()) {
+                                super::blame::Blame::Message => SendOutcome::Permanent(e),
+                                blame => SendOutcome::Held { blame, error: e },
+                            }
+                        }
+                        other => other,
+                    },
                     // The status line arrived but the body did not: for a 2xx the message exists.
                     Err(e) => SendOutcome::Ambiguous {
                         reason: format!("HTTP {status}, body lost: {e}"),
@@ -427,7 +441,9 @@ fn error_code(e: &ApiError) -> String {
 fn outcome_code(o: &SendOutcome) -> Option<String> {
     match o {
         SendOutcome::Accepted(_) => None,
-        SendOutcome::Permanent(e) | SendOutcome::AuthRefused(e) => Some(error_code(e)),
+        SendOutcome::Permanent(e)
+        | SendOutcome::AuthRefused(e)
+        | SendOutcome::Held { error: e, .. } => Some(error_code(e)),
         SendOutcome::RetryLater { error: Some(e), .. }
         | SendOutcome::Ambiguous { error: Some(e), .. } => Some(error_code(e)),
         SendOutcome::RetryLater { error: None, .. } => Some("connect".into()),

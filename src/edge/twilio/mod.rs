@@ -1,6 +1,7 @@
-//! Twilio at the edge: the Messages client, signatures, and the message model shared with the
-//! simulator.
+//! Twilio at the edge: the Messages client, whose fault a refusal is, signatures, and the
+//! message model shared with the simulator.
 
+pub mod blame;
 pub mod client;
 pub mod message;
 pub mod signature;

@@ -1,0 +1,156 @@
+//! A refusal that is the deployment's fault, not the message's, holds callbacks instead of
+//! failing them: a sender the account does not own holds every callback (readiness false, one
+//! probe create per interval, escalated `held` past the bound, texted once fixed); a region the
+//! account may not text holds that region's callbacks only; a job's own bad `from` is still the
+//! job's. Against the Twilio simulator and a real redis-server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::callbacks::*;
+use common::wait_for;
+use redis::AsyncCommands;
+use ringback::sms::SmsEvent;
+
+fn creates(e: &Env) -> usize {
+    e.sim
+        .store
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST")
+        .count()
+}
+
+/// For 6 s every create is refused with 21212 (the From is not a sender of this account), as
+/// after a bad deploy; then the account is fixed. Every callback is texted once; none failed;
+/// Twilio saw the first wave and one probe per interval, not the backlog again and again; each
+/// callback held past the bound was escalated `held` (no fallback text through the broken
+/// sender) and its escalation resolved when it went out.
+#[tokio::test]
+async fn a_misconfigured_sender_holds_the_backlog_and_texts_it_once_fixed() {
+    let e = env(
+        "held-sender",
+        r#"{"create":[{"fault":"permanent","code":21212,"message":"The 'From' number +15005550006 is not a valid phone number, shortcode, or alphanumeric sender ID."}]}"#,
+    )
+    .await;
+    let sms = ringback::sms::SmsConfig {
+        hold_escalate: Duration::from_secs(2),
+        fallback_to: Some("+15550009999".into()),
+        ..sms_config()
+    };
+    let w = start_worker(&e, sms).await;
+    let runs: Vec<String> = (0..20).map(|i| format!("hs{i}")).collect();
+    let mut ids = vec![];
+    for run in &runs {
+        ids.push(add(&e, &data(run)).await);
+    }
+    wait_for(T, "the hold to turn readiness false", || async {
+        w.stats.not_ready().filter(|why| why.contains("21212"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let during = creates(&e);
+    // the first wave (one per concurrency slot) and at most one probe per 5 s
+    assert!(during <= 8 + 2, "{during} creates while held");
+    let mut c = e.redis.conn().await;
+    let failed: u64 = c.zcard(e.keys.failed()).await.unwrap();
+    assert_eq!(failed, 0, "nothing failed while held");
+    set_faults(&e, serde_json::json!({})).await;
+    for id in &ids {
+        let (state, h) = finished_within(&e, id, Duration::from_secs(30)).await;
+        assert_eq!(state, "completed", "{h:?}");
+    }
+    for run in &runs {
+        assert_eq!(texts(&e, run), 1, "{run}");
+    }
+    assert!(w.stats.not_ready().is_none(), "ready again");
+    assert!(w.stats.get(SmsEvent::Held) >= 20);
+    let escalated = escalation_ids(&e).await;
+    for run in &runs {
+        assert!(
+            escalated.contains(&format!("escalation:{run}")),
+            "{run} escalated held: {escalated:?}"
+        );
+        assert!(
+            escalated.contains(&format!("escalation:{run}:resolved")),
+            "{run}'s held escalation resolved: {escalated:?}"
+        );
+    }
+    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let job: String = c.hget(esc.job("escalation:hs0"), "data").await.unwrap();
+    assert!(job.contains(r#""kind":"held""#), "{job}");
+    // no fallback text through the sender that was broken: 20 texts, all the runs' own
+    assert_eq!(e.sim.store.all().len(), 20);
+    w.stop().await;
+}
+
+/// 21408 (SMS to the To's region not enabled) for two UK numbers: the UK's callbacks are held,
+/// the US ones go out meanwhile, readiness stays true; once the account may text the UK, both
+/// go out once.
+#[tokio::test]
+async fn a_region_the_account_may_not_text_holds_its_callbacks_only() {
+    let uk = ["+447700900123", "+447700900456"];
+    let rules: Vec<_> = uk
+        .iter()
+        .map(|to| serde_json::json!({"to": to, "fault": "permanent", "code": 21408}))
+        .collect();
+    let e = env(
+        "held-region",
+        &serde_json::json!({ "create": rules }).to_string(),
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let job = |run: &str, to: &str| {
+        serde_json::json!({"runId": run, "to": to, "body": body(run)}).to_string()
+    };
+    let uk_ids = [
+        add(&e, &job("uk1", uk[0])).await,
+        add(&e, &job("uk2", uk[1])).await,
+    ];
+    let us = add(&e, &job("us1", TO)).await;
+    assert_eq!(finished(&e, &us).await.0, "completed");
+    wait_for(T, "the UK to be held", || async {
+        (w.stats.holds.destinations_held() == 1).then_some(())
+    })
+    .await;
+    assert!(
+        w.stats.not_ready().is_none(),
+        "a region's hold is no deployment fault"
+    );
+    let mut c = e.redis.conn().await;
+    let failed: u64 = c.zcard(e.keys.failed()).await.unwrap();
+    assert_eq!(failed, 0);
+    set_faults(&e, serde_json::json!({})).await;
+    for id in &uk_ids {
+        assert_eq!(
+            finished_within(&e, id, Duration::from_secs(30)).await.0,
+            "completed"
+        );
+    }
+    for run in ["uk1", "uk2", "us1"] {
+        assert_eq!(texts(&e, run), 1, "{run}");
+    }
+    assert_eq!(w.stats.holds.destinations_held(), 0);
+    w.stop().await;
+}
+
+/// A sender the job itself named (`from`) that Twilio refuses (21212) is the job's fault: failed
+/// at once and escalated as permanent, nothing held.
+#[tokio::test]
+async fn a_jobs_own_bad_sender_is_the_jobs_fault() {
+    let e = env(
+        "job-from",
+        r#"{"create":[{"fault":"permanent","code":21212}]}"#,
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let data =
+        serde_json::json!({"runId": "jf1", "to": TO, "body": body("jf1"), "from": "+15550001111"})
+            .to_string();
+    let id = add(&e, &data).await;
+    assert_eq!(finished(&e, &id).await.0, "failed");
+    assert!(w.stats.holds.deployment().is_none());
+    assert_eq!(escalation_ids(&e).await, ["escalation:jf1"]);
+    w.stop().await;
+}
