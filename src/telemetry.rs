@@ -80,6 +80,9 @@ pub enum EscalationKind {
     /// A fault of this deployment (or of the destination) has held it past
     /// `RINGBACK_HOLD_ESCALATE_MS`: not sent yet, sent once the fault is fixed.
     Held,
+    /// The job's data is not a callback ringback can send (the reason names the field): it is
+    /// failed, never texted.
+    Invalid,
 }
 
 impl EscalationKind {
@@ -91,6 +94,7 @@ impl EscalationKind {
             Self::UnknownSettled => "unknown_settled",
             Self::ReceiptMissing => "receipt_missing",
             Self::Held => "held",
+            Self::Invalid => "invalid",
             Self::Drain => "drain",
         }
     }
@@ -143,6 +147,7 @@ impl Default for Telemetry {
             EscalationKind::ReceiptMissing,
             EscalationKind::Drain,
             EscalationKind::Held,
+            EscalationKind::Invalid,
         ] {
             let _ = t.escalations.get_or_create(&ReasonLabel {
                 reason: kind.label(),

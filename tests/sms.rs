@@ -86,7 +86,7 @@ async fn same_run_on_two_workers_at_once_texts_once() {
 }
 
 #[tokio::test]
-async fn bad_jobs_fail_at_once_naming_the_field() {
+async fn bad_jobs_fail_at_once_naming_the_field_and_are_escalated() {
     let e = env("bad", "").await;
     let w = start_worker(&e, sms_config()).await;
     let long_body = "b".repeat(1601);
@@ -99,7 +99,7 @@ async fn bad_jobs_fail_at_once_naming_the_field() {
         (
             format!(
                 r#"{{"runId":"{}","to":"+15558675310","body":"x"}}"#,
-                "r".repeat(129)
+                "r".repeat(ringback::callback::MAX_RUN_ID + 1)
             ),
             "`runId` is longer",
         ),
@@ -116,6 +116,7 @@ async fn bad_jobs_fail_at_once_naming_the_field() {
             "`body` is longer",
         ),
     ];
+    let mut ids = vec![];
     for (d, expected) in cases {
         let id = add(&e, &d).await;
         let (state, h) = finished(&e, &id).await;
@@ -126,8 +127,20 @@ async fn bad_jobs_fail_at_once_naming_the_field() {
             h["failedReason"]
         );
         assert_eq!(h["atm"], "1", "unrecoverable: no retry storm");
+        ids.push(id);
     }
     assert_eq!(e.sim.store.stats().total, 0, "no provider call");
+    // each one is escalated (`invalid`, with its reason): a person hears of every job not texted
+    let mut want: Vec<String> = ids
+        .iter()
+        .map(|id| format!("escalation:job:{id}"))
+        .collect();
+    want.sort();
+    assert_eq!(escalation_ids(&e).await, want);
+    let mut c = e.redis.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let job: String = c.hget(esc.job(&want[0]), "data").await.unwrap();
+    assert!(job.contains(r#""kind":"invalid""#), "{job}");
     w.stop().await;
 }
 
@@ -986,4 +999,53 @@ async fn a_message_created_already_failed_is_escalated_once_as_undelivered() {
     assert_eq!(escalation_ids(&e).await, ["escalation:cf1"]);
     assert_eq!(texts(&e, "cf1"), 1);
     drop(worker);
+}
+
+/// The runIds the legacy worker texts, ringback texts too, each once: a number (keyed as
+/// JavaScript's `String(n)`, as the legacy worker keys it), a long one, spaces and non-ASCII,
+/// colons, a quote and a backslash. A runId the legacy worker would merge (`true`) is escalated.
+#[tokio::test]
+async fn every_runid_the_legacy_worker_texts_is_texted_once() {
+    let e = env("runids", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    let long = "r".repeat(186);
+    let ids = [
+        ("42", "42".to_string()),
+        (&*format!("\"{long}\""), long.clone()),
+        ("\"run 7 — ünïcode\"", "run 7 — ünïcode".to_string()),
+        ("\"a:b:c\"", "a:b:c".to_string()),
+        (r#""q\"b\\s""#, "q\"b\\s".to_string()),
+    ];
+    let mut jobs = vec![];
+    for (i, (json, key)) in ids.iter().enumerate() {
+        let data = format!(r#"{{"runId":{json},"to":"{TO}","body":"runid case {i}"}}"#);
+        jobs.push((add(&e, &data).await, key.clone(), i));
+    }
+    for (id, key, i) in &jobs {
+        let (state, h) = finished(&e, id).await;
+        assert_eq!(state, "completed", "{key}: {h:?}");
+        let body = format!("runid case {i}");
+        let sent = e
+            .sim
+            .store
+            .list(|m| m.body.as_deref() == Some(body.as_str()));
+        assert_eq!(sent.len(), 1, "{key}");
+        let mut c = e.redis.conn().await;
+        let claim: String = c
+            .get(WindowKeys::new("agent-callback:", key).claim)
+            .await
+            .unwrap();
+        assert!(
+            claim.starts_with("sent:"),
+            "keyed as the legacy worker keys {key}: {claim}"
+        );
+    }
+    let merged = add(&e, &format!(r#"{{"runId":true,"to":"{TO}","body":"x"}}"#)).await;
+    assert_eq!(finished(&e, &merged).await.0, "failed");
+    assert!(
+        escalation_ids(&e)
+            .await
+            .contains(&format!("escalation:job:{merged}"))
+    );
+    w.stop().await;
 }

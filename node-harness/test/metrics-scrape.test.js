@@ -37,7 +37,7 @@ const PUBLIC_URL = 'https://ringback.test';
 const AUTH_TOKEN = 'drill-auth-token';
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
 // Every reason an escalation can have (README; metrics contract of issue 14).
-const ESCALATION_REASONS = ['undelivered', 'permanent', 'unknown', 'unknown_settled', 'receipt_missing', 'drain', 'held'];
+const ESCALATION_REASONS = ['undelivered', 'permanent', 'unknown', 'unknown_settled', 'receipt_missing', 'drain', 'held', 'invalid'];
 
 function promtoolMissing() {
   const probe = spawnSync('promtool', ['--version'], { encoding: 'utf8' });

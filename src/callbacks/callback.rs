@@ -1,5 +1,7 @@
 //! The callback job's data: `{"runId", "to", "body", "from"?}`, validated before anything is
-//! claimed or sent. Bad data fails the job at once, unrecoverably, naming the field at fault.
+//! claimed or sent. Bad data fails the job at once, unrecoverably, naming the field at fault,
+//! and the job is escalated (`invalid`) so a person hears of it. A numeric runId is keyed as
+//! the legacy worker keys it (JavaScript's `String(n)`).
 
 use serde_json::Value;
 
@@ -13,7 +15,9 @@ pub const CALLBACK_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponent
 /// The job name the legacy API uses.
 pub const CALLBACK_JOB_NAME: &str = "agent-callback";
 
-pub const MAX_RUN_ID: usize = 128;
+/// The longest runId texted: longer ones are producer bugs (escalated with the reason). The
+/// runId travels in the StatusCallback URL, which this keeps well inside what Twilio takes.
+pub const MAX_RUN_ID: usize = 512;
 pub const MAX_BODY: usize = 1600;
 
 /// A validated callback request.
@@ -43,7 +47,15 @@ impl CallbackRequest {
                 )),
             }
         };
-        let run_id = text("runId")?.ok_or("field `runId` is missing")?;
+        let numeric;
+        let run_id = match obj.get("runId") {
+            // a number is keyed as the legacy worker keys it: JavaScript's `String(n)`
+            Some(Value::Number(n)) => {
+                numeric = js_number(n);
+                numeric.as_str()
+            }
+            _ => text("runId")?.ok_or("field `runId` is missing")?,
+        };
         if run_id.is_empty() {
             return Err("field `runId` is empty".into());
         }
@@ -95,6 +107,29 @@ impl CallbackRequest {
     }
 }
 
+/// A JSON number as JavaScript's `String(n)` writes it (the legacy worker's key for a numeric
+/// runId): integers in full below 10^21, the shortest round-trip decimal otherwise, exponent
+/// notation (`1e+21`, `1.5e-7`) outside [10^-6, 10^21), and `0` for -0.
+pub fn js_number(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let x = n.as_f64().unwrap_or(0.0);
+    if x == 0.0 {
+        return "0".into();
+    }
+    let a = x.abs();
+    if (1e-6..1e21).contains(&a) {
+        return format!("{x}");
+    }
+    // Rust writes `1.5e21` and `1e-7`; JavaScript `1.5e+21` and `1e-7`
+    let e = format!("{x:e}");
+    match e.split_once('e') {
+        Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp}"),
+        _ => e,
+    }
+}
+
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -122,8 +157,33 @@ mod tests {
     }
 
     #[test]
+    fn runids_the_legacy_worker_texts_are_texted() {
+        let run = |id: &str| {
+            CallbackRequest::parse(&format!(
+                r#"{{"runId":{id},"to":"+15558675310","body":"x"}}"#
+            ))
+            .map(|r| r.run_id)
+        };
+        assert_eq!(run("42").unwrap(), "42");
+        assert_eq!(run("-7").unwrap(), "-7");
+        assert_eq!(run("1.5").unwrap(), "1.5");
+        assert_eq!(run("1e21").unwrap(), "1e+21");
+        assert_eq!(run("1.5e-7").unwrap(), "1.5e-7");
+        assert_eq!(run("-0.0").unwrap(), "0");
+        assert_eq!(run("123456789012345678").unwrap(), "123456789012345678");
+        let long = "r".repeat(186);
+        assert_eq!(run(&format!("\"{long}\"")).unwrap(), long);
+        for id in [r#""run 7 — ünïcode""#, r#""a:b:c""#, r#""q\"b\\s""#] {
+            assert!(run(id).is_ok(), "{id}");
+        }
+        for id in ["true", "[1]", r#"{"a":1}"#] {
+            assert!(run(id).unwrap_err().contains("must be a string"), "{id}");
+        }
+    }
+
+    #[test]
     fn names_the_field_at_fault() {
-        let long_id = "x".repeat(129);
+        let long_id = "x".repeat(MAX_RUN_ID + 1);
         let long_body = "b".repeat(1601);
         let cases = [
             ("{not json".to_string(), "not JSON"),

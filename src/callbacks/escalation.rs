@@ -46,11 +46,36 @@ impl EscalationKind {
             Self::UnknownSettled => "may have been sent; ringback will not send it again",
             Self::ReceiptMissing => "was accepted by Twilio but is not delivered yet",
             Self::Drain => "may have been sent; ringback drain stopped before it could tell",
+            Self::Invalid => {
+                "was not sent: its job data is not a callback ringback can send (the reason names the field)"
+            }
             Self::Held => {
                 "is not sent yet: a fault of this deployment (its sender, account or a region it may not text) holds it; ringback sends it once the fault is fixed"
             }
         }
     }
+}
+
+/// At most this many fallback texts for invalid jobs per [`INVALID_FALLBACK_WINDOW`] in one
+/// process; the escalation jobs are made for every one, and RingbackInvalidJobs alerts.
+const INVALID_FALLBACKS: u64 = 5;
+const INVALID_FALLBACK_WINDOW: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Whether one more invalid job's fallback text fits the bound.
+fn invalid_fallback_allowed() -> bool {
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+    static WINDOW_START: AtomicI64 = AtomicI64::new(0);
+    static SENT: AtomicU64 = AtomicU64::new(0);
+    let now = crate::commands::now_ms();
+    let start = WINDOW_START.load(Ordering::Relaxed);
+    if now - start >= INVALID_FALLBACK_WINDOW.as_millis() as i64
+        && WINDOW_START
+            .compare_exchange(start, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        SENT.store(0, Ordering::Relaxed);
+    }
+    SENT.fetch_add(1, Ordering::Relaxed) < INVALID_FALLBACKS
 }
 
 /// Whether `run_id` is a fallback text's own run (never escalated further).
@@ -100,11 +125,14 @@ impl Escalator {
             )
             .await?;
         // a held callback's fallback text would go through the same broken sender
-        if let Some(to) = self
-            .fallback_to
-            .as_ref()
-            .filter(|_| e.kind != crate::escalation::EscalationKind::Held)
-        {
+        // a held callback's fallback would go through the same broken sender; a broken producer
+        // must not flood the fallback number with invalid jobs
+        let fallback = match e.kind {
+            EscalationKind::Held => false,
+            EscalationKind::Invalid => invalid_fallback_allowed(),
+            _ => true,
+        };
+        if let Some(to) = self.fallback_to.as_ref().filter(|_| fallback) {
             let run = if first {
                 format!("{}:escalation", e.run_id)
             } else {

@@ -226,4 +226,12 @@ pub trait Processor: Send + Sync + 'static {
         let _ = (job, prepared);
         async {}
     }
+
+    /// `job` fails without running because its data or options cannot be read (`reason`):
+    /// tell whoever must hear of it. False keeps the job, to be tried again shortly (telling
+    /// failed); true lets it fail. Nothing to tell by default.
+    fn unreadable(&self, job: &Job, reason: &str) -> impl Future<Output = bool> + Send {
+        let _ = (job, reason);
+        async { true }
+    }
 }

@@ -276,7 +276,12 @@ async fn run_attempt<P: Processor>(
             if let Some(prepared) = prepared.filter(|p| !matches!(p, redis::Value::Nil)) {
                 shared.processor.unprepared(&job, prepared).await;
             }
-            outcome
+            match unreadable(&job).filter(|_| job.deferred_failure.is_none()) {
+                Some(reason) if !shared.processor.unreadable(&job, &reason).await => {
+                    Outcome::DelayUntil(now_ms() + UNREADABLE_RETRY.as_millis() as i64)
+                }
+                _ => outcome,
+            }
         }
         None => {
             let mut ctx = JobContext::new(shared.commands.clone(), &job, token);
@@ -533,6 +538,9 @@ fn log_finish(finish: &Finish) {
     }
 }
 
+/// How soon an unreadable job whose telling failed is tried again.
+const UNREADABLE_RETRY: Duration = Duration::from_secs(2);
+
 /// Jobs that must fail without running: a deferred failure (stall limit, failed child), or
 /// options/data Node could not read either. Node loops forever on non-JSON data
 /// (bullmq-protocol.md §8.8); we fail it once, with a reason a person can act on.
@@ -540,15 +548,17 @@ fn precheck(job: &Job) -> Option<Outcome> {
     if let Some(reason) = &job.deferred_failure {
         return Some(Outcome::unrecoverable(reason.clone()));
     }
+    unreadable(job).map(Outcome::unrecoverable)
+}
+
+/// Why `job`'s options or data cannot be read, if they cannot.
+fn unreadable(job: &Job) -> Option<String> {
     if let Some(problem) = &job.opts.invalid {
-        return Some(Outcome::unrecoverable(problem.clone()));
+        return Some(problem.clone());
     }
-    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&job.data) {
-        return Some(Outcome::unrecoverable(format!(
-            "job data is not valid JSON ({e}); fix the producer"
-        )));
-    }
-    None
+    serde_json::from_str::<serde::de::IgnoredAny>(&job.data)
+        .err()
+        .map(|e| format!("job data is not valid JSON ({e}); fix the producer"))
 }
 
 /// Turn an outcome into the finishing call, as Node's `handleCompleted` / `moveToFailed` do.

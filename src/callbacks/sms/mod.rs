@@ -637,7 +637,9 @@ impl Processor for SmsProcessor {
                 if let Some(prepared) = ctx.prepared() {
                     self.hand_back_prepared(prepared).await;
                 }
-                self.stats.record(SmsEvent::Invalid);
+                if !self.escalate_invalid(job, &reason).await {
+                    return self.later(self.config.retry_later_default);
+                }
                 return Outcome::unrecoverable(format!("invalid callback job: {reason}"));
             }
         };
@@ -647,6 +649,31 @@ impl Processor for SmsProcessor {
 
     async fn unprepared(&self, _job: &Job, prepared: redis::Value) {
         self.hand_back_prepared(&prepared).await;
+    }
+
+    async fn unreadable(&self, job: &Job, reason: &str) -> bool {
+        self.escalate_invalid(job, reason).await
+    }
+}
+
+impl SmsProcessor {
+    /// A job ringback will not text: a person hears of it (escalated `invalid`, with the reason,
+    /// under `escalation:job:<jobId>`) before it fails; false when the escalation failed (the
+    /// job is kept and tried again).
+    async fn escalate_invalid(&self, job: &Job, reason: &str) -> bool {
+        let e = crate::escalation::Escalation {
+            run_id: format!("job:{}", job.id),
+            reason: format!("invalid callback job {}: {reason}", job.id),
+            last_status: None,
+            error_code: None,
+            kind: crate::escalation::EscalationKind::Invalid,
+        };
+        if let Err(err) = self.escalator.escalate(&e).await {
+            tracing::warn!(error = %err, job = %job.id, "could not escalate an invalid callback job; will try again");
+            return false;
+        }
+        self.stats.record(SmsEvent::Invalid);
+        true
     }
 }
 

@@ -42,7 +42,7 @@ use session::{Caller, Sessions};
 pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
                        frame-ancestors 'none'; base-uri 'none'";
 
-/// Longest runId the console looks up (the API accepts 128 characters).
+/// Longest runId the console looks up (the longest a callback job may carry).
 pub const MAX_RUN_ID: usize = crate::callback::MAX_RUN_ID;
 
 /// Runs per Callbacks page.

@@ -158,7 +158,7 @@ pub fn callbacks(
         h1 { "Callbacks" }
         form.search method="get" action="/console/callbacks" {
             label for="q" { "runId" }
-            input #q type="search" name="q" value=(query.q) maxlength="128" placeholder="run id, or part of it";
+            input #q type="search" name="q" value=(query.q) maxlength=(super::MAX_RUN_ID) placeholder="run id, or part of it";
             label for="state" { "state" }
             select #state name="state" {
                 option value="" selected[query.state.is_empty()] { "any" }
