@@ -674,23 +674,8 @@ async fn rediss_cluster_urls_speak_tls_with_the_configured_ca() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sms_worker_on_a_cluster_texts_each_run_once_through_a_failover() {
-    use ringback::twilio::Secret;
-    use ringback::twilio_sim::{SimConfig, Simulator, server};
-    const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
     const TO: &str = "+15558675310";
-    let sim = Simulator::new(
-        SimConfig {
-            account_sid: ACCOUNT.into(),
-            auth_token: Secret::new("sim-token"),
-            api_keys: vec![],
-        },
-        Default::default(),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let sim_base = format!("http://{}", listener.local_addr().unwrap());
-    let stop_sim = CancellationToken::new();
-    tokio::spawn(server::serve(listener, sim.clone(), stop_sim.clone()));
-
+    let (sim, sim_base, stop_sim) = start_sim().await;
     let cluster = RedisCluster::start();
     let q = queue_name("cluster-sms");
     let k = QueueKeys::new(PREFIX, &q);
@@ -703,22 +688,7 @@ async fn sms_worker_on_a_cluster_texts_each_run_once_through_a_failover() {
         n,
         &format!(r#"{{"runId":"run-$i","to":"{TO}","body":"Run run-$i finished"}}"#),
     );
-    let mut worker = ringback(&["worker"])
-        .env("REDIS_URL", cluster.url())
-        .env("RINGBACK_PREFIX", PREFIX)
-        .env("RINGBACK_QUEUE", &q)
-        .env("RINGBACK_CONCURRENCY", "4")
-        .env("RINGBACK_DRAIN_DELAY_MS", "300")
-        .env("RINGBACK_METRICS_LISTEN", "off")
-        .env("TWILIO_ACCOUNT_SID", ACCOUNT)
-        .env("TWILIO_AUTH_TOKEN", "sim-token")
-        .env("TWILIO_FROM", "+15005550006")
-        .env("TWILIO_API_BASE", &sim_base)
-        .env("TWILIO_TIMEOUT_MS", "2000")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut worker = sms_worker(&cluster, &q, &sim_base);
     let mut c = conn(&cluster).await;
     completed(&mut c, &k, 10, Duration::from_secs(30)).await;
     // the queue's master fails over mid-run (the claim keys live on every master)
@@ -740,5 +710,98 @@ async fn sms_worker_on_a_cluster_texts_each_run_once_through_a_failover() {
         .status();
     let status = tokio::task::block_in_place(|| worker.wait()).unwrap();
     assert!(status.success(), "worker exit: {status}");
+    stop_sim.cancel();
+}
+
+const SIM_ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+
+/// The Twilio simulator on a port of its own: it, its base URL, and what stops it.
+async fn start_sim() -> (
+    std::sync::Arc<ringback::twilio_sim::Simulator>,
+    String,
+    CancellationToken,
+) {
+    use ringback::twilio::Secret;
+    use ringback::twilio_sim::{SimConfig, Simulator, server};
+    let sim = Simulator::new(
+        SimConfig {
+            account_sid: SIM_ACCOUNT.into(),
+            auth_token: Secret::new("sim-token"),
+            api_keys: vec![],
+        },
+        Default::default(),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let sim_base = format!("http://{}", listener.local_addr().unwrap());
+    let stop_sim = CancellationToken::new();
+    tokio::spawn(server::serve(listener, sim.clone(), stop_sim.clone()));
+    (sim, sim_base, stop_sim)
+}
+
+/// `ringback worker` (SMS) on the cluster's queue `q`, texting through the simulator.
+fn sms_worker(cluster: &RedisCluster, q: &str, sim_base: &str) -> std::process::Child {
+    ringback(&["worker"])
+        .env("REDIS_URL", cluster.url())
+        .env("RINGBACK_PREFIX", PREFIX)
+        .env("RINGBACK_QUEUE", q)
+        .env("RINGBACK_CONCURRENCY", "4")
+        .env("RINGBACK_DRAIN_DELAY_MS", "300")
+        .env("RINGBACK_METRICS_LISTEN", "off")
+        .env("TWILIO_ACCOUNT_SID", SIM_ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", "sim-token")
+        .env("TWILIO_FROM", "+15005550006")
+        .env("TWILIO_API_BASE", sim_base)
+        .env("TWILIO_TIMEOUT_MS", "2000")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// runIds with braces, which the legacy worker texts: every record of the run lives in its
+/// claim key's slot (a tag of that slot when the claim key's own tag cannot be reused), so the
+/// window's scripts never go CROSSSLOT; each run texted once, keyed as the legacy worker keys it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn braced_runids_keep_every_record_in_the_claim_keys_slot() {
+    let (sim, sim_base, stop_sim) = start_sim().await;
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-braces");
+    let k = QueueKeys::new(PREFIX, &q);
+    let c = conn(&cluster).await;
+    let commands = ringback::commands::Commands::new(c.clone(), k.clone(), Default::default());
+    let runs = ["a{b}c", "{}", "}{", "a}b", "plain"];
+    for (i, run) in runs.iter().enumerate() {
+        let data = serde_json::json!({"runId": run, "to": "+15558675310", "body": format!("braces case {i}")});
+        commands
+            .add_job(
+                Some(&format!("j{i}")),
+                "agent-callback",
+                &data.to_string(),
+                "{}",
+            )
+            .await
+            .unwrap();
+    }
+    let mut worker = sms_worker(&cluster, &q, &sim_base);
+    let mut c = c;
+    completed(&mut c, &k, runs.len(), Duration::from_secs(30)).await;
+    each_finished_once(&mut c, &k, runs.len()).await;
+    for (i, run) in runs.iter().enumerate() {
+        let body = format!("braces case {i}");
+        let sent = sim.store.list(|m| m.body.as_deref() == Some(body.as_str()));
+        assert_eq!(sent.len(), 1, "{run}");
+        let w = ringback::keys::WindowKeys::new("agent-callback:", run);
+        assert_eq!(
+            cluster.slot_of(&w.attempt),
+            cluster.slot_of(&w.claim),
+            "{run}"
+        );
+        let claim: String = c.get(&w.claim).await.unwrap();
+        assert!(claim.starts_with("sent:SM"), "{run}: {claim}");
+        let state: String = c.hget(&w.attempt, "state").await.unwrap();
+        assert_eq!(state, "sent", "{run}");
+    }
+    let _ = worker.kill();
+    let _ = worker.wait();
     stop_sim.cancel();
 }

@@ -64,11 +64,8 @@ impl CallbackRequest {
                 "field `runId` is longer than {MAX_RUN_ID} characters"
             ));
         }
-        if run_id
-            .chars()
-            .any(|c| c.is_control() || c == '{' || c == '}')
-        {
-            return Err("field `runId` contains control characters or braces".into());
+        if run_id.chars().any(char::is_control) {
+            return Err("field `runId` contains control characters".into());
         }
         let to = text("to")?.ok_or("field `to` is missing")?;
         if !is_e164(to) {

@@ -103,8 +103,9 @@ mod tests {
 
 /// Keys of the claim/sent window for one callback run. The claim key is shared with the legacy
 /// Node worker (`agent-callback:<runId>` by default), so its name is fixed; ringback's own keys
-/// put the claim key in a hash tag, so all three live in the claim key's Redis Cluster slot and
-/// one Lua script may touch them together.
+/// put the claim key in a hash tag (or, when it holds braces, a tag of the same slot before it:
+/// [`crate::slots::slot_tag`]), so all of them live in the claim key's Redis Cluster slot and
+/// one Lua script may touch them together, whatever the runId holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowKeys {
     /// `<claim prefix><runId>`: `pending…` while an attempt may be talking to Twilio, `sent…` after.
@@ -118,24 +119,34 @@ pub struct WindowKeys {
 impl WindowKeys {
     pub fn new(claim_prefix: &str, run_id: &str) -> Self {
         let claim = format!("{claim_prefix}{run_id}");
+        let tag = crate::slots::slot_tag(&claim);
         Self {
-            attempt: format!("ringback:attempt:{{{claim}}}"),
-            record: format!("ringback:callback:{{{claim}}}"),
+            attempt: format!("ringback:attempt:{tag}"),
+            record: format!("ringback:callback:{tag}"),
             claim,
         }
     }
 }
 
+/// The hash tag of a run's own keys: `{<claim>}`, or for a claim key with braces a tag of its
+/// slot followed by the claim key ([`crate::slots::slot_tag`]).
+fn run_tag(claim_prefix: &str, run_id: &str) -> String {
+    crate::slots::slot_tag(&format!("{claim_prefix}{run_id}"))
+}
+
 /// The callback record's history list, in the claim key's slot.
 pub fn callback_history(claim_prefix: &str, run_id: &str) -> String {
-    format!("ringback:callback-history:{{{claim_prefix}{run_id}}}")
+    format!(
+        "ringback:callback-history:{}",
+        run_tag(claim_prefix, run_id)
+    )
 }
 
 /// `ringback:escalated:{<claim>}`: set once a run's escalation exists, kept several times the
 /// record's lifetime, so a replayed status callback never escalates (or texts the fallback
 /// number) again after the record and the escalation jobs are gone.
 pub fn escalated_marker(claim_prefix: &str, run_id: &str) -> String {
-    format!("ringback:escalated:{{{claim_prefix}{run_id}}}")
+    format!("ringback:escalated:{}", run_tag(claim_prefix, run_id))
 }
 
 /// `ringback:escalated:{<claim>}:<kind>`: set once the run's escalation of this kind exists

@@ -81,6 +81,61 @@ pub fn slot(key: &[u8]) -> u16 {
     crc16(hashed_part(key)) % SLOTS
 }
 
+/// The hash tag, braces included, that puts ringback's keys for the claim key `claim` in
+/// `claim`'s slot. A claim key without braces is its own tag (`{<claim>}`: the layout every
+/// brace-free runId has). A claim key with braces hashes by its own first tag, or whole when it
+/// has none (`a}b`, `}{`, `{}`), and no wrapping reproduces either: its keys carry instead the
+/// shortest tag of the same slot ([`tag_of_slot`]), and the claim key after it keeps them apart.
+pub fn slot_tag(claim: &str) -> String {
+    if !claim.contains(['{', '}']) {
+        return format!("{{{claim}}}");
+    }
+    format!("{{{}}}{claim}", tag_of_slot(slot(claim.as_bytes())))
+}
+
+/// A short brace-free string that hashes to `slot`: the first, in a fixed order (by length,
+/// then by the characters 0-9, a-z, A-Z), of the strings that do. Fixed, so every process and
+/// every version names the same keys.
+pub fn tag_of_slot(slot: u16) -> &'static str {
+    static TAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let tags = TAGS.get_or_init(|| {
+        const ALPHABET: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+        let mut tags = vec![String::new(); SLOTS as usize];
+        let mut missing = SLOTS as usize;
+        let mut len = 1;
+        while missing > 0 {
+            let mut digits = vec![0usize; len];
+            loop {
+                let candidate: Vec<u8> = digits.iter().map(|&d| ALPHABET[d]).collect();
+                let s = (crc16(&candidate) % SLOTS) as usize;
+                if tags[s].is_empty() {
+                    tags[s] = String::from_utf8_lossy(&candidate).into_owned();
+                    missing -= 1;
+                }
+                // next candidate of this length, last character fastest
+                let mut i = len;
+                loop {
+                    if i == 0 {
+                        break;
+                    }
+                    i -= 1;
+                    digits[i] += 1;
+                    if digits[i] < ALPHABET.len() {
+                        break;
+                    }
+                    digits[i] = 0;
+                }
+                if digits.iter().all(|&d| d == 0) {
+                    break;
+                }
+            }
+            len += 1;
+        }
+        tags
+    });
+    &tags[usize::from(slot % SLOTS)]
+}
+
 /// The keys' common slot, or the first two keys that differ (the call would be CROSSSLOT).
 pub fn common_slot(keys: &[Vec<u8>]) -> Result<Option<u16>, (String, String)> {
     let Some(first) = keys.first() else {
@@ -98,6 +153,35 @@ pub fn common_slot(keys: &[Vec<u8>]) -> Result<Option<u16>, (String, String)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_claim_key_with_braces_gets_a_tag_of_its_own_slot() {
+        for claim in [
+            "agent-callback:a{b}c",
+            "agent-callback:{}",
+            "agent-callback:}{",
+            "agent-callback:a}b",
+            "{cb}:run-1",
+        ] {
+            let tag = super::slot_tag(claim);
+            let key = format!("ringback:attempt:{tag}");
+            assert_eq!(
+                super::slot(key.as_bytes()),
+                super::slot(claim.as_bytes()),
+                "{claim} -> {key}"
+            );
+            assert!(
+                key.ends_with(claim),
+                "keys of two runs never collide: {key}"
+            );
+        }
+        assert_eq!(super::slot_tag("agent-callback:r1"), "{agent-callback:r1}");
+        for slot in [0, 1, 8000, 16383] {
+            let t = super::tag_of_slot(slot);
+            assert!(!t.is_empty() && t.len() <= 4);
+            assert_eq!(super::slot(t.as_bytes()), slot);
+        }
+    }
+
     use super::*;
 
     #[test]
