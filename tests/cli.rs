@@ -296,7 +296,7 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // A Messaging Service SID in TWILIO_FROM is taken as one.
+    // A Messaging Service SID in TWILIO_FROM is taken as one, with a warning.
     let out = twilio_env(&mut ringback(&["check-config"]))
         .env("TWILIO_FROM", "MG0123456789abcdef0123456789abcdef")
         .output()
@@ -306,6 +306,11 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("warning: TWILIO_FROM holds a Messaging Service SID"),
+        "{stdout}"
     );
 }
 

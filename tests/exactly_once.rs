@@ -434,6 +434,43 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
     assert_eq!(record.state, "unknown");
 }
 
+/// Liveness is judged throughout the drain and on Redis's clock: a worker that starts while the
+/// drain runs, its own clock five minutes behind, stops the drain (exit 3, naming it), instead
+/// of the drain going on beside it.
+#[tokio::test]
+async fn drain_refuses_a_worker_that_starts_during_it_whatever_its_clock() {
+    let e = env("drain-live", r#"{"auth":{"refuse":"lookups"}}"#).await;
+    // an attempt the drain cannot resolve while lookups are refused: it keeps going
+    add(&e, &data("dl1")).await;
+    let crashing = spawn_worker(&e, Some("after-provider-accept"), Timings::Production, &[]);
+    assert!(!wait_exit(crashing, Duration::from_secs(20)).await.success());
+    // the crashed worker's heartbeat ages out (3 sweep intervals, at least 3 s)
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let mut cmd = ringback_command(&e, "drain", Timings::Production);
+    cmd.arg("--timeout-ms")
+        .arg("30000")
+        .stderr(std::process::Stdio::piped());
+    let drain = cmd.spawn().unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _late = spawn_worker(
+        &e,
+        None,
+        Timings::Production,
+        &[
+            ("RINGBACK_QUEUE", "some-other-queue"),
+            ("TWILIO_API_BASE", "http://127.0.0.1:9"),
+            ("RINGBACK_CLOCK_SKEW_MS", "-300000"),
+        ],
+    );
+    let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{why}");
+    assert!(why.contains("ringback worker pid"), "names it: {why}");
+}
+
 #[tokio::test]
 async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
     let e = env("drain", "").await;

@@ -156,14 +156,21 @@ fn callback_data_is_parsed_or_refused_with_its_field_named() {
         match CallbackRequest::parse(&input) {
             Ok(req) => {
                 let n = req.run_id.chars().count();
-                assert!((1..=128).contains(&n), "runId accepted: {:?}", req.run_id);
                 assert!(
-                    !req.run_id
-                        .chars()
-                        .any(|c| c.is_control() || c == '{' || c == '}'),
+                    (1..=ringback::callback::MAX_RUN_ID).contains(&n),
                     "runId accepted: {:?}",
                     req.run_id
                 );
+                assert!(
+                    !req.run_id.chars().any(char::is_control),
+                    "runId accepted: {:?}",
+                    req.run_id
+                );
+                // every record of the run in its claim key's slot, whatever the runId holds
+                let w = ringback::keys::WindowKeys::new("agent-callback:", &req.run_id);
+                let slot = |k: &str| ringback::slots::slot(k.as_bytes());
+                assert_eq!(slot(&w.attempt), slot(&w.claim), "{:?}", req.run_id);
+                assert_eq!(slot(&w.record), slot(&w.claim), "{:?}", req.run_id);
                 assert!(is_e164(&req.to), "to accepted: {:?}", req.to);
                 assert!(!req.body.trim().is_empty() && req.body.chars().count() <= 1600);
                 assert!(req.from.as_deref().is_none_or(is_e164));

@@ -178,3 +178,62 @@ impl Drop for ShowOnPanic<'_> {
         }
     }
 }
+
+/// An explicit `RINGBACK_REDIS_WAIT_REPLICAS` on one Redis with a real replica: every claim and
+/// every sent marker waits for it (`WAIT` rides with each), the fused finish (which carries no
+/// `WAIT`) off; each run texted once.
+#[tokio::test]
+async fn an_explicit_replica_wait_covers_every_claim_and_marker_on_one_redis() {
+    let e = env("replica-wait", "").await;
+    let replica = common::RedisServer::start();
+    let mut r = replica.conn().await;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(e.redis.port)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    wait_for(T, "the replica to sync", || {
+        let mut r = r.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut r)
+                .await
+                .unwrap();
+            info.contains("master_link_status:up").then_some(())
+        }
+    })
+    .await;
+    let runs = ["rw1", "rw2", "rw3"];
+    let mut ids = vec![];
+    for run in runs {
+        ids.push(add(&e, &data(run)).await);
+    }
+    let mut cmd = ringback_command(&e, "worker", Timings::Compressed);
+    cmd.env("RINGBACK_REDIS_WAIT_REPLICAS", "1");
+    let worker = Proc(cmd.spawn().unwrap());
+    for id in &ids {
+        assert_eq!(finished(&e, id).await.0, "completed");
+    }
+    drop(worker);
+    for run in runs {
+        assert_eq!(texts(&e, run), 1, "{run}");
+    }
+    let mut c = e.redis.conn().await;
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let waits: u64 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        waits >= 2 * runs.len() as u64,
+        "a WAIT per claim and per marker: {waits}\n{stats}"
+    );
+}

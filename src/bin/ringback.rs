@@ -193,10 +193,19 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
         }
     };
     let ((worker, metrics), sms) = errors.or(worker.zip(metrics).zip(sms))?;
-    let (sms, warnings) = match sms {
+    let (sms, mut warnings) = match sms {
         Some((sms, warnings)) => (Some(sms), warnings),
         None => (None, vec![]),
     };
+    if args.twilio.from.as_deref().is_some_and(|f| {
+        ringback::twilio::message::sender_form(f)
+            == Some(ringback::twilio::message::SenderForm::MessagingService)
+    }) {
+        warnings.push(
+            "TWILIO_FROM holds a Messaging Service SID: it is used as TWILIO_MESSAGING_SERVICE_SID (set that instead)"
+                .into(),
+        );
+    }
     Ok(Validated {
         worker,
         sms,

@@ -1,7 +1,8 @@
 //! `ringback drain`: before a rollback to the legacy worker alone, resolve every open attempt
 //! (receipt, lookup, reconcile window, send), so no callback ringback may have sent is left
 //! unresolved for the legacy worker to drop or to send again. It refuses while live ringback
-//! workers still consume the queue (they would go on claiming), naming them; it ends when no
+//! workers still consume the queue (they would go on claiming), naming them, checked on Redis's
+//! clock before every round, so a worker started during the drain stops it too; it ends when no
 //! attempt is open, or at its deadline with the attempts still open listed and escalated.
 
 use std::time::{Duration, Instant};
@@ -54,15 +55,17 @@ pub async fn drain(
     mut progress: impl FnMut(&str),
 ) -> Result<DrainReport, DrainError> {
     let window = processor.window();
-    let live = window
-        .live_workers(alive_within(processor.sweep_interval()))
-        .await?;
-    if !live.is_empty() {
-        return Err(DrainError::LiveWorkers(live));
-    }
     let started = Instant::now();
     let mut report = DrainReport::default();
     loop {
+        // throughout, not only at the start: a worker that starts meanwhile (a unit's
+        // `Restart=`, an autoscaler) would go on claiming behind the drain's back
+        let live = window
+            .live_workers(alive_within(processor.sweep_interval()))
+            .await?;
+        if !live.is_empty() {
+            return Err(DrainError::LiveWorkers(live));
+        }
         report.adopted += crate::orphans::adopt_stall_failures(processor).await?;
         let open = window.open_runs().await?;
         if open.is_empty() {

@@ -488,10 +488,32 @@ pub(crate) fn derive_state(
         Some("send-failed") => "send-failed".into(),
         // settled as unknown: the claim says `sent:` (fenced for good), but nobody knows
         Some("unknown") => "unknown".into(),
+        // the legacy worker finished the attempt ringback took over: its plain "sent"
+        Some("claimed" | "ambiguous") if claim.is_some_and(|c| c.starts_with("sent")) => {
+            "sent".into()
+        }
         Some("claimed" | "ambiguous") => "claimed".into(),
         _ if claim.is_some_and(|c| c.starts_with("sent")) => "accepted".into(),
         _ if queued => "queued".into(),
         _ => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod state_tests {
+    use super::derive_state;
+    use std::collections::HashMap;
+
+    #[test]
+    fn a_run_the_legacy_worker_sent_after_a_takeover_shows_sent() {
+        let attempt: HashMap<String, String> =
+            [("state".to_string(), "ambiguous".to_string())].into();
+        let none = HashMap::new();
+        assert_eq!(derive_state(&none, &attempt, Some("sent"), false), "sent");
+        assert_eq!(
+            derive_state(&none, &attempt, Some("pending:t1"), false),
+            "claimed"
+        );
     }
 }
 

@@ -562,42 +562,34 @@ impl Window {
 
     /// Say this ringback worker (`worker_id`, a readable `name`) is alive now.
     pub async fn heartbeat(&self, worker_id: &str, name: &str) -> Result<(), Error> {
-        self.trips.add(1);
-        redis::pipe()
-            .cmd("ZADD")
-            .arg(self.workers())
-            .arg(self.now())
-            .arg(format!("{name} ({worker_id})"))
-            .ignore()
-            .cmd("PEXPIRE")
-            .arg(self.workers())
-            .arg(86_400_000)
-            .ignore()
-            .query_async::<()>(&mut self.conn.clone())
-            .await?;
+        let member = format!("{name} ({worker_id})");
+        let _: i64 = self.workers_script(&["beat", &member]).await?;
         Ok(())
     }
 
     /// Forget this worker's heartbeat (a clean stop).
     pub async fn heartbeat_stop(&self, worker_id: &str, name: &str) -> Result<(), Error> {
-        self.trips.add(1);
-        redis::cmd("ZREM")
-            .arg(self.workers())
-            .arg(format!("{name} ({worker_id})"))
-            .query_async::<()>(&mut self.conn.clone())
-            .await?;
+        let member = format!("{name} ({worker_id})");
+        let _: i64 = self.workers_script(&["stop", &member]).await?;
         Ok(())
     }
 
-    /// Ringback workers whose heartbeat is younger than `within`.
+    /// Ringback workers whose heartbeat is younger than `within`, on Redis's clock (as the
+    /// heartbeats are scored: one clock for every host).
     pub async fn live_workers(&self, within: Duration) -> Result<Vec<String>, Error> {
-        self.trips.add(1);
-        let since = self.now() - within.as_millis() as i64;
-        Ok(redis::cmd("ZRANGEBYSCORE")
-            .arg(self.workers())
-            .arg(since)
-            .arg("+inf")
-            .query_async(&mut self.conn.clone())
+        self.workers_script(&["live", &ms(within)]).await
+    }
+
+    async fn workers_script<T: redis::FromRedisValue>(&self, args: &[&str]) -> Result<T, Error> {
+        Ok(scripts()
+            .window_workers
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &[self.workers()],
+                args,
+            )
             .await?)
     }
 

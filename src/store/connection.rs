@@ -106,6 +106,12 @@ impl Conn {
         matches!(self.link, Link::Cluster(_))
     }
 
+    /// An explicit `RINGBACK_REDIS_WAIT_REPLICAS` above 0: every claim and sent marker must be
+    /// acknowledged by that many replicas, on one Redis too.
+    pub fn waits_for_replicas(&self) -> bool {
+        self.wait.policy.replicas.is_some_and(|n| n > 0)
+    }
+
     /// After a write to `key` that must survive a failover (a claim, a sent marker): `WAIT`
     /// until the replicas the policy asks for have it, on the node that took the write, over
     /// the same connection (see [`ReplicaWait`]). Returns how many acknowledged (0 without a

@@ -68,6 +68,7 @@ scripts! {
     window_adopt => "window_adopt.lua",
     window_settle_unknown => "window_settle_unknown.lua",
     window_index => "window_index.lua",
+    window_workers => "window_workers.lua",
     receipt_apply => "receipt_apply.lua" [window],
     claim_due => "claim_due.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.

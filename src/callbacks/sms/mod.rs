@@ -60,6 +60,7 @@ impl SmsProcessor {
         queue: &str,
     ) -> Self {
         let is_cluster = conn.is_cluster();
+        let waits = conn.waits_for_replicas();
         let window = Window::new(
             conn.clone(),
             Default::default(),
@@ -75,8 +76,11 @@ impl SmsProcessor {
             receipts,
             escalator,
             worker_id: uuid::Uuid::new_v4().to_string(),
-            // never on a cluster, whatever the window's layout says (one script, two slots)
-            fused: !is_cluster,
+            // never on a cluster, whatever the window's layout says (one script, two slots);
+            // never with an explicit replica wait: the fused finish writes the sent marker and
+            // the next run's claim inside the job's finishing call, which carries no `WAIT`,
+            // while the window's own calls send theirs in the same pipeline
+            fused: !is_cluster && !waits,
             answers: Default::default(),
         }
     }
