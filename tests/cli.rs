@@ -360,6 +360,46 @@ fn check_config_ties_validity_to_the_deadline_and_checks_the_sender_list() {
     );
 }
 
+/// The window's assumptions hold for the legacy fleet beside ringback too: a reconcile window
+/// no longer than the legacy create's timeout, and a lease the legacy fleet's stall recovery
+/// could outlast, are named (warnings first: a unit that started before keeps starting).
+#[test]
+fn check_config_checks_the_windows_assumptions_against_the_legacy_fleet() {
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("RINGBACK_RECONCILE_WINDOW_MS", "20000")
+        .env("RINGBACK_LEGACY_LOCK_DURATION_MS", "600000")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (warning, says) in [
+        (
+            "RINGBACK_RECONCILE_WINDOW_MS (20000 ms)",
+            "RINGBACK_LEGACY_CREATE_TIMEOUT_MS (30000 ms)",
+        ),
+        (
+            "RINGBACK_CLAIM_LEASE_MS (600000 ms)",
+            "RINGBACK_LEGACY_LOCK_DURATION_MS",
+        ),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("warning: {warning}")) && l.contains(says)),
+            "{warning}: {stdout}"
+        );
+    }
+    assert!(
+        stdout.contains("RINGBACK_LEGACY_LOCK_DURATION_MS=600000"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn serve_refuses_a_documentation_public_url() {
     let out = ringback(&["serve"])

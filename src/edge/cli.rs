@@ -608,6 +608,20 @@ pub struct SmsArgs {
     /// own, a region it may not text) once it was held this long; it is still texted once fixed.
     #[arg(long, env = "RINGBACK_HOLD_ESCALATE_MS", default_value_t = 900_000)]
     pub hold_escalate_ms: u64,
+    /// The legacy workers' Twilio create timeout (twilio-node's default): the reconcile window
+    /// must outlast it.
+    #[arg(
+        long,
+        env = "RINGBACK_LEGACY_CREATE_TIMEOUT_MS",
+        default_value_t = 30_000
+    )]
+    pub legacy_create_timeout_ms: u64,
+    /// The legacy workers' BullMQ lock duration, when it differs from ringback's.
+    #[arg(long, env = "RINGBACK_LEGACY_LOCK_DURATION_MS")]
+    pub legacy_lock_duration_ms: Option<u64>,
+    /// The legacy workers' BullMQ stalled interval, when it differs from ringback's.
+    #[arg(long, env = "RINGBACK_LEGACY_STALLED_INTERVAL_MS")]
+    pub legacy_stalled_interval_ms: Option<u64>,
 }
 
 impl SmsArgs {
@@ -687,6 +701,11 @@ impl SmsArgs {
             receipt_poll_after: Duration::from_millis(self.receipt_poll_after_ms),
             senders,
             hold_escalate: Duration::from_millis(self.hold_escalate_ms),
+            legacy: crate::sms::LegacyFleet {
+                create_timeout: Duration::from_millis(self.legacy_create_timeout_ms),
+                lock_duration: self.legacy_lock_duration_ms.map(Duration::from_millis),
+                stalled_interval: self.legacy_stalled_interval_ms.map(Duration::from_millis),
+            },
         })
     }
 
@@ -727,7 +746,17 @@ impl SmsArgs {
                 "RINGBACK_HOLD_ESCALATE_MS",
                 self.hold_escalate_ms.to_string(),
             ),
+            (
+                "RINGBACK_LEGACY_CREATE_TIMEOUT_MS",
+                self.legacy_create_timeout_ms.to_string(),
+            ),
         ];
+        if let Some(v) = self.legacy_lock_duration_ms {
+            out.push(("RINGBACK_LEGACY_LOCK_DURATION_MS", v.to_string()));
+        }
+        if let Some(v) = self.legacy_stalled_interval_ms {
+            out.push(("RINGBACK_LEGACY_STALLED_INTERVAL_MS", v.to_string()));
+        }
         if let Some(q) = &self.escalation_queue {
             out.push(("RINGBACK_ESCALATION_QUEUE", q.clone()));
         }

@@ -77,6 +77,28 @@ pub struct SmsConfig {
     /// A callback held by a fault of this deployment this long is escalated once (`held`); it
     /// is still texted once the fault is fixed.
     pub hold_escalate: Duration,
+    /// The legacy fleet beside ringback during a cutover: its Twilio create's timeout (the
+    /// twilio-node default, 30 s), and its BullMQ lock and stall timings when they differ from
+    /// ringback's (`None`: ringback's own). The window's assumptions A3 and A4 hold for them too.
+    pub legacy: LegacyFleet,
+}
+
+/// The legacy workers' timings the window's invariants must cover (`RINGBACK_LEGACY_*`).
+#[derive(Debug, Clone)]
+pub struct LegacyFleet {
+    pub create_timeout: Duration,
+    pub lock_duration: Option<Duration>,
+    pub stalled_interval: Option<Duration>,
+}
+
+impl Default for LegacyFleet {
+    fn default() -> Self {
+        Self {
+            create_timeout: Duration::from_secs(30),
+            lock_duration: None,
+            stalled_interval: None,
+        }
+    }
 }
 
 impl Default for SmsConfig {
@@ -98,6 +120,7 @@ impl Default for SmsConfig {
             receipt_poll_after: Duration::from_secs(60),
             senders: vec![],
             hold_escalate: Duration::from_secs(900),
+            legacy: LegacyFleet::default(),
         }
     }
 }
@@ -174,6 +197,28 @@ impl SmsConfig {
             ));
         }
         let mut warnings = vec![];
+        // A4 for the legacy fleet: a legacy create that started before the reconcile window
+        // must have returned when it closes, or ringback may resend beside a legacy send still
+        // in flight. (A warning first: a unit that ran before must not stop starting.)
+        if self.reconcile_window <= self.legacy.create_timeout {
+            warnings.push(format!(
+                "RINGBACK_RECONCILE_WINDOW_MS ({} ms) should exceed RINGBACK_LEGACY_CREATE_TIMEOUT_MS ({} ms): a legacy worker's create still in flight when the window closes could be followed by ringback's resend (a second text)",
+                self.reconcile_window.as_millis(),
+                self.legacy.create_timeout.as_millis()
+            ));
+        }
+        // A3 for the legacy fleet's timings: stall recovery must hand a dead attempt's job back
+        // while its claim still fences the legacy worker off, whichever fleet's checker runs
+        let legacy_lock = self.legacy.lock_duration.unwrap_or(lock_duration);
+        let legacy_stalled = self.legacy.stalled_interval.unwrap_or(stalled_interval);
+        let legacy_handback = legacy_lock + legacy_stalled * 2 + self.pending_ttl;
+        if self.claim_lease <= legacy_handback {
+            warnings.push(format!(
+                "RINGBACK_CLAIM_LEASE_MS ({} ms) should exceed the legacy fleet's lock duration + 2 × its stalled interval + RINGBACK_PENDING_TTL_MS ({} ms, RINGBACK_LEGACY_LOCK_DURATION_MS / RINGBACK_LEGACY_STALLED_INTERVAL_MS): a legacy stall check could hand a dead attempt's job back after its claim ended",
+                self.claim_lease.as_millis(),
+                legacy_handback.as_millis()
+            ));
+        }
         if self.status_callback_url.is_none() {
             warnings.push(
                 "RINGBACK_STATUS_CALLBACK_URL is not set: no receipt can prove a send whose answer \

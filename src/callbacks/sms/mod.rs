@@ -28,7 +28,9 @@ mod fused;
 pub mod hold;
 mod stats;
 
-pub use config::{LOOKBACK, MAX_VALIDITY_S, SAFETY_MARGIN, SmsConfig, validity_period};
+pub use config::{
+    LOOKBACK, LegacyFleet, MAX_VALIDITY_S, SAFETY_MARGIN, SmsConfig, validity_period,
+};
 pub use crash::{CrashAt, CrashPoint};
 use evidence::Resolution;
 pub use stats::{SmsEvent, SmsStats};
