@@ -110,6 +110,9 @@ pub struct Telemetry {
     /// `ringback_twilio_errors_total{code}`: Twilio's error code, `http_<status>` when the body
     /// carries none, `timeout` or `connect` when no answer came.
     pub twilio_errors: Family<CodeLabel, Counter>,
+    /// `ringback_delivery_errors_total{code}`: messages whose delivery ended failed, by the error
+    /// code Twilio reported (a status callback's or a poll's), once per message.
+    pub delivery_errors: Family<CodeLabel, Counter>,
     /// `ringback_escalations_total{reason}`, counted where the escalation is created.
     pub escalations: Family<ReasonLabel, Counter>,
     /// `ringback_http_responses_total{route,status}` of `ringback serve`.
@@ -162,6 +165,12 @@ impl Default for Telemetry {
                 outcome: outcome.into(),
             });
         }
+        // the delivery codes that are the deployment's fault (RingbackDeliveryFailureBurst)
+        for code in ["30001", "30002", "30032", "30034"] {
+            let _ = t
+                .delivery_errors
+                .get_or_create(&CodeLabel { code: code.into() });
+        }
         for scope in ["token", "destination"] {
             let _ = t.rate_limited.get_or_create(&ScopeLabel { scope });
         }
@@ -182,6 +191,7 @@ impl Telemetry {
         Self {
             twilio_seconds: Family::new_with_constructor(twilio_buckets),
             twilio_errors: Default::default(),
+            delivery_errors: Default::default(),
             escalations: Default::default(),
             http_responses: Default::default(),
             status_callbacks: Default::default(),
@@ -216,6 +226,14 @@ impl Telemetry {
 
     pub fn twilio_error(&self, code: String) {
         self.twilio_errors.get_or_create(&CodeLabel { code }).inc();
+    }
+
+    /// A message's delivery newly ended failed with `code` (`none` when Twilio gave none).
+    pub fn delivery_error(&self, code: Option<&str>) {
+        let code = code.unwrap_or("none").to_string();
+        self.delivery_errors
+            .get_or_create(&CodeLabel { code })
+            .inc();
     }
 }
 

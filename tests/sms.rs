@@ -545,6 +545,16 @@ async fn receipts_end_in_the_simulators_final_status() {
         "one escalation per failed delivery, none for delivered ones"
     );
     assert_eq!(e.sim.store.stats().total, 19, "one text per run");
+    // each failed delivery counted once by its code, whether a callback (repeated, reversed)
+    // or the poll told it
+    let t = ringback::telemetry::global();
+    for code in ["30003", "30008", "30005"] {
+        let n = t
+            .delivery_errors
+            .get_or_create(&ringback::telemetry::CodeLabel { code: code.into() })
+            .get();
+        assert_eq!(n, 3, "{code}");
+    }
 }
 
 #[tokio::test]

@@ -64,6 +64,13 @@ impl Applied {
         self.outcome == "applied" && self.ends_failed()
     }
 
+    /// Count a newly failed delivery by its error code (`ringback_delivery_errors_total`).
+    pub fn count_delivery_error(&self, code: Option<&str>) {
+        if self.newly_failed() {
+            crate::telemetry::global().delivery_error(code);
+        }
+    }
+
     /// The run's record, after this update whatever its outcome, ends in a failed delivery:
     /// every path that sees this escalates (idempotently), so a repeat of a callback whose
     /// escalation was cut short escalates it.

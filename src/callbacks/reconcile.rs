@@ -79,6 +79,7 @@ impl Reconciler {
                     attempt: None,
                 })
                 .await?;
+            applied.count_delivery_error(message.error_code.map(|c| c.to_string()).as_deref());
             let record = self.receipts.record(&run_id, None).await?;
             let terminal = record
                 .status

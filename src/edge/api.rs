@@ -390,6 +390,7 @@ async fn webhook_status(
         attempt: query_field("attempt").filter(|a| !a.is_empty()),
     };
     let applied = s.receipts.apply(&update).await?;
+    applied.count_delivery_error(update.error_code.as_deref());
     tracing::info!(%run_id, %status, outcome = %applied.outcome, "status callback");
     crate::telemetry::global()
         .status_callbacks

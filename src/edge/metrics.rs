@@ -51,6 +51,11 @@ pub fn encode(queue: &str, collectors: Vec<Box<dyn Collector>>) -> String {
         t.twilio_errors,
     );
     registry.register(
+        "ringback_delivery_errors",
+        "Messages whose delivery ended failed (failed, undelivered), by the error code Twilio reported; once per message",
+        t.delivery_errors,
+    );
+    registry.register(
         "ringback_escalations",
         "Escalations this process created, by reason",
         t.escalations,
