@@ -400,6 +400,22 @@ fn check_config_checks_the_windows_assumptions_against_the_legacy_fleet() {
     );
 }
 
+/// `RINGBACK_WORKER_NAME` names the worker's connection in Redis (`CLIENT SETNAME`): a name Redis
+/// would refuse is refused at once, not found out at the first connection.
+#[test]
+fn check_config_refuses_a_worker_name_redis_would_refuse() {
+    let out = twilio_env(&mut ringback(&["check-config"]))
+        .env("RINGBACK_WORKER_NAME", "rb 1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("  RINGBACK_WORKER_NAME: ' ' is not allowed in a Redis client name"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn serve_refuses_a_documentation_public_url() {
     let out = ringback(&["serve"])

@@ -90,7 +90,8 @@ pub struct WorkerArgs {
     pub shutdown_grace_ms: u64,
     #[arg(long, env = "RINGBACK_DRAIN_DELAY_MS", default_value_t = 5_000)]
     pub drain_delay_ms: u64,
-    /// Written on each job as `pb` (processedBy).
+    /// Written on each job as `pb` (processedBy), and the `:w:<name>` part of the blocking
+    /// connection's client name, as a Node `Worker` names its own (`Queue.getWorkers()`).
     #[arg(long, env = "RINGBACK_WORKER_NAME")]
     pub worker_name: Option<String>,
     /// Worker default for jobs without the option: `true`, `false`, a count, or JSON `{"age":s,"count":n}`.
@@ -151,6 +152,13 @@ impl WorkerArgs {
         let remove_on_fail = errors
             .take(keep("RINGBACK_REMOVE_ON_FAIL", &self.remove_on_fail))
             .flatten();
+        if let Some(why) = self
+            .worker_name
+            .as_deref()
+            .and_then(crate::connection::refused_client_name)
+        {
+            errors.push(ConfigError::new("RINGBACK_WORKER_NAME", why));
+        }
         let lock_duration = Duration::from_millis(self.lock_duration_ms);
         let config = WorkerConfig {
             redis_url: self.queue.redis_url.clone(),

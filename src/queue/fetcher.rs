@@ -61,6 +61,13 @@ impl Fetcher {
     /// Cancellation only interrupts waits, never a `move_to_active` in flight (its reply
     /// would be lost with a job already moved to active).
     pub async fn next_job(&mut self, cancel: &CancellationToken) -> Option<(Box<Job>, String)> {
+        // the named blocking connection is this worker's presence for Queue.getWorkers(): open
+        // it at once, not only when the queue first runs dry (a busy worker never blocks)
+        if self.blocking.is_none()
+            && let Ok(c) = self.open_blocking().await
+        {
+            self.blocking = Some(c);
+        }
         loop {
             if cancel.is_cancelled() {
                 return None;
@@ -106,19 +113,25 @@ impl Fetcher {
         }
     }
 
+    /// The blocking connection, named as a Node `Worker` names its own (every reconnect is a
+    /// new connection, named again).
+    async fn open_blocking(&self) -> redis::RedisResult<Conn> {
+        crate::connection::blocking(
+            &self.client,
+            &self.config.prefix,
+            &self.config.queue,
+            self.config.name.as_deref(),
+        )
+        .await
+    }
+
     /// Block on the marker for up to `timeout`, with a client-side watchdog one second later
     /// that drops a connection that stopped answering (bullmq #4479).
     async fn wait_for_marker(&mut self, timeout: Duration, cancel: &CancellationToken) {
         let timeout = timeout.max(MIN_BLOCK);
         let mut conn = match self.blocking.take() {
             Some(c) => c,
-            None => match crate::connection::blocking(
-                &self.client,
-                &self.config.prefix,
-                &self.config.queue,
-            )
-            .await
-            {
+            None => match self.open_blocking().await {
                 Ok(c) => c,
                 Err(e) => {
                     self.backoff_after(&e.into(), cancel).await;

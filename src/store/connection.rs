@@ -480,14 +480,21 @@ pub async fn connect_until(
     }
 }
 
-/// A blocking connection, named as BullMQ names worker connections so `Queue.getWorkers()` lists
-/// us: `<prefix>:<base64(queue)>` (bullmq-protocol.md §2.1).
+/// A blocking connection, named as a Node `Worker` names its own so `Queue.getWorkers()` (Bull
+/// Board, Taskforce) lists this worker: `<prefix>:<base64(queue)>`, followed by `:w:<name>`
+/// when the worker has a name (bullmq-protocol.md §2.1). A Redis that refuses `CLIENT SETNAME`
+/// (some managed services do) is warned about once, and the connection is used unnamed.
 ///
 /// It is one plain connection with no response timeout, never a self-reconnecting one. On a
 /// cluster it goes to the master that owns the queue's slot now; when the slot moves or that
 /// master fails over, Redis answers the blocked `BZPOPMIN` with `MOVED` (or the connection
 /// drops), the caller drops this connection, and the next one is opened where the slot is then.
-pub async fn blocking(client: &Client, prefix: &str, queue: &str) -> redis::RedisResult<Conn> {
+pub async fn blocking(
+    client: &Client,
+    prefix: &str,
+    queue: &str,
+    worker_name: Option<&str>,
+) -> redis::RedisResult<Conn> {
     let node = match &*client.target {
         Target::Single(c) => c.clone(),
         Target::Cluster(c) => {
@@ -501,13 +508,39 @@ pub async fn blocking(client: &Client, prefix: &str, queue: &str) -> redis::Redi
     let mut conn = node
         .get_multiplexed_async_connection_with_config(&config)
         .await?;
-    let name = format!("{prefix}:{}", base64(queue.as_bytes()));
-    redis::cmd("CLIENT")
+    let name = worker_client_name(prefix, queue, worker_name);
+    if let Err(e) = redis::cmd("CLIENT")
         .arg("SETNAME")
-        .arg(name)
+        .arg(&name)
         .query_async::<()>(&mut conn)
-        .await?;
+        .await
+    {
+        if e.is_io_error() {
+            return Err(e);
+        }
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            tracing::warn!(error = %e, "Redis refuses CLIENT SETNAME: this worker works, but Queue.getWorkers() (Bull Board, Taskforce) will not list it");
+        });
+    }
     Ok(Conn::new(Link::Direct(conn), ReplicaWait::default()))
+}
+
+/// The client name a Node `Worker` on `prefix`/`queue` gives its blocking connection.
+pub fn worker_client_name(prefix: &str, queue: &str, worker_name: Option<&str>) -> String {
+    let base = format!("{prefix}:{}", base64(queue.as_bytes()));
+    match worker_name.filter(|n| !n.is_empty()) {
+        Some(n) => format!("{base}:w:{n}"),
+        None => base,
+    }
+}
+
+/// Why Redis would refuse `name` in `CLIENT SETNAME` (it takes no spaces, newlines or other
+/// characters outside `!`..`~`), if it would.
+pub fn refused_client_name(name: &str) -> Option<String> {
+    name.chars()
+        .find(|c| !('!'..='~').contains(c))
+        .map(|c| format!("{c:?} is not allowed in a Redis client name (CLIENT SETNAME takes printable ASCII without spaces)"))
 }
 
 /// Standard base64 with padding (what Node's `Buffer.toString('base64')` gives).
@@ -536,6 +569,16 @@ fn base64(input: &[u8]) -> String {
 mod tests {
     #[test]
     fn base64_matches_node() {
+        assert_eq!(
+            super::worker_client_name("bull", "notify", Some("rb-1")),
+            "bull:bm90aWZ5:w:rb-1"
+        );
+        assert_eq!(
+            super::worker_client_name("bull", "notify", None),
+            "bull:bm90aWZ5"
+        );
+        assert!(super::refused_client_name("rb 1").is_some());
+        assert!(super::refused_client_name("rb-1").is_none());
         assert_eq!(super::base64(b"notify"), "bm90aWZ5");
         assert_eq!(super::base64(b"ab"), "YWI=");
         assert_eq!(super::base64(b"a"), "YQ==");
