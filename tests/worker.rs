@@ -823,6 +823,11 @@ async fn every_script_runs_after_script_flush() {
         .clone()
         .with_topology(ringback::slots::Topology::PerSlot);
     assert_eq!(per_slot.sweep("f1").await.unwrap(), None);
+    window.heartbeat("w1", "flush test").await.unwrap();
+    assert_eq!(
+        window.live_workers(Duration::from_secs(5)).await.unwrap(),
+        ["flush test (w1)"]
+    );
     let sms = ringback::sms::SmsConfig::default();
     let (receipts, _) = sms.after_send(
         ringback::connection::commands(&client).await.unwrap(),
