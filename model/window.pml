@@ -22,14 +22,14 @@
  *                once), and a look-alike message (the same person, a body no transform tells
  *                from the run's: the legacy worker's text for another run) may appear at any
  *                time, once. Without it: neither happens.
- *   EVIDENCE_AS_WRITTEN (v2, with EDGES) the lookup as src/callbacks/sms/evidence.rs ran before
- *                evidence followed the record: bodies compared byte for byte (a rewritten body
- *                is not seen) and one readable match taken as this run's send. Without it: only
+ *   EVIDENCE_AS_WRITTEN (v2, with EDGES) the lookup as first designed: bodies compared byte
+ *                for byte (a rewritten body is not seen) and one readable match taken as this
+ *                run's send (findings F3, F4). Without it (src/callbacks/sms/evidence.rs): only
  *                a receipt naming the run proves a send; a message the lookup cannot rule out
  *                settles the attempt unknown (escalated), once the reconcile window has passed
- *   ESCALATE_AS_WRITTEN (v2) an unknown attempt is settled before it is escalated (the order
- *                before the fix: a crash between the two leaves it settled and nobody told).
- *                Without it: escalated first, settled after (src/callbacks/sms/mod.rs)
+ *   ESCALATE_AS_WRITTEN (v2) an unknown attempt is settled, then escalated: a crash between
+ *                the two leaves it settled and nobody told (finding F5). Without it: escalated
+ *                first, settled after (src/callbacks/sms/mod.rs)
  *   PER_SLOT     (v2) the Redis Cluster layout (src/callbacks/window.rs, Topology::PerSlot): the
  *                scripts do not write the open-attempts index I; each index write is its own
  *                call before or after the script, and a process may crash between them:
