@@ -297,21 +297,34 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
         String::from_utf8_lossy(&out.stderr)
     );
     // A Messaging Service SID in TWILIO_FROM is taken as one, with a warning.
-    let out = twilio_env(&mut ringback(&["check-config"]))
-        .env("TWILIO_FROM", "MG0123456789abcdef0123456789abcdef")
-        .output()
-        .unwrap();
+    let stdout = passes(
+        twilio_env(&mut ringback(&["check-config"]))
+            .env("TWILIO_FROM", "MG0123456789abcdef0123456789abcdef"),
+    );
+    assert!(
+        stdout.contains("warning: TWILIO_FROM holds a Messaging Service SID"),
+        "{stdout}"
+    );
+}
+
+/// Runs `cmd` (a check-config), expecting it valid (exit 0): its stdout.
+fn passes(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("warning: TWILIO_FROM holds a Messaging Service SID"),
-        "{stdout}"
-    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `cmd`, expecting bad configuration (exit 2): its stderr.
+fn refused(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
 }
 
 /// Twilio's queue is tied to the delivery deadline: unset, `ValidityPeriod` is the deadline
@@ -319,13 +332,11 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
 /// `RINGBACK_SENDERS` must be senders Twilio accepts, every bad one named at once.
 #[test]
 fn check_config_ties_validity_to_the_deadline_and_checks_the_sender_list() {
-    let out = twilio_env(&mut ringback(&["check-config"]))
-        .env("TWILIO_VALIDITY_PERIOD_S", "36000")
-        .env("RINGBACK_SENDERS", "+15550199999, 5558675310,+1-555,Acme")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = refused(
+        twilio_env(&mut ringback(&["check-config"]))
+            .env("TWILIO_VALIDITY_PERIOD_S", "36000")
+            .env("RINGBACK_SENDERS", "+15550199999, 5558675310,+1-555,Acme"),
+    );
     assert!(
         stderr
             .lines()
@@ -337,17 +348,10 @@ fn check_config_ties_validity_to_the_deadline_and_checks_the_sender_list() {
         stderr.contains("  RINGBACK_SENDERS: 5558675310, +1-555 are not a sender"),
         "{stderr}"
     );
-    let out = twilio_env(&mut ringback(&["check-config"]))
-        .env("TWILIO_VALIDITY_PERIOD_S", "900")
-        .env("RINGBACK_SENDERS", "+15550199999,Acme")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = passes(
+        twilio_env(&mut ringback(&["check-config"]))
+            .env("TWILIO_VALIDITY_PERIOD_S", "900")
+            .env("RINGBACK_SENDERS", "+15550199999,Acme"),
     );
     assert!(
         stdout.contains("RINGBACK_SENDERS=+15550199999,Acme"),
@@ -365,17 +369,10 @@ fn check_config_ties_validity_to_the_deadline_and_checks_the_sender_list() {
 /// could outlast, are named (warnings first: a unit that started before keeps starting).
 #[test]
 fn check_config_checks_the_windows_assumptions_against_the_legacy_fleet() {
-    let out = twilio_env(&mut ringback(&["check-config"]))
-        .env("RINGBACK_RECONCILE_WINDOW_MS", "20000")
-        .env("RINGBACK_LEGACY_LOCK_DURATION_MS", "600000")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = passes(
+        twilio_env(&mut ringback(&["check-config"]))
+            .env("RINGBACK_RECONCILE_WINDOW_MS", "20000")
+            .env("RINGBACK_LEGACY_LOCK_DURATION_MS", "600000"),
     );
     for (warning, says) in [
         (
@@ -404,12 +401,8 @@ fn check_config_checks_the_windows_assumptions_against_the_legacy_fleet() {
 /// would refuse is refused at once, not found out at the first connection.
 #[test]
 fn check_config_refuses_a_worker_name_redis_would_refuse() {
-    let out = twilio_env(&mut ringback(&["check-config"]))
-        .env("RINGBACK_WORKER_NAME", "rb 1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr =
+        refused(twilio_env(&mut ringback(&["check-config"])).env("RINGBACK_WORKER_NAME", "rb 1"));
     assert!(
         stderr.contains("  RINGBACK_WORKER_NAME: ' ' is not allowed in a Redis client name"),
         "{stderr}"

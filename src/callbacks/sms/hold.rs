@@ -92,42 +92,44 @@ impl Holds {
     }
 
     /// Twilio refused a create to `to` for `blame` (not [`Blame::Message`]): start the hold, or
-    /// keep it. True when the error line is due (once per [`LOG_EVERY`]).
-    pub fn hold(&self, blame: Blame, to: &str, reason: &str, now: i64) -> bool {
+    /// keep it. Answers since when it holds (ms) and whether the error line is due (once per
+    /// [`LOG_EVERY`]).
+    pub fn hold(&self, blame: Blame, to: &str, reason: &str, now: i64) -> (i64, bool) {
         let mut g = self.lock();
         let fresh = || Hold {
             since: now,
             reason: reason.to_string(),
             last_probe: now,
         };
-        match blame {
-            Blame::Deployment => {
-                g.deployment.get_or_insert_with(fresh).reason = reason.to_string();
-            }
-            Blame::Destination => {
-                g.destinations
-                    .entry(destination_of(to))
-                    .or_insert_with(fresh)
-                    .reason = reason.to_string();
-            }
-            Blame::Message => return false,
-        }
+        let hold = match blame {
+            Blame::Deployment => g.deployment.get_or_insert_with(fresh),
+            Blame::Destination => g
+                .destinations
+                .entry(destination_of(to))
+                .or_insert_with(fresh),
+            Blame::Message => return (now, false),
+        };
+        hold.reason = reason.to_string();
+        let since = hold.since;
         let due = now - g.logged_at >= LOG_EVERY.as_millis() as i64;
         if due {
             g.logged_at = now;
         }
-        due
+        (since, due)
     }
 
-    /// Twilio accepted a create to `to`: the deployment's hold and that destination's end.
-    /// True when a hold ended.
-    pub fn clear(&self, to: &str) -> bool {
+    /// Twilio accepted a create of `run_id` to `to`: the deployment's hold and that
+    /// destination's end. Answers whether a hold ended, and whether this process had escalated
+    /// the run as held (forgotten now: it is sent).
+    pub fn accepted(&self, run_id: &str, to: &str) -> (bool, bool) {
         let mut g = self.lock();
+        let was_escalated = !g.escalated.is_empty() && g.escalated.remove(run_id);
         if g.deployment.is_none() && g.destinations.is_empty() {
-            return false;
+            return (false, was_escalated);
         }
         let ended = g.deployment.take().is_some();
-        g.destinations.remove(&destination_of(to)).is_some() || ended
+        let ended = g.destinations.remove(&destination_of(to)).is_some() || ended;
+        (ended, was_escalated)
     }
 
     /// A refusal the table blames on the message: whether the same code has now come from
@@ -165,10 +167,9 @@ impl Holds {
         self.lock().escalated.insert(run_id.to_string());
     }
 
-    /// Whether `run_id` was escalated as held by this process (forgotten once asked).
-    pub fn take_escalated(&self, run_id: &str) -> bool {
-        let mut g = self.lock();
-        !g.escalated.is_empty() && g.escalated.remove(run_id)
+    /// Whether this process escalated `run_id` as held (and has not sent it since).
+    pub fn escalated(&self, run_id: &str) -> bool {
+        self.lock().escalated.contains(run_id)
     }
 }
 
@@ -190,7 +191,7 @@ mod tests {
             h.admits("+15558675310", 6_001),
             Admit::Wait { .. }
         ));
-        assert!(h.clear("+15558675310"));
+        assert_eq!(h.accepted("r", "+15558675310"), (true, false));
         assert_eq!(h.admits("+15558675310", 6_002), Admit::Go);
     }
 

@@ -373,7 +373,9 @@ impl SmsProcessor {
             tracing::warn!(error = %e, "could not release a held claim");
         }
         let held_for = now_ms() - since;
-        if held_for >= self.config.hold_escalate.as_millis() as i64 {
+        if held_for >= self.config.hold_escalate.as_millis() as i64
+            && !self.stats.holds.escalated(&req.run_id)
+        {
             let e = crate::escalation::Escalation {
                 run_id: req.run_id.clone(),
                 reason: format!(
@@ -406,18 +408,14 @@ impl SmsProcessor {
             .and_then(crate::twilio::blame::meaning)
             .unwrap_or("a refusal that is no verdict on the message");
         let reason = format!("{e} ({meaning})");
-        let now = now_ms();
-        if self.stats.holds.hold(blame, to, &reason, now) {
+        let (since, log_due) = self.stats.holds.hold(blame, to, &reason, now_ms());
+        if log_due {
             let scope = match blame {
                 crate::twilio::blame::Blame::Destination => "sending to this destination",
                 _ => "this deployment",
             };
             tracing::error!(error = %redact(&reason), destination = %crate::twilio::blame::destination_of(to), "Twilio refuses creates for a fault of {scope}: no callback is failed; holding them and probing every {} s until it is fixed", hold::PROBE_EVERY.as_secs());
         }
-        let since = match self.stats.holds.admits(to, now) {
-            hold::Admit::Wait { since, .. } => since,
-            _ => now,
-        };
         (since, reason)
     }
 
@@ -461,12 +459,13 @@ impl SmsProcessor {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
                 self.answers.remember(token, &m.sid);
-                if self.stats.holds.clear(&req.to) {
+                let (hold_ended, escalated_held) = self.stats.holds.accepted(&req.run_id, &req.to);
+                if hold_ended {
                     tracing::info!(
                         "Twilio takes creates again: the held callbacks go out from now on"
                     );
                 }
-                if self.stats.holds.take_escalated(&req.run_id) {
+                if escalated_held {
                     self.notify_resolved(req, "sent", Some(&m.sid)).await;
                 }
                 self.escalate_failed_create(req, &m).await;
