@@ -246,6 +246,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
             sent_ttl: Duration::from_secs(86_400),
             hold: Duration::from_secs(120),
             poll_after: Duration::from_secs(60),
+            replay_for: Duration::from_millis(500),
         },
     );
     let claim = Value::Array(

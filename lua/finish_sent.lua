@@ -34,6 +34,15 @@
   ARGV[28] new attempt token          ARGV[29] worker id
   ARGV[30] pending TTL (ms)           ARGV[31] hold (ms)
   ARGV[32] claim lease (ms)           ARGV[33] recent-runs cap (members)
+  ARGV[34] how long the call's answer is kept for a re-send (ms)
+  KEYS[23] where it is kept: ringback:finished:<claim prefix><call id>, the call id the same on
+           every re-send of the call
+
+  A re-executed call (its reply was lost and the worker sent it again) answers from KEYS[23]
+  what the first execution answered, and writes nothing. The record lives for the claim's
+  freshness bound (pending TTL - provider timeout - safety margin): a claim older than that must
+  not start a send, and the worker gives back what a later answer prepared (the job runs,
+  claiming as usual).
 
   Returns {finish, mark, claim}:
     finish  move_to_finished's answer (0, a negative code, or the next job's 4-tuple)

@@ -26,6 +26,12 @@
 local now = redisNowMs()
 local retryIn = math.max(tonumber(ARGV[2]) or 0, 1)
 local ours = rcall("GET", KEYS[1]) == "pending:" .. ARGV[1]
+-- The same call again (its reply was lost and it was re-sent): a send-failed release already
+-- deleted the claim; the record says it was this attempt, so the answer is the first one's.
+if not ours and ARGV[4] == "send-failed" then
+  local rec = rcall("HMGET", KEYS[2], "token", "state")
+  if rec[1] == ARGV[1] and rec[2] == "send-failed" then return 1 end
+end
 if ours then
   if ARGV[4] == "send-failed" then
     rcall("DEL", KEYS[1])

@@ -16,7 +16,14 @@
 ]]
 local now = redisNowMs()
 local v = rcall("GET", KEYS[1])
-if v and v ~= "pending:" .. ARGV[1] then return 0 end
+if v and v ~= "pending:" .. ARGV[1] then
+  -- the same call again (its reply was lost and it was re-sent): answer as the first did
+  if v == "sent:" then
+    local rec = rcall("HMGET", KEYS[2], "token", "state")
+    if rec[1] == ARGV[1] and rec[2] == "unknown" then return 1 end
+  end
+  return 0
+end
 rcall("SET", KEYS[1], "sent:", "PX", ARGV[2])
 rcall("HSET", KEYS[2], "state", "unknown", "settled_at", now, "error", ARGV[4])
 if KEYS[3] then rcall("ZREM", KEYS[3], ARGV[3]) end

@@ -134,6 +134,12 @@ bit  adopted;                   /* v2: the failed-set scan has looked at it */
 /* ---- processes ---- */
 bit  alive[3];                  /* 0, 1 ringback; 2 legacy */
 bit  sending[2];                /* between window_claim "claimed" and the send's own script */
+#ifdef LOST_REPLY
+byte lost;                      /* claim replies lost after the claim ran (at most MAXLOST) */
+#ifndef MAXLOST
+#define MAXLOST 1
+#endif
+#endif
 byte tok[2];                    /* the token a ringback worker's attempt holds */
 byte inAttempt;                 /* ringback attempts in progress (queue job or sweep) */
 byte lpc;                       /* legacy: 0 idle, 1 claimed (before create), 2 created (before SET XX) */
@@ -473,6 +479,44 @@ claim:
 #ifdef PER_SLOT
   CRASHPOINT;
   d_step { iint[me] = 0; if :: res == 1 -> IW(0) :: res == 2 || res == 4 -> IW(1) :: else -> skip fi }  /* after_claim */
+#endif
+#ifdef LOST_REPLY
+  /* A1 relaxed: a claim may run and its reply be lost (a connection cut after Redis ran it).
+   * src/callbacks/window.rs Window::claim sends the same call again with the same token; until
+   * it answers, the worker is in no provider call, so the attempt may age meanwhile. */
+  if
+  :: res == 3 && lost < MAXLOST ->
+     /* the re-sent call's supersede token was replaced by its first run (tokens are UUIDs, never
+      * reused: the model's small tokens are, so the stale one is dropped rather than compared) */
+     d_step { lost++; sending[me] = 0; nt = tok[me]; sup = 0 }
+     CRASHPOINT;
+     atomic {
+       /* claimRun's re-execution (lua/include/window.lua): its own live claim answers claimed,
+        * within replay_for of the first send (the attempt's liveness then outlasts the provider
+        * call: A1 holds from here) or later than that (atomic, not d_step: a d_step would
+        * always take the first) */
+       if
+       :: C == C_RP && ctok == nt && atok == nt && ast == A_CLAIMED && !aged ->
+          if :: sending[me] = 1; res = 3 :: res = 6 fi
+       :: else -> res = 0
+       fi }
+     if :: res == 0 -> window_claim(sup) :: else -> skip fi;
+     if
+     :: res == 6 ->
+#ifdef REPLAY_AS_WRITTEN
+        /* sent on anyway: the provider call may outlast the attempt's liveness */
+        goto send
+#else
+        /* given back ("claim answered too late"): released, the job comes back at once */
+        window_release(tok[me], A_RELEASED, jobless);
+        idx_after_release(A_RELEASED);
+        CRASHPOINT;
+        finish(O_DELAY); goto end_idle
+#endif
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi;
 #endif
   sup = 0; loops++;
   if

@@ -78,19 +78,25 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Redis(e) | Error::Connect { source: e, .. } => {
-                e.is_io_error()
-                    || e.is_connection_dropped()
-                    || e.is_connection_refusal()
-                    || e.is_timeout()
+                connection_failed(e)
                     || matches!(
                         e.kind(),
                         redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading)
                     )
-                    || e.is_unrecoverable_error()
             }
             _ => false,
         }
     }
+}
+
+/// The connection failed under the call (refused, dropped, timed out, broken): the call may or
+/// may not have run.
+pub fn connection_failed(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_timeout()
+        || e.is_unrecoverable_error()
 }
 
 /// A configuration that breaks an invariant; the message names the setting.

@@ -56,6 +56,7 @@ async fn webhook_redis_cost() {
             sent_ttl: std::time::Duration::from_secs(3600),
             hold: std::time::Duration::from_secs(120),
             poll_after: std::time::Duration::from_secs(60),
+            replay_for: std::time::Duration::from_millis(500),
         },
     );
     for i in 0..runs {

@@ -774,6 +774,7 @@ async fn every_script_runs_after_script_flush() {
             sent_ttl: Duration::from_secs(60),
             hold: Duration::from_secs(10),
             poll_after: Duration::from_secs(60),
+            replay_for: Duration::from_millis(500),
         },
     );
     let claim = window

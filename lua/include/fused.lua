@@ -64,14 +64,14 @@ local function runKey(template, runId)
   return halves[1] .. runId .. halves[2]
 end
 
-local function finishSent(K, A, now, batch)
+local function finishSentOnce(K, A, now, batch)
   local mark = false
   if A[18] == "1" then
     mark = markSentRun({K[15], K[16], K[17], K[18], K[19], K[20], K[21]},
       {A[19], A[20], A[21], A[22], A[23], A[24], "sent"}, now)
   end
 
-  local q, f, w = finishedArgs(34, K, A)
+  local q, f, w = finishedArgs(35, K, A)
   q.batch = batch
   local code = moveToFinished(q, f)
   if code ~= 0 then return {code, mark, false} end
@@ -87,4 +87,35 @@ local function finishSent(K, A, now, batch)
      req.runId, A[32], A[33]}, now)
   table.insert(claim, req.runId)
   return {next, mark, claim}
+end
+
+-- The answer kept for a re-execution: the fetched job's fields are not kept (they are the job's
+-- hash, read again on a replay: the job is still active under this worker's lock), only its id.
+local function keptOf(r)
+  local f = r[1]
+  if type(f) == "table" and type(f[1]) == "table" then f = {false, f[2], f[3], f[4]} end
+  return cmsgpack.pack({f, r[2], r[3]})
+end
+
+local function replayed(kept, prefix)
+  local r = cmsgpack.unpack(kept)
+  local f = r[1]
+  if type(f) == "table" and f[1] == false then f[1] = rcall("HGETALL", prefix .. f[2]) end
+  return r
+end
+
+-- One job's fused finish, safe to run twice: a call whose reply was lost is sent again with the
+-- same call id, and its record K[23] (kept A[34] ms) hands back what the first execution
+-- answered: the same completion, marker answer, next job and claim. Without the record a second
+-- execution would find its own job finished (a false lock-lost) and leave the job it fetched in
+-- active with nobody working on it.
+local function finishSent(K, A, now, batch)
+  local record = K[23]
+  if record then
+    local kept = rcall("GET", record)
+    if kept then return replayed(kept, A[7]) end
+  end
+  local r = finishSentOnce(K, A, now, batch)
+  if record then rcall("SET", record, keptOf(r), "PX", A[34]) end
+  return r
 end

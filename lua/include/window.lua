@@ -306,6 +306,12 @@ local function claimRun(keys, args, now)
     end
     if rec["state"] == "claimed" then
       local deadAt = (tonumber(rec["claimed_at"]) or now) + pendingTtl
+      -- The same call again (its reply was lost and the caller re-sent it with its token): the
+      -- first execution claimed for this caller, so it answers as that one did. The caller
+      -- sends only within its freshness bound from its first send (the model's A1).
+      if token == args[1] and rec["job"] == args[2] and now < deadAt then
+        return {"claimed", token, now}
+      end
       if now < deadAt then return {"busy", deadAt - now, now} end
       return resolveWith(token, since())
     end

@@ -87,6 +87,11 @@ pub struct WindowTimes {
     pub hold: Duration,
     /// When a sent message with no terminal receipt is looked up.
     pub poll_after: Duration,
+    /// How long after a claim call was first sent its `claimed` answer may still start a send:
+    /// the pending TTL less the provider timeout and the safety margin (the model's A1). A call
+    /// whose reply was lost is sent again, with the same token, within this time; its answer
+    /// is kept this long for a re-send (`finish_sent.lua`).
+    pub replay_for: Duration,
 }
 
 /// Times a sent marker was written after the claim had expired or changed hands.
@@ -100,6 +105,21 @@ pub fn window_overruns() -> u64 {
 /// the marker in the job's finishing call).
 pub fn note_overrun() {
     WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Whether a failed call may be sent again as it is: the connection failed (the call may or may
+/// not have run; a re-execution answers as the first run did) or Redis refused it before running
+/// it (busy loading, a script running too long, a read-only replica after a failover).
+fn may_resend(e: &redis::RedisError) -> bool {
+    crate::error::connection_failed(e)
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::Server(
+                redis::ServerErrorKind::BusyLoading
+                    | redis::ServerErrorKind::ReadOnly
+                    | redis::ServerErrorKind::TryAgain
+            )
+        )
 }
 
 /// The window's Redis operations.
@@ -139,6 +159,10 @@ impl Window {
 
     pub fn topology(&self) -> Topology {
         self.topology
+    }
+
+    pub fn times(&self) -> &WindowTimes {
+        &self.times
     }
 
     fn per_slot(&self) -> bool {
@@ -210,7 +234,7 @@ impl Window {
         from: &str,
         body: &str,
     ) -> Result<Claim, Error> {
-        let mut args = vec![
+        let args = vec![
             token.to_string(),
             job_id.to_string(),
             worker_id.to_string(),
@@ -231,26 +255,62 @@ impl Window {
             vec![k.claim, k.attempt, k.record],
             [self.index(), crate::keys::recent_runs(&self.claim_prefix)],
         );
-        if self.per_slot() {
-            // the intent first: an attempt this claim opens is indexed before it exists; the
-            // script opens none once the intent is due (a sweep may take and drop it then)
-            let due = self.now() + self.times.pending_ttl.as_millis() as i64;
-            self.index_add(run_id, due).await?;
-            args.push(due.to_string());
-        }
-        // PerSlot (a cluster): the claim's WAIT rides in its pipeline, before any send
-        let reply: Vec<String> = scripts()
-            .window_claim
-            .run_durably(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &claim_key,
-                &keys,
-                &args,
+        // A lost reply is sent again with the same token: the script answers its own earlier
+        // claim as "claimed" (window_claim.lua), and an answer later than the freshness bound
+        // from the first send starts no send.
+        let first_sent = tokio::time::Instant::now();
+        let mut delay = Duration::from_millis(20);
+        let reply: Vec<String> = loop {
+            let mut args = args.clone();
+            if self.per_slot() {
+                // the intent first: an attempt this claim opens is indexed before it exists; the
+                // script opens none once the intent is due (a sweep may take and drop it then)
+                let due = self.now() + self.times.pending_ttl.as_millis() as i64;
+                self.index_add(run_id, due).await?;
+                args.push(due.to_string());
+            }
+            // PerSlot (a cluster): the claim's WAIT rides in its pipeline, before any send
+            match scripts()
+                .window_claim
+                .run_durably(
+                    self.topology,
+                    &mut self.conn.clone(),
+                    &self.trips,
+                    &claim_key,
+                    &keys,
+                    &args,
+                )
+                .await
+            {
+                Ok(reply) => break reply,
+                Err(e)
+                    if may_resend(&e) && first_sent.elapsed() + delay < self.times.replay_for =>
+                {
+                    tracing::debug!(error = %e, "claim call failed; sending it again");
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let mut claim = self.read_claim(&reply)?;
+        if let Claim::Claimed { token } = &claim
+            && first_sent.elapsed() > self.times.replay_for
+        {
+            tracing::warn!(
+                elapsed_ms = first_sent.elapsed().as_millis() as u64,
+                "the claim answered too late to send on; giving it back"
+            );
+            self.release(
+                run_id,
+                token,
+                "claim answered too late",
+                "released",
+                Duration::ZERO,
             )
             .await?;
-        let claim = self.read_claim(&reply)?;
+            claim = Claim::Busy(Duration::ZERO);
+        }
         if self.per_slot() {
             let redis_now = reply
                 .last()

@@ -117,6 +117,12 @@ pub struct FinishStep {
     pub args: Vec<String>,
     /// Called with the step's own answer once the call answered.
     pub done: Box<dyn FnOnce(&redis::Value) + Send>,
+    /// What the step prepared is usable this long after the call was first sent: an answer
+    /// that came later (a reply lost and the call sent again, a slow Redis) has its preparation
+    /// given back ([`Processor::unprepared`]) and the fetched job runs without it. `None`: no
+    /// bound. A step whose script is sent again must answer a re-execution as its first run
+    /// did (`finish_sent.lua` keeps its answer).
+    pub fresh_for: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for FinishStep {

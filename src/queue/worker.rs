@@ -343,6 +343,11 @@ async fn run_attempt<P: Processor>(
     // A processor's step rides only on a completion; once its call answered, the step is done
     // (its write is not the job's), and any retry below is a plain finish.
     let mut step = step.filter(|_| matches!(finish, Finish::Completed { .. }));
+    // A step's re-sends carry its first call's arguments (the same call id): the script answers
+    // a re-execution as it answered the first run. What the answer prepared is bounded in time
+    // from the first send, however many sends it took.
+    let first_sent = tokio::time::Instant::now();
+    let fresh_for = step.as_ref().and_then(|s| s.fresh_for);
     loop {
         let mut prepared = None;
         let result = match (&step, &finish) {
@@ -384,13 +389,21 @@ async fn run_attempt<P: Processor>(
             Ok(Ok(fetched)) => {
                 shared.stats.finished.fetch_add(1, Ordering::Relaxed);
                 log_finish(&finish);
-                return match fetched {
-                    Fetched::Job(next) => Some(NextJob {
-                        job: *next,
-                        prepared,
-                    }),
-                    _ => None,
+                let Fetched::Job(next) = fetched else {
+                    return None;
                 };
+                let stale = fresh_for.is_some_and(|f| first_sent.elapsed() > f);
+                if let Some(p) = prepared.take_if(|p| stale && !matches!(p, redis::Value::Nil)) {
+                    tracing::warn!(
+                        elapsed_ms = first_sent.elapsed().as_millis() as u64,
+                        "the finishing call answered too late for what it prepared; giving it back"
+                    );
+                    shared.processor.unprepared(&next, p).await;
+                }
+                return Some(NextJob {
+                    job: *next,
+                    prepared,
+                });
             }
             Ok(Err(code)) if code.is_lock_lost() => {
                 shared.stats.lock_lost.fetch_add(1, Ordering::Relaxed);

@@ -11,8 +11,21 @@
 //!
 //! A group's call is the same calls one after another, in one script (each job's part is exactly
 //! its single call's KEYS/ARGV), so Node sees what those calls would leave. If the group's call
-//! fails (a dropped connection, say), each job's call is sent again on its own and its caller
-//! gets that call's own answer or error, as without grouping.
+//! fails, each job's call is sent again on its own and its caller gets that call's own answer or
+//! error, as without grouping. A failure does not say how much of the group ran: a connection
+//! lost after Redis ran the call ran all of it, a Lua error mid-group ran the jobs before the
+//! failing one (Redis keeps a script's writes up to an error), and only a refusal before the
+//! script started (NOSCRIPT, LOADING, BUSY, READONLY, OOM at its first write) ran nothing. The
+//! re-sends are safe whichever it was:
+//! - a step's script answers a re-execution of a job's part as its first run did
+//!   (`finish_sent.lua` keeps each part's answer under the part's own call id for the claim's
+//!   freshness bound), so a job whose part already ran gets that part's answer;
+//! - a plain `move_to_finished` run twice answers "lock missing" the second time (the job is
+//!   finished; what the first run fetched waits in `active` for stall recovery): the same as a
+//!   Node worker, whose ioredis client re-sends the commands of a lost connection after it
+//!   reconnects. Keeping plain finishes' answers too would cost every job a write that Node's
+//!   worker does not make; the caller counts it as a lost lock and stall recovery runs the
+//!   fetched job (an SMS job's window then keeps it to one text).
 //!
 //! The group's call carries each job's part as a difference from the part before it
 //! ([`batch_layout`]): jobs of one queue share most of their KEYS/ARGV (the queue's keys, the

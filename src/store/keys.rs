@@ -192,6 +192,12 @@ pub fn stall_scan_cursor(queue_base: &str) -> String {
 }
 
 /// `ringback:message:<MessageSid>` → the runId it was sent for.
+/// The kept answer of one fused finishing call (`finish_sent.lua`), for a re-send of the same
+/// call after its reply was lost; it lives for seconds.
+pub fn finish_record(claim_prefix: &str, call_id: &str) -> String {
+    format!("ringback:finished:{claim_prefix}{call_id}")
+}
+
 pub fn message_link(sid: &str) -> String {
     format!("ringback:message:{sid}")
 }

@@ -336,6 +336,7 @@ pub fn window(
             sent_ttl: Duration::from_secs(3600),
             hold: Duration::from_millis(2 * pending_ms),
             poll_after: Duration::from_secs(60),
+            replay_for: Duration::from_millis(500),
         },
     )
 }

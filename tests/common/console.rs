@@ -20,6 +20,7 @@ pub fn window(state: &ringback::api::ApiState) -> Window {
             sent_ttl: Duration::from_secs(86_400),
             hold: Duration::from_secs(30),
             poll_after: Duration::from_secs(60),
+            replay_for: Duration::from_millis(500),
         },
     )
 }

@@ -361,3 +361,4 @@ pub mod api;
 pub mod callbacks;
 pub mod cluster;
 pub mod console;
+pub mod proxy;

@@ -274,8 +274,12 @@ impl SmsConfig {
         }
     }
 
-    pub(super) fn times(&self) -> WindowTimes {
+    /// The window's times, for a provider whose calls take at most `provider_timeout`.
+    pub(super) fn times(&self, provider_timeout: Duration) -> WindowTimes {
         WindowTimes {
+            replay_for: self
+                .pending_ttl
+                .saturating_sub(provider_timeout + SAFETY_MARGIN),
             pending_ttl: self.pending_ttl,
             lease: self.claim_lease,
             sent_ttl: self.sent_ttl,

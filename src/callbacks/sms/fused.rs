@@ -55,7 +55,7 @@ impl SmsProcessor {
     pub(super) fn finish_step(&self, req: &CallbackRequest, mark: Mark<'_>) -> FinishStep {
         let k = self.window.keys(&req.run_id);
         let prefix = &self.config.claim_prefix;
-        let times = self.config.times();
+        let times = self.window.times();
         let ms = |d: std::time::Duration| d.as_millis().to_string();
         let (flag, token, sid, status) = match mark {
             Mark::Sent { token, sid, status } => ("1", token, sid, status),
@@ -71,6 +71,7 @@ impl SmsProcessor {
             crate::keys::callback_history(prefix, &req.run_id),
             crate::keys::reconcile_schedule(prefix),
             crate::keys::recent_runs(prefix),
+            crate::keys::finish_record(prefix, &uuid::Uuid::new_v4().simple().to_string()),
         ];
         let template = WindowKeys::new(prefix, RUN_ID_SLOT);
         let args = vec![
@@ -90,6 +91,7 @@ impl SmsProcessor {
             ms(times.hold),
             ms(times.lease),
             crate::keys::RECENT_RUNS_CAP.to_string(),
+            ms(times.replay_for),
         ];
         let done: Box<dyn FnOnce(&Value) + Send> = match flag {
             "0" => Box::new(|_| {}),
@@ -113,6 +115,7 @@ impl SmsProcessor {
             keys,
             args,
             done,
+            fresh_for: Some(times.replay_for),
         }
     }
 

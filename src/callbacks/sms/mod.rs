@@ -67,7 +67,7 @@ impl SmsProcessor {
             conn.clone(),
             Default::default(),
             config.claim_prefix.clone(),
-            config.times(),
+            config.times(twilio.config().timeout),
         );
         let (receipts, escalator) = config.after_send(conn, prefix, queue);
         Self {

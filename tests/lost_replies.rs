@@ -1,0 +1,291 @@
+//! Replies lost after Redis ran the call: every window call and the fused finish (single and
+//! grouped) sent through a proxy that cuts the connection once the call went through, so Redis
+//! ran it and the worker never heard. The worker sends the call again; each re-execution must
+//! answer as its first run did: one text per run, no overrun counted, no lock counted lost, no
+//! job left active, every run finished within seconds. The timings are the defaults' order (the
+//! claim's liveness shorter than the lock), and the lock is long enough that stall recovery
+//! (a job left active) could not finish a run within the deadline.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use common::callbacks::*;
+use common::proxy::LossyProxy;
+use redis::AsyncCommands;
+use ringback::scripts::scripts;
+use ringback::sms::SmsEvent;
+use ringback::{Worker, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+/// Every run must be finished this soon after the worker starts: well under the lock (10 s),
+/// so a job left active for stall recovery fails the test.
+const WITHIN: Duration = Duration::from_secs(8);
+
+struct Rig {
+    e: Env,
+    proxy: LossyProxy,
+}
+
+async fn rig(test: &str) -> Rig {
+    let e = env(test, "").await;
+    let proxy = LossyProxy::start(format!("127.0.0.1:{}", e.redis.port).parse().unwrap()).await;
+    Rig { e, proxy }
+}
+
+/// A worker whose every connection goes through the proxy, on `runs` callbacks added before it
+/// starts (runs `<name>-0`, `<name>-1`, ...).
+struct Started {
+    names: Vec<String>,
+    ids: Vec<String>,
+    sms: Arc<ringback::sms::SmsStats>,
+    stats: Arc<ringback::worker::WorkerStats>,
+    cancel: CancellationToken,
+    handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
+}
+
+async fn start(r: &Rig, name: &str, runs: usize, fused: bool, concurrency: usize) -> Started {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let e = &r.e;
+    let names: Vec<String> = (0..runs).map(|i| format!("{name}-{i}")).collect();
+    let mut ids = vec![];
+    for run in &names {
+        ids.push(add(e, &data(run)).await);
+    }
+    let client = redis::Client::open(r.proxy.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let processor = processor(e, conn, sms_config()).with_fused_finish(fused);
+    let sms = processor.stats();
+    let config = WorkerConfig {
+        redis_url: r.proxy.url(),
+        concurrency,
+        lock_duration: Duration::from_secs(10),
+        lock_renew_time: Duration::from_secs(5),
+        stalled_interval: Duration::from_secs(5),
+        ..worker_config(e)
+    };
+    let worker = Worker::new(config, processor).unwrap();
+    let stats = worker.stats();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    Started {
+        names,
+        ids,
+        sms,
+        stats,
+        cancel,
+        handle,
+    }
+}
+
+impl Started {
+    /// Every job completed within [`WITHIN`], each run texted once, no job left active; then
+    /// the worker stops.
+    async fn each_texted_once(mut self, r: &Rig) -> Self {
+        let e = &r.e;
+        for id in &self.ids {
+            let (state, _) = finished_within(e, id, WITHIN).await;
+            assert_eq!(state, "completed", "job {id}");
+        }
+        for run in &self.names {
+            assert_eq!(texts(e, run), 1, "{run} texted once");
+        }
+        let mut c = e.redis.conn().await;
+        let active: Vec<String> = c.lrange(e.keys.active(), 0, -1).await.unwrap();
+        assert!(active.is_empty(), "no job left active: {active:?}");
+        self.cancel.cancel();
+        let _ = (&mut self.handle).await;
+        self
+    }
+}
+
+/// Run `runs` callbacks with the proxy's losses armed; assert the outcome described in the
+/// module docs.
+async fn run_through(r: &Rig, runs: usize, fused: bool, concurrency: usize) {
+    let overruns = ringback::window::window_overruns();
+    let run = start(r, "lost", runs, fused, concurrency)
+        .await
+        .each_texted_once(r)
+        .await;
+    assert_eq!(
+        r.proxy.pending(),
+        0,
+        "every reply meant to be lost was lost"
+    );
+    assert_eq!(
+        run.stats.lock_lost.load(Ordering::Relaxed),
+        0,
+        "no lock counted lost"
+    );
+    assert_eq!(
+        ringback::window::window_overruns(),
+        overruns,
+        "no overrun counted"
+    );
+    // one run per job, so no claim ever waits for another attempt: a re-executed claim that
+    // did not know its own attempt would wait for that attempt's liveness and resolve it
+    for event in [SmsEvent::Busy, SmsEvent::Lost, SmsEvent::Reconciled] {
+        assert_eq!(run.sms.get(event), 0, "{event:?}");
+    }
+    assert_eq!(run.sms.get(SmsEvent::Sent), runs as u64);
+}
+
+#[tokio::test]
+async fn a_lost_fused_finish_reply_answers_the_same_job_and_claim_again() {
+    let r = rig("lost-fused").await;
+    // one job at a time: every finish is a single finish_sent call
+    r.proxy.lose_script(scripts().finish_sent.hash(), 4);
+    run_through(&r, 20, true, 1).await;
+    assert_eq!(r.proxy.lost.load(Ordering::SeqCst), 4);
+}
+
+#[tokio::test]
+async fn a_lost_grouped_finish_reply_answers_each_job_again() {
+    let r = rig("lost-batch").await;
+    // many at once: finishes queue behind the ones in flight and leave as one batch call
+    r.proxy.lose_script(scripts().finish_sent_batch.hash(), 3);
+    run_through(&r, 120, true, 16).await;
+    assert_eq!(r.proxy.lost.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_lost_claim_reply_claims_for_the_same_attempt_again() {
+    let r = rig("lost-claim").await;
+    // fused finish off: every run's claim is its own window_claim call
+    r.proxy.lose_script(scripts().window_claim.hash(), 4);
+    run_through(&r, 20, false, 2).await;
+}
+
+#[tokio::test]
+async fn a_lost_marker_reply_marks_without_an_overrun() {
+    let r = rig("lost-mark").await;
+    r.proxy.lose_script(scripts().window_mark_sent.hash(), 4);
+    run_through(&r, 20, false, 2).await;
+}
+
+#[tokio::test]
+async fn a_lost_plain_claim_reply_on_the_first_job_of_a_fused_worker() {
+    let r = rig("lost-first-claim").await;
+    // the first job has no finish before it: it claims with window_claim even when fused
+    r.proxy.lose_script(scripts().window_claim.hash(), 1);
+    r.proxy.lose_script(scripts().finish_sent.hash(), 1);
+    run_through(&r, 6, true, 1).await;
+}
+
+/// A claim answered later than its freshness bound (pending TTL less the provider timeout and
+/// the safety margin, here 0.5 s) starts no send: the worker gives the claim back and claims
+/// again, so the attempt that sends always has its whole provider timeout inside its liveness.
+async fn late_answers(r: &Rig, sha: &str, fused: bool) -> Arc<ringback::sms::SmsStats> {
+    r.proxy.slow_script(sha, 2, Duration::from_millis(900));
+    start(r, "late", 6, fused, 1)
+        .await
+        .each_texted_once(r)
+        .await
+        .sms
+}
+
+#[tokio::test]
+async fn a_claim_answered_too_late_is_given_back_before_any_send() {
+    let r = rig("late-claim").await;
+    let sms = late_answers(&r, scripts().window_claim.hash(), false).await;
+    // each late claim was given back (the job came back at once), then claimed afresh
+    assert_eq!(sms.get(SmsEvent::Busy), 2);
+    assert_eq!(sms.get(SmsEvent::Sent), 6);
+    sent_within_the_bound_of_their_claim(&r).await;
+}
+
+#[tokio::test]
+async fn a_fused_finish_answered_too_late_gives_its_next_claim_back() {
+    let r = rig("late-fused").await;
+    let sms = late_answers(&r, scripts().finish_sent.hash(), true).await;
+    assert_eq!(sms.get(SmsEvent::Sent), 6);
+    sent_within_the_bound_of_their_claim(&r).await;
+}
+
+/// Every run's message was marked sent within the freshness bound of the claim that sent it
+/// (a late answer that had been used would show ~0.9 s between them).
+async fn sent_within_the_bound_of_their_claim(r: &Rig) {
+    let mut c = r.e.redis.conn().await;
+    for i in 0..6 {
+        let k = ringback::keys::WindowKeys::new(&sms_config().claim_prefix, &format!("late-{i}"));
+        let (claimed, sent): (i64, i64) = redis::cmd("HMGET")
+            .arg(&k.attempt)
+            .arg("claimed_at")
+            .arg("sent_at")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        assert!(
+            sent - claimed < 500,
+            "late-{i}: sent {} ms after its claim",
+            sent - claimed
+        );
+    }
+}
+
+/// Each window call run twice on the same arguments answers the second time as the first.
+#[tokio::test]
+async fn every_window_call_run_twice_answers_as_its_first_run() {
+    let e = env("twice", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let w = window(&e, conn, 3000);
+    let claim = |run: &'static str, token: &'static str| {
+        let w = w.clone();
+        async move {
+            w.claim(run, token, None, "1", "worker", TO, "", "hello")
+                .await
+                .unwrap()
+        }
+    };
+    use ringback::window::Claim;
+    // a claim: the second run is the same caller's claim, not another attempt's (busy)
+    for _ in 0..2 {
+        assert!(
+            matches!(claim("twice-claim", "t1").await, Claim::Claimed { token } if token == "t1")
+        );
+    }
+    // a permanent refusal closes the run: the second run says it did
+    claim("twice-failed", "t2").await;
+    for _ in 0..2 {
+        assert!(
+            w.release("twice-failed", "t2", "21211", "send-failed", Duration::ZERO)
+                .await
+                .unwrap()
+        );
+    }
+    // a retry-later release keeps the claim: the second run finds it as the first left it
+    claim("twice-retry", "t3").await;
+    for _ in 0..2 {
+        assert!(
+            w.release("twice-retry", "t3", "429", "released", Duration::ZERO)
+                .await
+                .unwrap()
+        );
+    }
+    // an unknown send settled after a person was told
+    claim("twice-unknown", "t4").await;
+    for _ in 0..2 {
+        assert!(
+            w.settle_unknown("twice-unknown", "t4", "look-alikes")
+                .await
+                .unwrap()
+        );
+    }
+    // and none of them is taken for another attempt's: a different token is still refused
+    assert!(
+        !w.settle_unknown("twice-unknown", "t5", "look-alikes")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !w.release("twice-failed", "t6", "21211", "send-failed", Duration::ZERO)
+            .await
+            .unwrap()
+    );
+}
