@@ -813,3 +813,58 @@ async fn sigterm_never_cuts_a_sweep_send_before_its_sent_marker() {
     );
     assert_eq!(texts(&e, "sd"), 1);
 }
+
+/// Put a job the stall limit failed straight into the failed set, scored `score` (ms).
+async fn stall_failed(e: &Env, c: &mut redis::aio::MultiplexedConnection, id: &str, score: i64) {
+    let _: () = redis::cmd("HSET")
+        .arg(e.keys.job(id))
+        .arg("data")
+        .arg(data(&format!("scan-{id}")))
+        .arg("failedReason")
+        .arg(ringback::orphans::STALLED_LIMIT_REASON)
+        .query_async(c)
+        .await
+        .unwrap();
+    let _: () = c.zadd(e.keys.failed(), id, score).await.unwrap();
+}
+
+#[tokio::test]
+async fn the_stall_failure_scan_neither_sticks_on_equal_scores_nor_skips_one_scored_late() {
+    let e = env("scan-cursor", "").await;
+    let mut c = e.redis.conn().await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::connection::commands(&client).await.unwrap();
+    let p = processor(&e, conn, sms_config());
+    // 450 failures finished in the same millisecond: more than two pages of one score
+    let at = 1_700_000_000_000i64;
+    for i in 0..450 {
+        stall_failed(&e, &mut c, &format!("eq{i:03}"), at).await;
+    }
+    let mut adopted = 0;
+    for _ in 0..5 {
+        adopted += ringback::orphans::adopt_stall_failures(&p).await.unwrap();
+    }
+    assert_eq!(adopted, 450, "every failure of the one score adopted");
+    // one scored later, then one scored below the cursor (another host's clock, 2 s behind)
+    stall_failed(&e, &mut c, "later", at + 5_000).await;
+    assert_eq!(
+        ringback::orphans::adopt_stall_failures(&p).await.unwrap(),
+        1
+    );
+    stall_failed(&e, &mut c, "behind", at + 3_000).await;
+    assert_eq!(
+        ringback::orphans::adopt_stall_failures(&p).await.unwrap(),
+        1,
+        "a failure scored below the cursor is still adopted"
+    );
+    // and nothing twice
+    assert_eq!(
+        ringback::orphans::adopt_stall_failures(&p).await.unwrap(),
+        0
+    );
+    let open: usize = c
+        .zcard(ringback::keys::open_attempts(&sms_config().claim_prefix))
+        .await
+        .unwrap();
+    assert_eq!(open, 452);
+}

@@ -68,67 +68,122 @@ pub async fn sweep(
     Ok(resolved)
 }
 
+/// How far below the cursor each scan looks again: a failure's score is the finishing worker's
+/// clock (hosts differ by milliseconds; a grouped finish carries the time its call was built),
+/// so one may land below a cursor that already passed it. Adopting is idempotent.
+const ADOPT_LOOKBACK_MS: f64 = 60_000.0;
+
+/// Failures read per scan, forward from the cursor and again below it.
+const ADOPT_PAGE: usize = 200;
+
+/// The scan's place in the failed set: a score, and how many failures of that score it has
+/// read (failures finished in the same millisecond share a score, and Redis orders them by id,
+/// so a page that ends inside a run of equal scores resumes inside it, never stuck on it).
+/// Stored as `<score>:<offset>`; a bare score is read as offset 0.
+fn read_cursor(raw: Option<&str>) -> Option<(f64, usize)> {
+    let raw = raw?;
+    let (score, offset) = raw.split_once(':').unwrap_or((raw, "0"));
+    Some((score.parse().ok()?, offset.parse().unwrap_or(0)))
+}
+
 /// Adopt callback jobs the stall limit failed (before any attempt, or with one): each becomes
 /// an open attempt the sweep resolves. Scans the failed set from a cursor kept in Redis, so
-/// replicas and restarts share it; adopting is idempotent. Returns how many were adopted.
+/// replicas and restarts share it, and the last minute below it again; adopting is
+/// idempotent. Returns how many were adopted.
 pub async fn adopt_stall_failures(processor: &SmsProcessor) -> Result<usize, crate::error::Error> {
     let commands = processor.queue_commands();
     let keys = commands.keys();
     let cursor_key = crate::keys::stall_scan_cursor(keys.base());
     let mut conn = commands.connection();
-    let cursor: Option<f64> = redis::cmd("GET")
+    let raw: Option<String> = redis::cmd("GET")
         .arg(&cursor_key)
         .query_async(&mut conn)
         .await?;
-    let from = cursor.map_or("-inf".to_string(), |c| format!("({c}"));
-    let page: Vec<(String, f64)> = redis::cmd("ZRANGEBYSCORE")
-        .arg(keys.failed())
-        .arg(&from)
-        .arg("+inf")
-        .arg("WITHSCORES")
-        .arg("LIMIT")
-        .arg(0)
-        .arg(200)
-        .query_async(&mut conn)
-        .await?;
-    let mut adopted = 0;
-    // Jobs finished in the same millisecond share a score: stop before the last score unless the
-    // page is short, so none is skipped by the exclusive cursor.
-    let last = page.last().map(|(_, s)| *s);
-    let full = page.len() == 200;
-    let page: Vec<(String, f64)> = page
-        .into_iter()
-        .take_while(|(_, score)| !(full && Some(*score) == last))
-        .collect();
-    let Some(upto) = page.last().map(|(_, s)| *s) else {
-        return Ok(0);
+    let cursor = read_cursor(raw.as_deref());
+    let (from, offset) = cursor.unwrap_or((f64::NEG_INFINITY, 0));
+    // `newest_first`: ZREVRANGEBYSCORE (its bounds given max first)
+    let range = |min: String, max: String, offset: usize, newest_first: bool| {
+        let mut cmd = redis::cmd(if newest_first {
+            "ZREVRANGEBYSCORE"
+        } else {
+            "ZRANGEBYSCORE"
+        });
+        let (a, b) = if newest_first { (max, min) } else { (min, max) };
+        cmd.arg(keys.failed())
+            .arg(a)
+            .arg(b)
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(offset)
+            .arg(ADOPT_PAGE);
+        cmd
     };
-    // One round trip for the page's failure reasons and data.
-    let mut pipe = redis::pipe();
-    for (job_id, _) in &page {
-        pipe.cmd("HMGET")
-            .arg(keys.job(job_id))
-            .arg("failedReason")
-            .arg("data");
-    }
-    let fields: Vec<(Option<String>, Option<String>)> = pipe.query_async(&mut conn).await?;
-    for ((job_id, _), (reason, data)) in page.iter().zip(fields) {
-        if reason.as_deref() != Some(STALLED_LIMIT_REASON) {
-            continue;
+    let bound = |s: f64| {
+        if s.is_finite() {
+            s.to_string()
+        } else {
+            "-inf".to_string()
         }
-        let Some(req) = data.and_then(|d| CallbackRequest::parse(&d).ok()) else {
-            continue;
-        };
-        if processor.window().adopt(job_id, &req).await? {
-            tracing::warn!(run_id = %req.run_id, job = %job_id, "the stall limit failed this callback's job: the sweep will resolve it");
-            adopted += 1;
-        }
-    }
-    redis::cmd("SET")
-        .arg(&cursor_key)
-        .arg(upto)
-        .query_async::<()>(&mut conn)
+    };
+    let page: Vec<(String, f64)> = range(bound(from), "+inf".into(), offset, false)
+        .query_async(&mut conn)
         .await?;
+    // below the cursor again, newest first: failures scored there after the scan had passed
+    // (a late one sits just below the cursor; the page holds the newest of the last minute)
+    let below: Vec<(String, f64)> = match cursor {
+        Some((c, _)) => {
+            range(bound(c - ADOPT_LOOKBACK_MS), format!("({c}"), 0, true)
+                .query_async(&mut conn)
+                .await?
+        }
+        None => vec![],
+    };
+    let next = page.last().map(|&(_, last)| {
+        let at_last = page.iter().filter(|(_, s)| *s == last).count();
+        if last == from {
+            (last, offset + page.len())
+        } else {
+            (last, at_last)
+        }
+    });
+    let mut seen = std::collections::HashSet::new();
+    let jobs: Vec<&String> = below
+        .iter()
+        .chain(&page)
+        .map(|(id, _)| id)
+        .filter(|id| seen.insert(id.as_str()))
+        .collect();
+    let mut adopted = 0;
+    if !jobs.is_empty() {
+        // One round trip for the failure reasons and data.
+        let mut pipe = redis::pipe();
+        for job_id in &jobs {
+            pipe.cmd("HMGET")
+                .arg(keys.job(job_id))
+                .arg("failedReason")
+                .arg("data");
+        }
+        let fields: Vec<(Option<String>, Option<String>)> = pipe.query_async(&mut conn).await?;
+        for (job_id, (reason, data)) in jobs.iter().zip(fields) {
+            if reason.as_deref() != Some(STALLED_LIMIT_REASON) {
+                continue;
+            }
+            let Some(req) = data.and_then(|d| CallbackRequest::parse(&d).ok()) else {
+                continue;
+            };
+            if processor.window().adopt(job_id, &req).await? {
+                tracing::warn!(run_id = %req.run_id, job = %job_id, "the stall limit failed this callback's job: the sweep will resolve it");
+                adopted += 1;
+            }
+        }
+    }
+    if let Some((score, offset)) = next {
+        redis::cmd("SET")
+            .arg(&cursor_key)
+            .arg(format!("{score}:{offset}"))
+            .query_async::<()>(&mut conn)
+            .await?;
+    }
     Ok(adopted)
 }
 
@@ -189,4 +244,17 @@ pub async fn run(
 fn worker_name() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
     format!("ringback worker pid {} on {host}", std::process::id())
+}
+
+#[cfg(test)]
+mod cursor_tests {
+    use super::read_cursor;
+
+    #[test]
+    fn the_cursor_reads_with_and_without_its_offset() {
+        assert_eq!(read_cursor(Some("1700000000000:3")), Some((1.7e12, 3)));
+        assert_eq!(read_cursor(Some("1700000000000")), Some((1.7e12, 0)));
+        assert_eq!(read_cursor(Some("x")), None);
+        assert_eq!(read_cursor(None), None);
+    }
 }
