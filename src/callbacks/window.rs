@@ -88,7 +88,8 @@ pub struct WindowTimes {
     /// When a sent message with no terminal receipt is looked up.
     pub poll_after: Duration,
     /// How long after a claim call was first sent its `claimed` answer may still start a send:
-    /// the pending TTL less the provider timeout and the safety margin (the model's A1). A call
+    /// the pending TTL less the provider timeout and the safety margin, and never under half
+    /// the margin (the model's A1). A call
     /// whose reply was lost is sent again, with the same token, within this time; its answer
     /// is kept this long for a re-send (`finish_sent.lua`).
     pub replay_for: Duration,

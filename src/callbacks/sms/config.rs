@@ -277,9 +277,13 @@ impl SmsConfig {
     /// The window's times, for a provider whose calls take at most `provider_timeout`.
     pub(super) fn times(&self, provider_timeout: Duration) -> WindowTimes {
         WindowTimes {
+            // never under half the margin: a pending TTL just over the provider timeout plus the
+            // margin would otherwise give back every claim whose answer took a few ms (the
+            // other half still covers the outcome script)
             replay_for: self
                 .pending_ttl
-                .saturating_sub(provider_timeout + SAFETY_MARGIN),
+                .saturating_sub(provider_timeout + SAFETY_MARGIN)
+                .max(SAFETY_MARGIN / 2),
             pending_ttl: self.pending_ttl,
             lease: self.claim_lease,
             sent_ttl: self.sent_ttl,
