@@ -35,6 +35,9 @@
   ARGV[30] pending TTL (ms)           ARGV[31] hold (ms)
   ARGV[32] claim lease (ms)           ARGV[33] recent-runs cap (members)
   ARGV[34] how long the call's answer is kept for a re-send (ms)
+  ARGV[35] the callback job names, each between newlines ("\nagent-callback\n"): a fetched job
+           of another name is not claimed (the processor leaves it for its own worker)
+  ARGV[36..] move_to_finished's fields (its ARGV[18..])
   KEYS[23] where it is kept: ringback:finished:<claim prefix><call id>, the call id the same on
            every re-send of the call
 

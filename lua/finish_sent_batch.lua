@@ -8,7 +8,7 @@
   end). One Redis only, as finish_sent.
 
   The layout is the group commit's (batchParts in include/finish.lua): ARGV[1..3] the number of
-  jobs, keys per job (23), arguments per job (34); the first job's KEYS/ARGV in full, then each
+  jobs, keys per job (23), arguments per job (35); the first job's KEYS/ARGV in full, then each
   further job's as what differs from the job before it.
 
   Returns one finish_sent reply per job, in order: {finish, mark, claim}.

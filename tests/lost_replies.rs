@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use common::callbacks::*;
 use common::proxy::LossyProxy;
+use common::wait_for;
 use redis::AsyncCommands;
 use ringback::scripts::scripts;
 use ringback::sms::SmsEvent;
@@ -117,22 +118,32 @@ async fn run_through(r: &Rig, runs: usize, fused: bool, concurrency: usize) {
         0,
         "every reply meant to be lost was lost"
     );
+    nothing_counted_twice(&run.stats, &run.sms, overruns, runs);
+}
+
+/// No lock counted lost, no overrun, no claim that waited for another attempt, one send per
+/// run. One run per job, so no claim ever waits for another attempt: a re-executed claim that
+/// did not know its own attempt would wait for that attempt's liveness and resolve it.
+fn nothing_counted_twice(
+    stats: &ringback::worker::WorkerStats,
+    sms: &ringback::sms::SmsStats,
+    overruns_before: u64,
+    runs: usize,
+) {
     assert_eq!(
-        run.stats.lock_lost.load(Ordering::Relaxed),
+        stats.lock_lost.load(Ordering::Relaxed),
         0,
         "no lock counted lost"
     );
     assert_eq!(
         ringback::window::window_overruns(),
-        overruns,
+        overruns_before,
         "no overrun counted"
     );
-    // one run per job, so no claim ever waits for another attempt: a re-executed claim that
-    // did not know its own attempt would wait for that attempt's liveness and resolve it
     for event in [SmsEvent::Busy, SmsEvent::Lost, SmsEvent::Reconciled] {
-        assert_eq!(run.sms.get(event), 0, "{event:?}");
+        assert_eq!(sms.get(event), 0, "{event:?}");
     }
-    assert_eq!(run.sms.get(SmsEvent::Sent), runs as u64);
+    assert_eq!(sms.get(SmsEvent::Sent), runs as u64);
 }
 
 #[tokio::test]
@@ -288,4 +299,155 @@ async fn every_window_call_run_twice_answers_as_its_first_run() {
             .await
             .unwrap()
     );
+}
+
+/// The same losses on a real Redis Cluster: each node behind a proxy of its own, announced as
+/// the node's address (`cluster-announce-port`), so every connection the cluster client makes,
+/// after a MOVED too, goes through a proxy. The cluster layout's scripts (`PerSlot`) lose their
+/// replies on each master: the claim and the sent marker (with the cluster client's own retry
+/// of a request whose connection broke, which re-sends the call as ringback does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_a_cluster_lost_claim_and_marker_replies_text_each_run_once() {
+    use common::cluster::RedisCluster;
+    let cluster = RedisCluster::start();
+    let e = env("lost-cluster", "").await;
+    let mut proxies = vec![];
+    for port in cluster.ports() {
+        let proxy = LossyProxy::start(format!("127.0.0.1:{port}").parse().unwrap()).await;
+        let mut node = cluster.node(port);
+        for (setting, value) in [
+            ("cluster-announce-bus-port", port + 10000),
+            ("cluster-announce-port", proxy.addr.port()),
+        ] {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg(setting)
+                .arg(value)
+                .query(&mut node)
+                .unwrap();
+        }
+        proxies.push((port, proxy));
+    }
+    // every node lists every node at its proxy before the worker connects
+    let announced: Vec<u16> = proxies.iter().map(|(_, p)| p.addr.port()).collect();
+    let ports = cluster.ports();
+    wait_for(
+        Duration::from_secs(20),
+        "every node to announce its proxy",
+        || {
+            let (cluster, ports, announced) = (&cluster, ports.clone(), announced.clone());
+            async move {
+                ports
+                    .iter()
+                    .all(|port| {
+                        let nodes: String = redis::cmd("CLUSTER")
+                            .arg("NODES")
+                            .query(&mut cluster.node(*port))
+                            .unwrap_or_default();
+                        nodes.lines().all(|l| {
+                            announced
+                                .iter()
+                                .any(|a| l.contains(&format!("127.0.0.1:{a}@")))
+                        })
+                    })
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    for (port, proxy) in &proxies {
+        if cluster.is_master(*port) {
+            proxy.lose_script(scripts().window_claim.hash(), 1);
+            proxy.lose_script(scripts().window_mark_sent.hash(), 1);
+        }
+    }
+    let seeds: Vec<String> = announced.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    let url = format!("redis+cluster://{}", seeds.join(","));
+    let q = e.queue.clone();
+    let k = ringback::keys::QueueKeys::new("{bull}", &q);
+    let client = ringback::connection::client(&url, &Default::default()).unwrap();
+    let mut conn = ringback::connection::commands(&client).await.unwrap();
+    assert!(conn.is_cluster());
+    let runs: Vec<String> = (0..30).map(|i| format!("lost-cluster-{i}")).collect();
+    for (i, run) in runs.iter().enumerate() {
+        let id = (i + 1).to_string();
+        let _: () = redis::cmd("HSET")
+            .arg(k.job(&id))
+            .arg(&[
+                ("name", "agent-callback"),
+                ("data", data(run).as_str()),
+                ("opts", r#"{"attempts":3}"#),
+                ("timestamp", &ringback::commands::now_ms().to_string()),
+                ("delay", "0"),
+                ("priority", "0"),
+            ])
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("LPUSH")
+            .arg(k.wait())
+            .arg(&id)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+    let _: () = redis::cmd("ZADD")
+        .arg(k.marker())
+        .arg(0)
+        .arg("0")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let overruns = ringback::window::window_overruns();
+    let processor = ringback::sms::SmsProcessor::new(
+        sms_config(),
+        conn.clone(),
+        ringback::twilio::TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),
+        "{bull}",
+        &q,
+    );
+    let sms = processor.stats();
+    let config = WorkerConfig {
+        redis_url: url.clone(),
+        prefix: "{bull}".into(),
+        concurrency: 4,
+        lock_duration: Duration::from_secs(10),
+        lock_renew_time: Duration::from_secs(5),
+        stalled_interval: Duration::from_secs(5),
+        ..worker_config(&e)
+    };
+    let worker = Worker::new(config, processor).unwrap();
+    let stats = worker.stats();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    let done = wait_for(WITHIN, "every run to complete", || {
+        let (mut c, k) = (conn.clone(), k.clone());
+        async move {
+            let n: usize = c.zcard(k.completed()).await.unwrap_or(0);
+            (n == 30).then_some(n)
+        }
+    })
+    .await;
+    assert_eq!(done, 30);
+    for run in &runs {
+        assert_eq!(texts(&e, run), 1, "{run} texted once");
+    }
+    let active: Vec<String> = conn.lrange(k.active(), 0, -1).await.unwrap();
+    assert!(active.is_empty(), "no job left active: {active:?}");
+    let lost: usize = proxies
+        .iter()
+        .map(|(_, p)| p.lost.load(Ordering::SeqCst))
+        .sum();
+    let pending: usize = proxies.iter().map(|(_, p)| p.pending()).sum();
+    assert_eq!(
+        pending, 0,
+        "every reply meant to be lost was lost ({lost} lost)"
+    );
+    assert_eq!(
+        lost, 6,
+        "a claim's and a marker's reply on each of the 3 masters"
+    );
+    nothing_counted_twice(&stats, &sms, overruns, 30);
+    cancel.cancel();
+    let _ = handle.await;
 }

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::callbacks::*;
@@ -11,6 +12,7 @@ use common::wait_for;
 use redis::AsyncCommands;
 use ringback::Worker;
 use ringback::keys::{QueueKeys, WindowKeys};
+use ringback::sms::{SmsConfig, SmsEvent};
 
 use tokio_util::sync::CancellationToken;
 
@@ -105,7 +107,7 @@ async fn bad_jobs_fail_at_once_naming_the_field_and_are_escalated() {
         ),
         (
             r#"{"runId":"b1","to":"0800 123","body":"x"}"#.to_string(),
-            "`to` is not an E.164",
+            "`to` is neither an E.164",
         ),
         (
             r#"{"runId":"b2","to":"+15558675310","body":""}"#.to_string(),
@@ -1057,5 +1059,193 @@ async fn every_runid_the_legacy_worker_texts_is_texted_once() {
             .await
             .contains(&format!("escalation:job:{merged}"))
     );
+    w.stop().await;
+}
+
+/// A job of a name that is not a callback's (`RINGBACK_CALLBACK_JOB_NAMES`) is never texted,
+/// failed or retried by ringback: it goes back to delayed for a few seconds with its attempts
+/// untouched, for the worker that handles it; each configured name is texted.
+#[tokio::test]
+async fn jobs_of_other_names_are_left_for_the_worker_that_handles_them() {
+    let e = env("names", "").await;
+    let sms = SmsConfig {
+        callback_job_names: vec!["agent-callback".into(), "agent-callback-v2".into()],
+        ..sms_config()
+    };
+    let w = start_worker(&e, sms).await;
+    let mut c = e.redis.conn().await;
+    let named = |name: &'static str, run: &str| {
+        let data = data(run);
+        let (mut c, keys) = (c.clone(), e.keys.clone());
+        async move {
+            let add = common::Add {
+                data: &data,
+                opts: r#"{"attempts":3,"backoff":{"type":"fixed","delay":100}}"#,
+                name,
+                ..Default::default()
+            };
+            common::add_job(&mut c, &keys, add).await
+        }
+    };
+    let digest = named("weekly-digest", "n1").await;
+    let v2 = named("agent-callback-v2", "n2").await;
+    let plain = named("agent-callback", "n3").await;
+    for (id, run) in [(&v2, "n2"), (&plain, "n3")] {
+        assert_eq!(finished(&e, id).await.0, "completed", "{run}");
+        assert_eq!(texts_to(&e, run), 1, "{run}: one text");
+    }
+    // the other job: back in delayed, never failed, its attempts untouched, never claimed
+    let stats = w.stats.clone();
+    wait_for(T, "the other job to be declined", || {
+        let stats = stats.clone();
+        async move { (stats.get(SmsEvent::OtherJob) >= 1).then_some(()) }
+    })
+    .await;
+    let delayed: Option<f64> = c.zscore(e.keys.delayed(), &digest).await.unwrap();
+    let h: std::collections::HashMap<String, String> =
+        c.hgetall(e.keys.job(&digest)).await.unwrap();
+    assert!(delayed.is_some(), "{h:?}");
+    assert_eq!(
+        h.get("atm").map(String::as_str).unwrap_or("0"),
+        "0",
+        "{h:?}"
+    );
+    assert!(!h.contains_key("failedReason"), "{h:?}");
+    let claim: Option<String> = c
+        .get(WindowKeys::new("agent-callback:", "n1").claim)
+        .await
+        .unwrap();
+    assert_eq!(claim, None, "never claimed");
+    assert_eq!(texts_to(&e, "n1"), 0, "never texted");
+    w.stop().await;
+
+    // the worker that handles the name takes it when its delay is over, as it was added
+    let taken = Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+    struct Digests(Arc<std::sync::Mutex<Vec<(String, String)>>>);
+    impl ringback::Processor for Digests {
+        async fn process(
+            &self,
+            job: &ringback::Job,
+            _ctx: &ringback::JobContext,
+        ) -> ringback::Outcome {
+            if let Ok(mut t) = self.0.lock() {
+                t.push((job.name.clone(), job.data.clone()));
+            }
+            ringback::Outcome::Completed(serde_json::json!("digest sent"))
+        }
+    }
+    let worker = Worker::new(worker_config(&e), Digests(taken.clone())).unwrap();
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    assert_eq!(finished(&e, &digest).await.0, "completed");
+    assert_eq!(
+        taken.lock().unwrap().as_slice(),
+        &[("weekly-digest".to_string(), data("n1"))]
+    );
+    cancel.cancel();
+    let _ = handle.await;
+}
+
+/// A long runId travels as its short key: the StatusCallback URL carries `runKey`, and a
+/// receipt for a send whose answer was lost names the run through it (so the send is proven,
+/// not escalated as unknown). A long run's fallback text is a run of its own with a short id,
+/// texted like any other.
+#[tokio::test]
+async fn a_long_runid_is_named_by_its_short_key_in_receipts_and_fallbacks() {
+    let e = env(
+        "long-key",
+        r#"{"create":[{"fault":"create_then_drop","times":1},
+                      {"fault":"permanent","code":21610,"times":1,"message":"Attempt to send to unsubscribed recipient"}]}"#,
+    )
+    .await;
+    let mut sms = SmsConfig {
+        fallback_to: Some("+15550009999".into()),
+        ..sms_config()
+    };
+    serve_receipts(&e, &mut sms).await;
+    let w = start_worker(&e, sms).await;
+    let run = format!("run-{}", "ü".repeat(500));
+    let id = add(&e, &data(&run)).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed", "{h:?}");
+    assert_eq!(returnvalue(&h)["reconciled"], true, "proven by its receipt");
+    assert_eq!(texts(&e, &run), 1);
+    let sid = &sent_sids(&e, &run)[0];
+    let url = e.sim.store.status_callback_of(sid).unwrap();
+    let key = ringback::callback::short_key(&run).unwrap();
+    assert!(
+        url.contains(&format!("runKey={key}&")) && !url.contains("runId="),
+        "{url}"
+    );
+    assert!(
+        escalation_ids(&e).await.is_empty(),
+        "nobody told of a proven send"
+    );
+
+    // refused for the message (opted out): escalated, and the fallback goes out as `<key>:escalation`
+    let refused = format!("gone-{}", "x".repeat(500));
+    let id = add(&e, &data(&refused)).await;
+    assert_eq!(finished(&e, &id).await.0, "failed");
+    let fallback = format!(
+        "{}:escalation",
+        ringback::callback::short_key(&refused).unwrap()
+    );
+    let mut c = e.redis.conn().await;
+    let claim = WindowKeys::new("agent-callback:", &fallback).claim;
+    wait_for(T, "the fallback text to be sent", || {
+        let (mut c, claim) = (c.clone(), claim.clone());
+        async move {
+            let v: Option<String> = c.get(&claim).await.ok().flatten();
+            v.filter(|v| v.starts_with("sent:"))
+        }
+    })
+    .await;
+    let to_fallback = e
+        .sim
+        .store
+        .list(|m| m.to.as_deref() == Some("+15550009999"));
+    assert_eq!(to_fallback.len(), 1);
+    assert!(
+        to_fallback[0]
+            .body
+            .as_deref()
+            .unwrap_or("")
+            .contains(&refused[..40]),
+        "the fallback names the run"
+    );
+    let _: () = c.del(&claim).await.unwrap();
+    w.stop().await;
+}
+
+/// Every sender and recipient form Twilio takes in a job's data is texted: a WhatsApp
+/// recipient with a WhatsApp sender, a Messaging Service named in the job's `from` (sent as
+/// `MessagingServiceSid`), a short code.
+#[tokio::test]
+async fn every_address_form_in_job_data_is_texted_once() {
+    let e = env("forms", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    let service = "MG0123456789abcdef0123456789abcdef";
+    let cases = [
+        ("wa", "whatsapp:+15558675310", "whatsapp:+15005550006"),
+        ("mg", TO, service),
+        ("sc", TO, "12345"),
+    ];
+    for (run, to, from) in cases {
+        let data = serde_json::json!({"runId": run, "to": to, "body": body(run), "from": from});
+        let id = add(&e, &data.to_string()).await;
+        let (state, h) = finished(&e, &id).await;
+        assert_eq!(state, "completed", "{run}: {h:?}");
+        let sent = e
+            .sim
+            .store
+            .list(|m| m.body.as_deref() == Some(body(run).as_str()));
+        assert_eq!(sent.len(), 1, "{run}");
+        assert_eq!(sent[0].to.as_deref(), Some(to), "{run}");
+        if from == service {
+            assert_eq!(sent[0].messaging_service_sid.as_deref(), Some(service));
+        } else {
+            assert_eq!(sent[0].from.as_deref(), Some(from), "{run}");
+        }
+    }
     w.stop().await;
 }

@@ -10,16 +10,19 @@
 -- The fetched job's run, when the job is a plain callback request the processor will run
 -- (file-level functions: a batch defines them once per call, not once per job).
 local function isE164(s) return #s >= 3 and #s <= 16 and string.find(s, "^%+[1-9]%d+$") ~= nil end
-local function callbackOf(fields)
-  local data, opts, ats = "", "{}", nil
+local function callbackOf(fields, names)
+  local data, opts, ats, name = "", "{}", nil, ""
   for i = 1, #fields, 2 do
     local k = fields[i]
     if k == "data" then data = fields[i + 1]
+    elseif k == "name" then name = fields[i + 1]
     elseif k == "opts" then opts = fields[i + 1]
     elseif k == "ats" then ats = fields[i + 1]
     elseif k == "defa" or k == "rjk" then return nil end
   end
   if ats ~= "1" then return nil end
+  -- a job of another worker's name is left alone (the processor declines it)
+  if not string.find(names, "\n" .. name .. "\n", 1, true) then return nil end
   -- Printable ASCII without escapes, flat, strings only: there cjson and serde_json read the
   -- same text alike (cjson also takes raw control bytes, hex, NaN, Infinity, lone surrogates).
   -- Anything else (an accent, an escaped quote, a number) is left to the processor. (The whole
@@ -71,7 +74,7 @@ local function finishSentOnce(K, A, now, batch)
       {A[19], A[20], A[21], A[22], A[23], A[24], "sent"}, now)
   end
 
-  local q, f, w = finishedArgs(35, K, A)
+  local q, f, w = finishedArgs(36, K, A)
   q.batch = batch
   local code = moveToFinished(q, f)
   if code ~= 0 then return {code, mark, false} end
@@ -79,7 +82,7 @@ local function finishSentOnce(K, A, now, batch)
   if next == nil then return {0, mark, false} end
   if type(next[1]) ~= "table" or A[25] == "" then return {next, mark, false} end
 
-  local req = callbackOf(next[1])
+  local req = callbackOf(next[1], A[35])
   if req == nil then return {next, mark, false} end
   local claim = claimRun({runKey(A[25], req.runId), runKey(A[26], req.runId),
     runKey(A[27], req.runId), K[17], K[22]},

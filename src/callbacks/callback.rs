@@ -4,9 +4,10 @@
 //! the legacy worker keys it (JavaScript's `String(n)`).
 
 use serde_json::Value;
+use sha1::Digest;
 
 use crate::redact::mask;
-use crate::twilio::message::is_e164;
+use crate::twilio::message::{is_recipient, sender_form};
 
 /// The options of a callback job, as the legacy `/api/notify/send` API enqueued them (the same
 /// as `node-harness/lib/legacy.js`).
@@ -15,10 +16,33 @@ pub const CALLBACK_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponent
 /// The job name the legacy API uses.
 pub const CALLBACK_JOB_NAME: &str = "agent-callback";
 
-/// The longest runId texted: longer ones are producer bugs (escalated with the reason). The
-/// runId travels in the StatusCallback URL, which this keeps well inside what Twilio takes.
+/// The longest runId texted: longer ones are producer bugs (escalated with the reason). A long
+/// runId travels as its short key ([`short_key`]) in the StatusCallback URL and the fallback.
 pub const MAX_RUN_ID: usize = 512;
 pub const MAX_BODY: usize = 1600;
+
+/// A runId whose URL-encoded form is longer than this travels as its short key
+/// ([`short_key`]) where it would make an identifier or a URL long: the StatusCallback URL and
+/// the fallback text's run.
+pub const SHORT_KEY_OVER: usize = 128;
+
+/// The short key of a long runId: `k` and the SHA-1 of the runId in hex (41 characters), or
+/// `None` for a runId short enough to travel whole. SHA-1 here only names a run: the producer
+/// chooses runIds, and one that forged a collision would only confuse its own receipts.
+pub fn short_key(run_id: &str) -> Option<String> {
+    let encoded = serde_urlencoded::to_string([("", run_id)]).unwrap_or_default();
+    if encoded.len() <= SHORT_KEY_OVER + 1 {
+        return None;
+    }
+    let digest = sha1::Sha1::digest(run_id.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("k{hex}"))
+}
+
+/// `run_id` itself when short, else its [`short_key`].
+pub fn short_name(run_id: &str) -> String {
+    short_key(run_id).unwrap_or_else(|| run_id.to_string())
+}
 
 /// A validated callback request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,9 +92,9 @@ impl CallbackRequest {
             return Err("field `runId` contains control characters".into());
         }
         let to = text("to")?.ok_or("field `to` is missing")?;
-        if !is_e164(to) {
+        if !is_recipient(to) {
             return Err(format!(
-                "field `to` is not an E.164 number (+ and up to 15 digits): {}",
+                "field `to` is neither an E.164 number (+ and up to 15 digits) nor a WhatsApp address (whatsapp:+…): {}",
                 mask(to)
             ));
         }
@@ -85,14 +109,9 @@ impl CallbackRequest {
             ));
         }
         let from = text("from")?.filter(|f| !f.is_empty());
-        if let Some(f) = from
-            && !is_e164(f)
-            && !(f.len() <= 11
-                && f.chars().all(|c| c.is_ascii_alphanumeric() || c == ' ')
-                && f.chars().any(|c| c.is_ascii_alphabetic()))
-        {
+        if from.is_some_and(|f| sender_form(f).is_none()) {
             return Err(
-                "field `from` is neither an E.164 number nor an alphanumeric sender ID".into(),
+                "field `from` is not a sender Twilio takes: an E.164 number, a short code, an alphanumeric sender ID, a WhatsApp sender (whatsapp:+…) or a Messaging Service SID (MG…)".into(),
             );
         }
         Ok(Self {
@@ -179,6 +198,58 @@ mod tests {
     }
 
     #[test]
+    fn every_address_form_twilio_takes_is_texted() {
+        let parse = |to: &str, from: &str| {
+            CallbackRequest::parse(
+                &serde_json::json!({"runId": "r", "to": to, "body": "x", "from": from}).to_string(),
+            )
+        };
+        for (to, from) in [
+            ("+15558675310", "+15005550006"),
+            ("+15558675310", "12345"),
+            ("+15558675310", "654321"),
+            ("+15558675310", "Acme Ops"),
+            ("+15558675310", "MG0123456789abcdef0123456789abcdef"),
+            ("whatsapp:+15558675310", "whatsapp:+15005550006"),
+            (
+                "whatsapp:+447700900123",
+                "MG0123456789abcdef0123456789abcdef",
+            ),
+        ] {
+            let r = parse(to, from).unwrap_or_else(|e| panic!("{to} {from}: {e}"));
+            assert_eq!((r.to.as_str(), r.from.as_deref()), (to, Some(from)));
+        }
+        for (to, from, field) in [
+            ("whatsapp:15558675310", "", "`to`"),
+            ("sms:+15558675310", "", "`to`"),
+            ("+15558675310", "1234", "`from`"),
+            ("+15558675310", "whatsapp:Acme", "`from`"),
+            (
+                "+15558675310",
+                "MG0123456789abcdef0123456789abcdeX",
+                "`from`",
+            ),
+        ] {
+            let err = parse(to, from).unwrap_err();
+            assert!(err.contains(field), "{to} {from}: {err}");
+        }
+    }
+
+    #[test]
+    fn long_runids_travel_as_a_short_key() {
+        assert_eq!(short_key("run-42"), None);
+        assert_eq!(short_key(&"r".repeat(SHORT_KEY_OVER)), None);
+        let long = "r".repeat(SHORT_KEY_OVER + 1);
+        let key = short_key(&long).unwrap();
+        assert_eq!((key.len(), key.starts_with('k')), (41, true));
+        assert_eq!(short_key(&long), Some(key.clone()), "stable");
+        assert_ne!(short_key(&"s".repeat(SHORT_KEY_OVER + 1)), Some(key));
+        // counted as it travels: 43 characters that each encode to 9 bytes are long
+        assert!(short_key(&"ü".repeat(43)).is_some());
+        assert_eq!(short_name("run-42"), "run-42");
+    }
+
+    #[test]
     fn names_the_field_at_fault() {
         let long_id = "x".repeat(MAX_RUN_ID + 1);
         let long_body = "b".repeat(1601);
@@ -195,7 +266,7 @@ mod tests {
             ),
             (
                 r#"{"runId":"r","to":"555-1234","body":"x"}"#.to_string(),
-                "`to` is not an E.164",
+                "`to` is neither an E.164",
             ),
             (
                 r#"{"runId":"r","to":15558675310,"body":"x"}"#.to_string(),

@@ -6,7 +6,7 @@
 //! Exactly once rests on job ids: both jobs are added with ids derived from the run, which
 //! BullMQ's layout refuses to add twice, whichever replica escalates and however often.
 
-use crate::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
+use crate::callback::CALLBACK_JOB_OPTS;
 use crate::commands::Commands;
 use crate::error::Error;
 use crate::receipts::Receipts;
@@ -21,6 +21,9 @@ pub struct Escalator {
     pub callbacks: Commands,
     pub receipts: Receipts,
     pub fallback_to: Option<String>,
+    /// The name fallback texts (and the API's sends) are enqueued under: the first of
+    /// `RINGBACK_CALLBACK_JOB_NAMES`.
+    pub callback_job_name: String,
 }
 
 /// Why a callback is escalated.
@@ -133,10 +136,12 @@ impl Escalator {
             _ => true,
         };
         if let Some(to) = self.fallback_to.as_ref().filter(|_| fallback) {
+            // a long runId is named by its short key: the fallback's own runId stays short
+            let name = crate::callback::short_name(&e.run_id);
             let run = if first {
-                format!("{}:escalation", e.run_id)
+                format!("{name}:escalation")
             } else {
-                format!("{}:escalation:{kind}", e.run_id)
+                format!("{name}:escalation:{kind}")
             };
             let body = format!(
                 "ringback: the callback for run {} {} ({}).",
@@ -149,7 +154,7 @@ impl Escalator {
             self.callbacks
                 .add_job(
                     Some(&run),
-                    CALLBACK_JOB_NAME,
+                    &self.callback_job_name,
                     &data.to_string(),
                     CALLBACK_JOB_OPTS,
                 )

@@ -219,6 +219,29 @@ impl Receipts {
         Ok(rec_sid.as_deref() == Some(sid) && rank.is_some_and(|r| r >= TERMINAL_RANK))
     }
 
+    /// Keep which long runId `short_key` names, as long as the run's record lives: written
+    /// before the create whose StatusCallback URL carries the key.
+    pub async fn link_short_key(&self, short_key: &str, run_id: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        let _: () = redis::cmd("SET")
+            .arg(keys::run_key_link(&self.claim_prefix, short_key))
+            .arg(run_id)
+            .arg("PX")
+            .arg(self.times.record_ttl.as_millis().max(1) as u64)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// The long runId a status callback's short key names ([`Self::link_short_key`]).
+    pub async fn run_of_short_key(&self, short_key: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("GET")
+            .arg(keys::run_key_link(&self.claim_prefix, short_key))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
     /// The run a MessageSid belongs to, as recorded at send time or by an earlier callback.
     pub async fn run_of(&self, sid: &str) -> Result<Option<String>, Error> {
         self.trips.add(1);

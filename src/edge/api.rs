@@ -27,8 +27,8 @@ use serde_json::json;
 use sha1::Digest;
 
 use crate::access::{Refusal, Role, SendPolicy, Tokens};
+use crate::callback::CALLBACK_JOB_OPTS;
 use crate::callback::CallbackRequest;
-use crate::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
 use crate::commands::Commands;
 use crate::escalation::{Escalation, Escalator};
 use crate::receipts::{Receipts, Source, StatusUpdate};
@@ -361,7 +361,11 @@ async fn webhook_status(
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
     };
-    let query_run = query_field("runId");
+    // a long runId travels as its short key (`runKey`), linked before the create
+    let query_run = match query_field("runKey").filter(|k| !k.is_empty()) {
+        Some(key) => s.receipts.run_of_short_key(&key).await?,
+        None => query_field("runId"),
+    };
     let run_id = match query_run.filter(|r| !r.is_empty()) {
         Some(r) => r,
         None => match s.receipts.run_of(&sid).await? {
@@ -514,7 +518,7 @@ async fn send(
         .queue
         .add_job(
             Some(&req.run_id),
-            CALLBACK_JOB_NAME,
+            &s.escalator.callback_job_name,
             &data.to_string(),
             CALLBACK_JOB_OPTS,
         )

@@ -388,7 +388,7 @@ impl TwilioArgs {
                     None => Err(ConfigError::new(
                         "TWILIO_FROM",
                         format!(
-                            "{from:?} is not a sender Twilio accepts: an E.164 number (+15558675310), a short code, an alphanumeric sender ID (up to 11 letters, digits, spaces) or a Messaging Service SID (MG…)"
+                            "{from:?} is not a sender Twilio accepts: an E.164 number (+15558675310), a short code, an alphanumeric sender ID (up to 11 letters, digits, spaces), a WhatsApp sender (whatsapp:+15558675310) or a Messaging Service SID (MG…)"
                         ),
                     )),
                     Some(_)
@@ -630,6 +630,15 @@ pub struct SmsArgs {
     /// The legacy workers' BullMQ stalled interval, when it differs from ringback's.
     #[arg(long, env = "RINGBACK_LEGACY_STALLED_INTERVAL_MS")]
     pub legacy_stalled_interval_ms: Option<u64>,
+    /// The job names that are callbacks, comma-separated. A job of any other name is not
+    /// ringback's: it goes back to delayed for a few seconds, its attempts untouched, for the
+    /// worker that handles it.
+    #[arg(
+        long,
+        env = "RINGBACK_CALLBACK_JOB_NAMES",
+        default_value = "agent-callback"
+    )]
+    pub callback_job_names: String,
 }
 
 impl SmsArgs {
@@ -691,6 +700,28 @@ impl SmsArgs {
                 ),
             ));
         }
+        let callback_job_names: Vec<String> = self
+            .callback_job_names
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect();
+        if callback_job_names.is_empty() {
+            errors.push(ConfigError::new(
+                "RINGBACK_CALLBACK_JOB_NAMES",
+                "names no job: every job would be left for another worker",
+            ));
+        }
+        if callback_job_names
+            .iter()
+            .any(|n| n.chars().any(char::is_control))
+        {
+            errors.push(ConfigError::new(
+                "RINGBACK_CALLBACK_JOB_NAMES",
+                "a name holds control characters",
+            ));
+        }
         let crash_at = errors.or(crash_at)?;
         Ok(crate::sms::SmsConfig {
             claim_prefix: self.claim_prefix.clone(),
@@ -708,6 +739,7 @@ impl SmsArgs {
             delivery_deadline: Duration::from_millis(self.delivery_deadline_ms),
             receipt_poll_after: Duration::from_millis(self.receipt_poll_after_ms),
             senders,
+            callback_job_names,
             hold_escalate: Duration::from_millis(self.hold_escalate_ms),
             legacy: crate::sms::LegacyFleet {
                 create_timeout: Duration::from_millis(self.legacy_create_timeout_ms),
@@ -753,6 +785,10 @@ impl SmsArgs {
             (
                 "RINGBACK_HOLD_ESCALATE_MS",
                 self.hold_escalate_ms.to_string(),
+            ),
+            (
+                "RINGBACK_CALLBACK_JOB_NAMES",
+                self.callback_job_names.clone(),
             ),
             (
                 "RINGBACK_LEGACY_CREATE_TIMEOUT_MS",

@@ -8,6 +8,7 @@
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use crate::commands::Commands;
 use crate::error::Error;
@@ -122,7 +123,7 @@ pub struct FinishStep {
     /// given back ([`Processor::unprepared`]) and the fetched job runs without it. `None`: no
     /// bound. A step whose script is sent again must answer a re-execution as its first run
     /// did (`finish_sent.lua` keeps its answer).
-    pub fresh_for: Option<std::time::Duration>,
+    pub fresh_for: Option<Duration>,
 }
 
 impl std::fmt::Debug for FinishStep {
@@ -231,6 +232,14 @@ pub trait Processor: Send + Sync + 'static {
     fn unprepared(&self, job: &Job, prepared: redis::Value) -> impl Future<Output = ()> + Send {
         let _ = (job, prepared);
         async {}
+    }
+
+    /// Some(`after`) when `job` is not this processor's to run (another worker's job name on a
+    /// shared queue): it goes back to delayed for `after`, its attempts untouched, for the
+    /// worker that handles it, and is never failed. None (run it) by default.
+    fn declines(&self, job: &Job) -> Option<Duration> {
+        let _ = job;
+        None
     }
 
     /// `job` fails without running because its data or options cannot be read (`reason`):

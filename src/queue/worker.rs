@@ -260,7 +260,14 @@ async fn run_attempt<P: Processor>(
 ) -> Option<NextJob> {
     let NextJob { job, prepared } = next;
     shared.locks.track(&job.id, token);
+    // a job of another worker's goes back untouched (a deferred failure fails, as any worker's)
+    let declined = job
+        .deferred_failure
+        .is_none()
+        .then(|| shared.processor.declines(&job))
+        .flatten();
     let refused = match &job.scheduler_id {
+        _ if declined.is_some() => None,
         Some(id) => schedule_next(shared, &job, id).await,
         None => None,
     };
@@ -271,12 +278,19 @@ async fn run_attempt<P: Processor>(
             .map(|_| Outcome::unrecoverable("job started more than allowable limit"))
     };
     let mut step = None;
-    let outcome = match refused.or_else(|| precheck(&job)).or_else(too_many_starts) {
+    let declined = declined.map(|after| Outcome::DelayUntil(now_ms() + after.as_millis() as i64));
+    let outcome = match declined
+        .clone()
+        .or(refused)
+        .or_else(|| precheck(&job))
+        .or_else(too_many_starts)
+    {
         Some(outcome) => {
             if let Some(prepared) = prepared.filter(|p| !matches!(p, redis::Value::Nil)) {
                 shared.processor.unprepared(&job, prepared).await;
             }
-            match unreadable(&job).filter(|_| job.deferred_failure.is_none()) {
+            match unreadable(&job).filter(|_| job.deferred_failure.is_none() && declined.is_none())
+            {
                 Some(reason) if !shared.processor.unreadable(&job, &reason).await => {
                     Outcome::DelayUntil(now_ms() + UNREADABLE_RETRY.as_millis() as i64)
                 }

@@ -191,13 +191,19 @@ pub fn stall_scan_cursor(queue_base: &str) -> String {
     format!("ringback:stall-scan:{{{queue_base}}}")
 }
 
-/// `ringback:message:<MessageSid>` → the runId it was sent for.
+/// `ringback:run-key:<claim prefix><short key>` → the long runId the key names
+/// ([`crate::callback::short_key`]), for a status callback whose URL carries the key.
+pub fn run_key_link(claim_prefix: &str, short_key: &str) -> String {
+    format!("ringback:run-key:{claim_prefix}{short_key}")
+}
+
 /// The kept answer of one fused finishing call (`finish_sent.lua`), for a re-send of the same
 /// call after its reply was lost; it lives for seconds.
 pub fn finish_record(claim_prefix: &str, call_id: &str) -> String {
     format!("ringback:finished:{claim_prefix}{call_id}")
 }
 
+/// `ringback:message:<MessageSid>` → the runId it was sent for.
 pub fn message_link(sid: &str) -> String {
     format!("ringback:message:{sid}")
 }

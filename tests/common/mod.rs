@@ -196,6 +196,8 @@ pub struct Add<'a> {
     pub priority: u32,
     pub delay_ms: u64,
     pub lifo: bool,
+    /// The job's name; empty: `agent-callback`.
+    pub name: &'a str,
 }
 
 /// Store a job as BullMQ's add scripts do (hash, then wait/prioritized/delayed, marker, event).
@@ -209,6 +211,11 @@ pub async fn add_job(
         None => c.incr::<_, _, i64>(k.id(), 1).await.unwrap().to_string(),
     };
     let now = ringback::commands::now_ms();
+    let name = if add.name.is_empty() {
+        "agent-callback"
+    } else {
+        add.name
+    };
     let data = if add.data.is_empty() { "{}" } else { add.data };
     let opts = if add.opts.is_empty() {
         "{\"attempts\":0}"
@@ -219,7 +226,7 @@ pub async fn add_job(
         .hset_multiple(
             k.job(&id),
             &[
-                ("name", "test"),
+                ("name", name),
                 ("data", data),
                 ("opts", opts),
                 ("timestamp", &now.to_string()),
@@ -230,7 +237,7 @@ pub async fn add_job(
         .xadd(
             k.events(),
             "*",
-            &[("event", "added"), ("jobId", id.as_str()), ("name", "test")],
+            &[("event", "added"), ("jobId", id.as_str()), ("name", name)],
         )
         .query_async(c)
         .await

@@ -74,6 +74,9 @@ pub struct SmsConfig {
     /// worker's, a Messaging Service's SID): a message from any other sender of the account is
     /// never evidence of this deployment's send. Empty: every sender of the account counts.
     pub senders: Vec<String>,
+    /// The job names that are callbacks (`agent-callback`); a job of another name is left for
+    /// the worker that handles it (`SmsProcessor::declines`).
+    pub callback_job_names: Vec<String>,
     /// A callback held by a fault of this deployment this long is escalated once (`held`); it
     /// is still texted once the fault is fixed.
     pub hold_escalate: Duration,
@@ -119,6 +122,7 @@ impl Default for SmsConfig {
             delivery_deadline: Duration::from_secs(900),
             receipt_poll_after: Duration::from_secs(60),
             senders: vec![],
+            callback_job_names: vec![crate::callback::CALLBACK_JOB_NAME.into()],
             hold_escalate: Duration::from_secs(900),
             legacy: LegacyFleet::default(),
         }
@@ -263,6 +267,11 @@ impl SmsConfig {
             callbacks: commands(queue),
             receipts: receipts.clone(),
             fallback_to: self.fallback_to.clone(),
+            callback_job_name: self
+                .callback_job_names
+                .first()
+                .cloned()
+                .unwrap_or_else(|| crate::callback::CALLBACK_JOB_NAME.into()),
         };
         (receipts, escalator)
     }

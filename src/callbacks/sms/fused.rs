@@ -92,6 +92,7 @@ impl SmsProcessor {
             ms(times.lease),
             crate::keys::RECENT_RUNS_CAP.to_string(),
             ms(times.replay_for),
+            format!("\n{}\n", self.config.callback_job_names.join("\n")),
         ];
         let done: Box<dyn FnOnce(&Value) + Send> = match flag {
             "0" => Box::new(|_| {}),

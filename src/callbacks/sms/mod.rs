@@ -448,6 +448,24 @@ impl SmsProcessor {
 
     /// `ctx`: the fused finish's job context (the sent marker then rides on the completion).
     async fn send(&self, req: &CallbackRequest, token: &str, ctx: Option<&JobContext>) -> Outcome {
+        // a long runId's receipts name it by its short key: the link is written before Twilio
+        // can send one (nothing is sent until it is)
+        if self.config.status_callback_url.is_some()
+            && let Some(key) = crate::callback::short_key(&req.run_id)
+            && let Err(e) = self.receipts.link_short_key(&key, &req.run_id).await
+        {
+            let wait = self.config.retry_later_default;
+            let reason = format!("could not link the run's short key: {e}");
+            if let Err(e) = self
+                .window
+                .release(&req.run_id, token, &reason, "released", wait)
+                .await
+            {
+                tracing::warn!(error = %e, "could not release the claim");
+            }
+            tracing::warn!(reason = %redact(&reason), "not sent; retrying later");
+            return self.later(wait);
+        }
         let msg = CreateMessage {
             to: req.to.clone(),
             body: req.body.clone(),
@@ -622,13 +640,26 @@ fn indistinct_reason(found: evidence::LookAlikes) -> String {
 
 /// `url` with the run and the attempt token in its query. The query goes before any
 /// `#rc=…&rp=…` fragment: that part is Twilio's own connection overrides, which must stay last.
+/// A long runId goes as its short key (`runKey`, [`crate::callback::short_key`]).
 fn status_callback_url(url: &str, run_id: &str, token: &str) -> String {
     let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
     let sep = if base.contains('?') { '&' } else { '?' };
+    let run = match crate::callback::short_key(run_id) {
+        Some(key) => ("runKey", key),
+        None => ("runId", run_id.to_string()),
+    };
     let encoded: String =
-        serde_urlencoded::to_string([("runId", run_id), ("attempt", token)]).unwrap_or_default();
+        serde_urlencoded::to_string([(run.0, run.1.as_str()), ("attempt", token)])
+            .unwrap_or_default();
     format!("{base}{sep}{encoded}{fragment}")
 }
+
+/// How long a job of another name goes back to delayed before a worker fetches it again: long
+/// enough that ringback does not spin on a queue it shares with the worker that handles it.
+const OTHER_JOB_DELAY: Duration = Duration::from_secs(5);
+/// How many distinct other job names are logged (each once): a producer inventing names must
+/// not grow the set without bound.
+const OTHER_NAMES_LOGGED: usize = 64;
 
 /// While Twilio refuses the credentials: how often a callback tries again, and the error line.
 const AUTH_RETRY: Duration = Duration::from_secs(5);
@@ -650,6 +681,22 @@ impl Processor for SmsProcessor {
         };
         let span = tracing::info_span!("callback", run_id = %req.run_id);
         tracing::Instrument::instrument(self.attempt_in(&job.id, &req, Some(ctx)), span).await
+    }
+
+    fn declines(&self, job: &Job) -> Option<Duration> {
+        if self.config.callback_job_names.contains(&job.name) {
+            return None;
+        }
+        self.stats.record(SmsEvent::OtherJob);
+        let first =
+            self.stats.other_names.lock().is_ok_and(|mut seen| {
+                seen.len() < OTHER_NAMES_LOGGED && seen.insert(job.name.clone())
+            });
+        if first {
+            tracing::warn!(job = %job.id, name = %job.name, callbacks = ?self.config.callback_job_names,
+                "a job of a name that is not a callback's (RINGBACK_CALLBACK_JOB_NAMES): left for the worker that handles it, back in {} s", OTHER_JOB_DELAY.as_secs());
+        }
+        Some(OTHER_JOB_DELAY)
     }
 
     async fn unprepared(&self, _job: &Job, prepared: redis::Value) {
@@ -695,6 +742,12 @@ mod tests {
         assert_eq!(
             status_callback_url("https://h/cb?x=1", "r", "t"),
             "https://h/cb?x=1&runId=r&attempt=t"
+        );
+        let long = "r".repeat(400);
+        let key = crate::callback::short_key(&long).unwrap();
+        assert_eq!(
+            status_callback_url("https://h/cb", &long, "t"),
+            format!("https://h/cb?runKey={key}&attempt=t")
         );
     }
 

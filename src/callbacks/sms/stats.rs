@@ -32,10 +32,12 @@ pub enum SmsEvent {
     Invalid,
     /// A fault of this deployment or of the destination holds it: claim kept, job delayed.
     Held,
+    /// A job of a name that is not a callback's: left for the worker that handles it.
+    OtherJob,
 }
 
 impl SmsEvent {
-    pub const ALL: [SmsEvent; 12] = [
+    pub const ALL: [SmsEvent; 13] = [
         SmsEvent::Sent,
         SmsEvent::Deduplicated,
         SmsEvent::Reconciled,
@@ -48,6 +50,7 @@ impl SmsEvent {
         SmsEvent::Lost,
         SmsEvent::Invalid,
         SmsEvent::Held,
+        SmsEvent::OtherJob,
     ];
 
     /// The `outcome` label.
@@ -65,6 +68,7 @@ impl SmsEvent {
             SmsEvent::Lost => "lost",
             SmsEvent::Invalid => "invalid",
             SmsEvent::Held => "held",
+            SmsEvent::OtherJob => "other_job",
         }
     }
 }
@@ -89,6 +93,8 @@ pub struct SmsStats {
     pub receipts_missing: std::sync::atomic::AtomicU64,
     /// Callbacks held by a fault of this deployment or of a destination.
     pub holds: super::hold::Holds,
+    /// The job names not a callback's this process has met (each is logged once).
+    pub(super) other_names: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl SmsStats {

@@ -117,7 +117,12 @@ pub fn meaning(code: i64) -> Option<&'static str> {
 /// ITU codes are prefix-free: 1 and 7 are one digit; 20, 27, 30–34, 36, 39, 40, 41, 43–49,
 /// 51–58, 60–66, 81, 82, 84, 86, 90–95 and 98 are two; every other is three.
 pub fn destination_of(to: &str) -> String {
-    let Some(digits) = to.strip_prefix('+').filter(|d| d.len() > 3) else {
+    // a channel's destinations are held apart from SMS's: `whatsapp:+1`
+    let (channel, number) = match to.strip_prefix(crate::twilio::message::WHATSAPP) {
+        Some(n) => (crate::twilio::message::WHATSAPP, n),
+        None => ("", to),
+    };
+    let Some(digits) = number.strip_prefix('+').filter(|d| d.len() > 3) else {
         return to.to_string();
     };
     let two: u32 = digits[..2].parse().unwrap_or(0);
@@ -130,7 +135,7 @@ pub fn destination_of(to: &str) -> String {
         }
         _ => 3,
     };
-    format!("+{}", &digits[..len])
+    format!("{channel}+{}", &digits[..len])
 }
 
 #[cfg(test)]
@@ -159,6 +164,7 @@ mod tests {
         assert_eq!(destination_of("+35312345678"), "+353");
         assert_eq!(destination_of("+4915112345678"), "+49");
         assert_eq!(destination_of("+2348012345678"), "+234");
-        assert_eq!(destination_of("whatsapp:+1555"), "whatsapp:+1555");
+        assert_eq!(destination_of("whatsapp:+1555"), "whatsapp:+1");
+        assert_eq!(destination_of("whatsapp:+447700900123"), "whatsapp:+44");
     }
 }

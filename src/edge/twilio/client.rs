@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::twilio::message::{ApiError, Message, MessagePage};
+use crate::twilio::message::{ApiError, Message, MessagePage, SenderForm, sender_form};
 
 /// A secret that never prints.
 #[derive(Clone, PartialEq, Eq)]
@@ -234,7 +234,11 @@ impl TwilioClient {
     /// The form fields a create sends, in Twilio's parameter names.
     pub fn create_form(&self, msg: &CreateMessage) -> Vec<(&'static str, String)> {
         let mut form = vec![("To", msg.to.clone())];
+        // a job's own `from` may name a Messaging Service too: Twilio picks from its pool
         match (&msg.from, &self.config.sender) {
+            (Some(sid), _) if sender_form(sid) == Some(SenderForm::MessagingService) => {
+                form.push(("MessagingServiceSid", sid.clone()))
+            }
             (Some(from), _) | (None, Sender::From(from)) => form.push(("From", from.clone())),
             (None, Sender::MessagingService(sid)) => {
                 form.push(("MessagingServiceSid", sid.clone()))

@@ -162,6 +162,15 @@ pub fn is_e164(s: &str) -> bool {
         && !digits.starts_with('0')
 }
 
+/// A recipient Twilio's Messages API takes in `To`: an E.164 number, or a WhatsApp address
+/// (`whatsapp:` + an E.164 number).
+pub fn is_recipient(to: &str) -> bool {
+    is_e164(to.strip_prefix(WHATSAPP).unwrap_or(to))
+}
+
+/// The channel prefix of a WhatsApp address, in `To` and `From`.
+pub const WHATSAPP: &str = "whatsapp:";
+
 /// What a configured `TWILIO_FROM` is, by Twilio's forms of sender.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SenderForm {
@@ -171,8 +180,10 @@ pub enum SenderForm {
     ShortCode,
     /// An alphanumeric sender ID: 1–11 letters, digits and spaces, at least one letter.
     Alphanumeric,
-    /// A Messaging Service SID (`MG` + 32 hex digits): Twilio accepts one in `From`.
+    /// A Messaging Service SID (`MG` + 32 hex digits): sent as `MessagingServiceSid`.
     MessagingService,
+    /// A WhatsApp sender: `whatsapp:` + an E.164 number.
+    WhatsApp,
 }
 
 /// The form of `from`, or `None` when Twilio would refuse it (21212).
@@ -180,6 +191,8 @@ pub fn sender_form(from: &str) -> Option<SenderForm> {
     let hex32 = |s: &str| s.len() == 32 && s.bytes().all(|b| b.is_ascii_hexdigit());
     if is_e164(from) {
         Some(SenderForm::Number)
+    } else if from.strip_prefix(WHATSAPP).is_some_and(is_e164) {
+        Some(SenderForm::WhatsApp)
     } else if (5..=6).contains(&from.len()) && from.bytes().all(|b| b.is_ascii_digit()) {
         Some(SenderForm::ShortCode)
     } else if from.strip_prefix("MG").is_some_and(hex32) {

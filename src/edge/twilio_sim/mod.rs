@@ -25,7 +25,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
 
-use crate::twilio::message::{is_e164, is_message_sid};
+use crate::twilio::message::{WHATSAPP, is_e164, is_message_sid, is_recipient};
 use crate::twilio::{ApiError, Message, Secret};
 use faults::{Call, CreateFault, Faults, TRIAL_PREFIX};
 use list::ListQuery;
@@ -208,7 +208,7 @@ fn validate(form: &[(String, String)]) -> Result<(), ApiError> {
             "A 'From' phone number is required.",
         ));
     }
-    if !is_e164(to) {
+    if !is_recipient(to) {
         return Err(ApiError::new(
             400,
             21211,
@@ -216,7 +216,7 @@ fn validate(form: &[(String, String)]) -> Result<(), ApiError> {
         ));
     }
     if let Some(from) = from.filter(|f| !f.is_empty())
-        && !is_e164(from)
+        && !is_e164(from.strip_prefix(WHATSAPP).unwrap_or(from))
         && !is_alphanumeric_sender(from)
         && !(from.len() <= 8 && from.chars().all(|c| c.is_ascii_digit()))
     {
