@@ -7,7 +7,7 @@
 //!
 //! # Layout
 //! Floors, bottom up, one folder each; imports point down only. The modules are re-exported at
-//! the crate root (`crate::keys`, `crate::worker`, …), so a path names the concept, and the
+//! the crate root (`crate::store::keys`, `crate::queue::worker`, …), so a path names the concept, and the
 //! folder names the floor.
 //! - [`store`], Redis and Lua: [`keys`] (the one place that builds key names), [`scripts`] (the
 //!   Lua wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), [`commands`] (one typed
@@ -39,11 +39,13 @@ pub mod queue;
 pub mod redact;
 pub mod store;
 pub mod telemetry;
+pub mod twilio;
+pub mod twilio_sim;
 
 pub use callbacks::{
     callback, drain, escalation, orphans, receipts, reconcile, resend, service, sms, window,
 };
-pub use edge::{access, api, cli, console, drill, metrics, run, twilio, twilio_sim};
+pub use edge::{access, api, cli, console, drill, metrics, run};
 pub use queue::{fetcher, job, lock_manager, processor, scripted, stalled_checker, worker};
 pub use store::{cluster, commands, connection, group_commit, json, keys, scripts, slots};
 

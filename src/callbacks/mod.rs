@@ -1,7 +1,7 @@
 //! The callback window: exactly one text per run. The job's data, the claim/sent window over the
 //! claim key shared with the legacy worker, the SMS processor, the orphan sweep, delivery
 //! receipts, reconciliation, escalation, `ringback drain`, `ringback resend`, and the wiring of a running SMS
-//! worker. A `Processor` of [`crate::queue`]; talks to Twilio through [`crate::edge::twilio`]'s
+//! worker. A `Processor` of [`crate::queue`]; talks to Twilio through [`crate::twilio`]'s
 //! client (the one edge module it uses).
 
 pub mod callback;

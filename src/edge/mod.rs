@@ -1,7 +1,7 @@
-//! Adapters at the edge: the Twilio client and the Twilio simulator, the HTTP API of `ringback
-//! serve` and who may call it (`access`), the operators' console (`console`), the `/metrics` exposition, the command line (flags and environment) and the drills'
-//! launcher. They use the floors below; nothing below uses them (but the Twilio client, which the
-//! window calls).
+//! Adapters at the edge: the HTTP API of `ringback serve` and who may call it (`access`), the
+//! operators' console (`console`), the `/metrics` exposition, the command line (flags and
+//! environment), the worker and `serve` with everything around them (`run`) and the drills'
+//! launcher. They may use every floor below (`docs/architecture.md`); nothing below uses them.
 
 pub mod access;
 pub mod api;
@@ -10,5 +10,3 @@ pub mod console;
 pub mod drill;
 pub mod metrics;
 pub mod run;
-pub mod twilio;
-pub mod twilio_sim;
