@@ -71,7 +71,7 @@ async fn bench(runs: usize) {
         t0.elapsed().as_secs_f64()
     );
 
-    let router = ringback::api::app(state);
+    let router = ringback::edge::api::app(state);
     let mid = format!("/console/runs/run-{:05}", runs / 2);
     let pages = [
         ("Callbacks, page 1", "/console/callbacks".to_string()),

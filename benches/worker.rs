@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use redis::Value;
-use ringback::commands::{Commands, FetchArgs, Fetched, Finish};
-use ringback::job::KeepJobs;
-use ringback::keys::{QueueKeys, WindowKeys};
-use ringback::processor::{JobContext, Outcome, Processor};
-use ringback::scripts::{By, scripts};
+use ringback::queue::commands::{Commands, FetchArgs, Fetched, Finish};
+use ringback::queue::job::KeepJobs;
+use ringback::queue::processor::{JobContext, Outcome, Processor};
+use ringback::store::keys::{QueueKeys, WindowKeys};
+use ringback::store::scripts::{By, scripts};
 use ringback::{Job, Worker};
 use tokio_util::sync::CancellationToken;
 
@@ -42,11 +42,11 @@ fn cpu(c: &mut Criterion) {
     });
     let job = Job::from_fields("42".into(), job_fields());
     g.bench_function("decide_failure", |b| {
-        b.iter(|| ringback::worker::decide(&job, Outcome::fail("provider said no"), 0.5))
+        b.iter(|| ringback::queue::worker::decide(&job, Outcome::fail("provider said no"), 0.5))
     });
     g.bench_function("decide_completed", |b| {
         b.iter(|| {
-            let f = ringback::worker::decide(
+            let f = ringback::queue::worker::decide(
                 &job,
                 Outcome::Completed(serde_json::json!({"ok": true})),
                 0.5,
@@ -57,7 +57,10 @@ fn cpu(c: &mut Criterion) {
     let data =
         r#"{"runId":"run-123","to":"+15005550006","body":"Build finished: 3 actions need you"}"#;
     g.bench_function("parse_callback", |b| {
-        b.iter(|| ringback::callback::CallbackRequest::parse(std::hint::black_box(data)).unwrap())
+        b.iter(|| {
+            ringback::callbacks::callback::CallbackRequest::parse(std::hint::black_box(data))
+                .unwrap()
+        })
     });
     // A status callback as Twilio sends it: form parsing, then the signature check.
     let form = "AccountSid=AC0123456789abcdef0123456789abcdef&ApiVersion=2010-04-01&From=%2B15005550006&MessageSid=SM0123456789abcdef0123456789abcdef&MessageStatus=delivered&SmsSid=SM0123456789abcdef0123456789abcdef&SmsStatus=delivered&To=%2B15558675310";
@@ -80,7 +83,7 @@ fn cpu(c: &mut Criterion) {
         })
     });
     g.bench_function("encode_metrics", |b| {
-        b.iter(|| ringback::metrics::encode("agent-callback", vec![]))
+        b.iter(|| ringback::edge::metrics::encode("agent-callback", vec![]))
     });
     finishing_call(&mut g);
     g.finish();
@@ -96,7 +99,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     let rt = tokio::runtime::Runtime::new().unwrap();
     let client = redis::Client::open(server.url()).unwrap();
     let conn = rt
-        .block_on(ringback::connection::commands(&client))
+        .block_on(ringback::store::connection::commands(&client))
         .unwrap();
     let cmds = Commands::new(
         conn.clone(),
@@ -123,7 +126,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     // what the worker does per finishing call: KEYS and ARGV as `Commands` builds them (a step's
     // appended), then the EVALSHA command down to its bytes on the wire
     type Step<'a> = Option<(
-        &'static ringback::scripts::LuaScript,
+        &'static ringback::store::scripts::LuaScript,
         &'a [String],
         &'a [String],
     )>;
@@ -148,12 +151,12 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     let step_keys = vec![
         run.claim,
         run.attempt,
-        ringback::keys::open_attempts(prefix),
-        ringback::keys::message_link(sid),
+        ringback::store::keys::open_attempts(prefix),
+        ringback::store::keys::message_link(sid),
         run.record,
-        ringback::keys::callback_history(prefix, "run-123"),
-        ringback::keys::reconcile_schedule(prefix),
-        ringback::keys::recent_runs(prefix),
+        ringback::store::keys::callback_history(prefix, "run-123"),
+        ringback::store::keys::reconcile_schedule(prefix),
+        ringback::store::keys::recent_runs(prefix),
     ];
     let template = WindowKeys::new(prefix, "\u{1}");
     let step_args: Vec<String> = [
@@ -206,7 +209,8 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
         .collect();
     g.bench_function("pack_group_of_10_finish_sent", |b| {
         b.iter(|| {
-            let (keys, args) = ringback::group_commit::batch_layout(std::hint::black_box(&group));
+            let (keys, args) =
+                ringback::store::group_commit::batch_layout(std::hint::black_box(&group));
             scripts()
                 .finish_sent_batch
                 .command(By::Hash, &keys, &args)
@@ -229,18 +233,18 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
         b.iter_batched(
             || reply.clone(),
             |reply| {
-                let fetched = ringback::commands::finished_reply("move_to_finished", reply);
+                let fetched = ringback::queue::commands::finished_reply("move_to_finished", reply);
                 assert!(matches!(fetched, Ok(Ok(Fetched::Job(_)))));
             },
             BatchSize::SmallInput,
         )
     });
     // the claim finish_sent made for the fetched job: window_claim's reply, then the runId
-    let window = ringback::window::Window::new(
+    let window = ringback::callbacks::window::Window::new(
         conn,
         Default::default(),
         prefix.into(),
-        ringback::window::WindowTimes {
+        ringback::callbacks::window::WindowTimes {
             pending_ttl: Duration::from_secs(60),
             lease: Duration::from_secs(600),
             sent_ttl: Duration::from_secs(86_400),
@@ -266,7 +270,10 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
                 let mut reply: Vec<String> = redis::from_redis_value(claim).unwrap();
                 let _run_id = reply.pop();
                 let claim = window.read_claim(&reply).unwrap();
-                assert!(matches!(claim, ringback::window::Claim::Claimed { .. }));
+                assert!(matches!(
+                    claim,
+                    ringback::callbacks::window::Claim::Claimed { .. }
+                ));
             },
             BatchSize::SmallInput,
         )

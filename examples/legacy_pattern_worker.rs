@@ -10,7 +10,7 @@
 //! Configured like `ringback worker` (`RINGBACK_*`, `REDIS_URL`, `TWILIO_*`).
 
 use clap::Parser;
-use ringback::cli::{TwilioArgs, WorkerArgs, init_logging, shutdown_on_signals};
+use ringback::edge::cli::{TwilioArgs, WorkerArgs, init_logging, shutdown_on_signals};
 use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
 use ringback::{Job, JobContext, Outcome, Processor};
 
@@ -28,7 +28,7 @@ struct Cli {
 }
 
 struct LegacyPattern {
-    redis: ringback::connection::Conn,
+    redis: ringback::store::connection::Conn,
     twilio: TwilioClient,
 }
 
@@ -108,9 +108,9 @@ async fn main() -> std::process::ExitCode {
         }
     };
     let setup = async {
-        let client = ringback::connection::client(&config.redis_url, &config.redis_tls)
+        let client = ringback::store::connection::client(&config.redis_url, &config.redis_tls)
             .map_err(|e| e.to_string())?;
-        let redis = ringback::connection::commands(client)
+        let redis = ringback::store::connection::commands(client)
             .await
             .map_err(|e| e.to_string())?;
         let twilio = TwilioClient::new(twilio).map_err(|e| e.to_string())?;
@@ -124,7 +124,7 @@ async fn main() -> std::process::ExitCode {
         }
     };
     // the project's own runner (src/edge/run.rs), as `ringback worker` runs its processors
-    match ringback::run::worker(config, processor, shutdown_on_signals(), None, None).await {
+    match ringback::edge::run::worker(config, processor, shutdown_on_signals(), None, None).await {
         Ok(_) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringback: {e}");

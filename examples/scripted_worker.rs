@@ -2,8 +2,8 @@
 //! configured like `ringback worker`. Used by the Node interop tests and the drills.
 
 use clap::Parser;
-use ringback::cli::{WorkerArgs, init_logging, shutdown_on_signals};
-use ringback::{Worker, scripted::ScriptedProcessor};
+use ringback::edge::cli::{WorkerArgs, init_logging, shutdown_on_signals};
+use ringback::{Worker, queue::scripted::ScriptedProcessor};
 
 /// The allocator `ringback worker` runs with (src/bin/ringback.rs says why), so the no-op
 /// benchmark measures the worker core as shipped.

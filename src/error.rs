@@ -51,7 +51,7 @@ pub enum Error {
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
     /// Connecting failed: the message names the Redis tried (password masked, see
-    /// [`crate::connection::describe`]), so a person knows which one (issue 9).
+    /// [`crate::store::connection::describe`]), so a person knows which one (issue 9).
     #[error("redis at {addr}: {source}")]
     Connect {
         addr: String,

@@ -5,7 +5,7 @@
 //! places that record (the Twilio client, the escalator, the API handlers) are built in several
 //! places; threading a handle through each constructor would buy nothing a deployment can see.
 //! Counters that belong to one worker instance (attempts, locks, open attempts) stay on that
-//! instance ([`crate::worker::WorkerStats`], [`crate::sms::SmsStats`]) and are read at scrape time.
+//! instance ([`crate::queue::worker::WorkerStats`], [`crate::callbacks::sms::SmsStats`]) and are read at scrape time.
 //! Tests that run several instances in one process read these families as deltas.
 //!
 //! Label values are bounded: operations, reasons, scopes and routes are fixed words; Twilio error
@@ -60,45 +60,18 @@ pub struct ScopeLabel {
     pub scope: &'static str,
 }
 
-/// Why a callback was escalated: the `reason` label of `ringback_escalations_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EscalationKind {
-    /// A status callback or a poll found the message undelivered or failed.
-    Undelivered,
-    /// Twilio refused the message for good (validation, opt-out).
-    Permanent,
-    /// Whether the text went out cannot be proven yet (lookups failing): still being resolved,
-    /// and sent once a complete lookup proves it was not.
-    Unknown,
-    /// Whether the text went out cannot be told (an unlinked look-alike message): settled, never
-    /// sent again.
-    UnknownSettled,
-    /// No final receipt by the delivery deadline.
-    ReceiptMissing,
-    /// `ringback drain` gave up on an open attempt.
-    Drain,
-    /// A fault of this deployment (or of the destination) has held it past
-    /// `RINGBACK_HOLD_ESCALATE_MS`: not sent yet, sent once the fault is fixed.
-    Held,
-    /// The job's data is not a callback ringback can send (the reason names the field): it is
-    /// failed, never texted.
-    Invalid,
-}
-
-impl EscalationKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Undelivered => "undelivered",
-            Self::Permanent => "permanent",
-            Self::Unknown => "unknown",
-            Self::UnknownSettled => "unknown_settled",
-            Self::ReceiptMissing => "receipt_missing",
-            Self::Held => "held",
-            Self::Invalid => "invalid",
-            Self::Drain => "drain",
-        }
-    }
-}
+/// The `reason` values of `ringback_escalations_total`, pre-created at zero: the labels of the
+/// callback floor's `EscalationKind` (its tests keep the two lists equal).
+pub const ESCALATION_REASONS: [&str; 8] = [
+    "undelivered",
+    "permanent",
+    "unknown",
+    "unknown_settled",
+    "receipt_missing",
+    "drain",
+    "held",
+    "invalid",
+];
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
@@ -142,19 +115,8 @@ impl Default for Telemetry {
     /// (`increase()` and alert rules see the first one, and a scrape lists every family).
     fn default() -> Self {
         let t = Self::empty();
-        for kind in [
-            EscalationKind::Undelivered,
-            EscalationKind::Permanent,
-            EscalationKind::Unknown,
-            EscalationKind::UnknownSettled,
-            EscalationKind::ReceiptMissing,
-            EscalationKind::Drain,
-            EscalationKind::Held,
-            EscalationKind::Invalid,
-        ] {
-            let _ = t.escalations.get_or_create(&ReasonLabel {
-                reason: kind.label(),
-            });
+        for reason in ESCALATION_REASONS {
+            let _ = t.escalations.get_or_create(&ReasonLabel { reason });
         }
         // receipt_apply's outcomes; `other` (a status for a second message of a run) is what
         // the RingbackSecondText alert watches
@@ -202,12 +164,10 @@ impl Telemetry {
         }
     }
 
-    /// Count an escalation this process created.
-    pub fn escalated(&self, kind: EscalationKind) {
+    /// Count an escalation this process created, by its kind's label.
+    pub fn escalated(&self, reason: &'static str) {
         self.escalations
-            .get_or_create(&ReasonLabel {
-                reason: kind.label(),
-            })
+            .get_or_create(&ReasonLabel { reason })
             .inc();
     }
 

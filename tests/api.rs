@@ -9,10 +9,10 @@ use axum::http::{Request, StatusCode};
 use common::{RedisServer, queue_name};
 use rand::seq::{IndexedRandom, SliceRandom};
 use redis::AsyncCommands;
-use ringback::api::app;
-use ringback::keys::QueueKeys;
-use ringback::receipts::{Receipts, Source, StatusUpdate};
-use ringback::sms::SmsConfig;
+use ringback::callbacks::receipts::{Receipts, Source, StatusUpdate};
+use ringback::callbacks::sms::SmsConfig;
+use ringback::edge::api::app;
+use ringback::store::keys::QueueKeys;
 use tower::ServiceExt;
 
 use common::api::*;
@@ -285,20 +285,24 @@ async fn a_later_kind_escalates_again_under_its_own_id() {
     let server = RedisServer::start();
     let q = queue_name("kinds");
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let sms = SmsConfig {
         fallback_to: Some("+15550009999".into()),
         ..SmsConfig::default()
     };
     let (_, escalator) = sms.after_send(conn, "bull", &q);
-    let esc = |kind| ringback::escalation::Escalation {
+    let esc = |kind| ringback::callbacks::escalation::Escalation {
         run_id: "k1".into(),
         reason: "test".into(),
         last_status: None,
         error_code: None,
         kind,
     };
-    use ringback::escalation::EscalationKind::{ReceiptMissing, Unknown, UnknownSettled};
+    use ringback::callbacks::escalation::EscalationKind::{
+        ReceiptMissing, Unknown, UnknownSettled,
+    };
     assert!(escalator.escalate(&esc(Unknown)).await.unwrap());
     assert!(!escalator.escalate(&esc(Unknown)).await.unwrap());
     assert!(escalator.escalate(&esc(UnknownSettled)).await.unwrap());
@@ -397,7 +401,10 @@ async fn legacy_send_enqueues_once_and_names_bad_fields() {
     );
     let job: std::collections::HashMap<String, String> = c.hgetall(k.job("run-7")).await.unwrap();
     assert_eq!(job["name"], "agent-callback");
-    assert_eq!(job["opts"], ringback::callback::CALLBACK_JOB_OPTS);
+    assert_eq!(
+        job["opts"],
+        ringback::callbacks::callback::CALLBACK_JOB_OPTS
+    );
     for (body, field) in [
         ("{nope", None),
         (r#"{"runId":"r","to":"12","body":"x"}"#, Some("to")),
@@ -465,7 +472,9 @@ async fn legacy_send_enqueues_once_and_names_bad_fields() {
 async fn property_ranked_records_reach_the_truth_under_any_order() {
     let server = RedisServer::start();
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let receipts = SmsConfig::default().after_send(conn, "bull", "prop").0;
     let finals = [
         "delivered",
@@ -578,18 +587,20 @@ async fn escalation_can_text_a_fallback_number_through_the_window() {
     let server = RedisServer::start();
     let q = queue_name("fallback");
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let sms = SmsConfig {
         fallback_to: Some("+15550009999".into()),
         ..SmsConfig::default()
     };
     let (_, escalator) = sms.after_send(conn, "bull", &q);
-    let e = ringback::escalation::Escalation {
+    let e = ringback::callbacks::escalation::Escalation {
         run_id: "f1".into(),
         reason: "delivery undelivered".into(),
         last_status: Some("undelivered".into()),
         error_code: Some("30003".into()),
-        kind: ringback::escalation::EscalationKind::Undelivered,
+        kind: ringback::callbacks::escalation::EscalationKind::Undelivered,
     };
     assert!(escalator.escalate(&e).await.unwrap());
     assert!(!escalator.escalate(&e).await.unwrap(), "exactly once");
@@ -608,7 +619,7 @@ async fn escalation_can_text_a_fallback_number_through_the_window() {
         (Some("f1:escalation"), Some("+15550009999"))
     );
     // the fallback itself failing is not escalated again
-    let again = ringback::escalation::Escalation {
+    let again = ringback::callbacks::escalation::Escalation {
         run_id: "f1:escalation".into(),
         ..e.clone()
     };
@@ -622,7 +633,7 @@ async fn escalation_can_text_a_fallback_number_through_the_window() {
         .arg(k.wait())
         .arg(esc.job("escalation:f1"))
         .arg(esc.wait())
-        .arg(ringback::keys::WindowKeys::new("agent-callback:", "f1").record)
+        .arg(ringback::store::keys::WindowKeys::new("agent-callback:", "f1").record)
         .query_async(&mut c)
         .await
         .unwrap();
@@ -638,7 +649,10 @@ async fn escalation_can_text_a_fallback_number_through_the_window() {
         "no second escalation job: {escalations:?}"
     );
     let ttl: i64 = redis::cmd("PTTL")
-        .arg(ringback::keys::escalated_marker("agent-callback:", "f1"))
+        .arg(ringback::store::keys::escalated_marker(
+            "agent-callback:",
+            "f1",
+        ))
         .query_async(&mut c)
         .await
         .unwrap();
@@ -653,7 +667,9 @@ async fn escalation_can_text_a_fallback_number_through_the_window() {
 async fn replicas_never_take_the_same_due_poll() {
     let server = RedisServer::start();
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let sms = SmsConfig {
         receipt_poll_after: std::time::Duration::ZERO,
         ..SmsConfig::default()
@@ -664,7 +680,7 @@ async fn replicas_never_take_the_same_due_poll() {
     for m in 0..200 {
         let _: () = c
             .zadd(
-                ringback::keys::reconcile_schedule("agent-callback:"),
+                ringback::store::keys::reconcile_schedule("agent-callback:"),
                 format!("SM{m:032x}"),
                 0,
             )

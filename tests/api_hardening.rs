@@ -11,15 +11,17 @@ use axum::http::{Request, StatusCode};
 use common::api::*;
 use common::{RedisServer, queue_name};
 use redis::AsyncCommands;
-use ringback::api::app;
-use ringback::keys::QueueKeys;
+use ringback::edge::api::app;
+use ringback::store::keys::QueueKeys;
 use ringback::twilio::{Secret, signature};
 use tower::ServiceExt;
 
 const READ_TOKEN: &str = "read-token-0123456789";
 const SEND_TOKEN: &str = "send-token-0123456789";
 
-fn serve_with(f: impl FnOnce(&mut ringback::cli::ServeConfig)) -> ringback::cli::ServeConfig {
+fn serve_with(
+    f: impl FnOnce(&mut ringback::edge::cli::ServeConfig),
+) -> ringback::edge::cli::ServeConfig {
     let mut c = common::serve_config();
     c.tokens.read = Some(Secret::new(READ_TOKEN));
     c.tokens.send = Some(Secret::new(SEND_TOKEN));
@@ -122,7 +124,7 @@ async fn the_allowlist_and_rate_limits_refuse_with_429_and_spare_the_legacy_call
     let server = RedisServer::start();
     let q = queue_name("limits");
     let serve = serve_with(|c| {
-        c.send_policy = ringback::access::SendPolicyConfig::parse(
+        c.send_policy = ringback::edge::access::SendPolicyConfig::parse(
             Some("+1555*"),
             Some("3/min"),
             Some("2/h"),
@@ -268,7 +270,7 @@ async fn a_replayed_failure_after_the_record_expired_escalates_nothing() {
     assert_eq!(jobs, vec!["escalation:rp1".to_string()]);
     // Days later: the record (with its repeat markers, fields of it) and the escalation job are
     // gone; a replay of the signed callback arrives (same signature, same idempotency token).
-    let w = ringback::keys::WindowKeys::new("agent-callback:", "rp1");
+    let w = ringback::store::keys::WindowKeys::new("agent-callback:", "rp1");
     let seen: Vec<String> = c.hkeys(&w.record).await.unwrap();
     assert!(
         seen.iter().any(|f| f == "seen:token:tok-1"),
@@ -276,7 +278,10 @@ async fn a_replayed_failure_after_the_record_expired_escalates_nothing() {
     );
     let mut del = redis::cmd("DEL");
     del.arg(&w.record)
-        .arg(ringback::keys::callback_history("agent-callback:", "rp1"))
+        .arg(ringback::store::keys::callback_history(
+            "agent-callback:",
+            "rp1",
+        ))
         .arg(esc.job("escalation:rp1"))
         .arg(esc.wait());
     let _: () = del.query_async(&mut c).await.unwrap();

@@ -10,7 +10,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use common::{Add, RedisServer, add_job, queue_name};
-use ringback::keys::QueueKeys;
+use ringback::store::keys::QueueKeys;
 
 const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
 const TOKEN: &str = "sim-token";
@@ -700,8 +700,11 @@ async fn the_poll_recovers_a_status_the_webhook_refused() {
     .await;
     // and the worker's poll brought the record to `delivered` anyway
     let client = redis::Client::open(redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let (receipts, _) = ringback::sms::SmsConfig::default().after_send(conn, "bull", &queue);
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let (receipts, _) =
+        ringback::callbacks::sms::SmsConfig::default().after_send(conn, "bull", &queue);
     let record = common::wait_for(T, "the poll to record the delivery", || {
         let receipts = receipts.clone();
         async move {

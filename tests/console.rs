@@ -9,13 +9,13 @@ use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};
 use common::console::{record_run, window};
 use common::{RedisServer, queue_name};
-use ringback::api::app;
+use ringback::edge::api::app;
 use tower::ServiceExt;
 
 const READ_TOKEN: &str = "read-token-0123456789";
 const SEND_TOKEN: &str = "send-token-0123456789";
 
-async fn state(server: &RedisServer, test: &str) -> std::sync::Arc<ringback::api::ApiState> {
+async fn state(server: &RedisServer, test: &str) -> std::sync::Arc<ringback::edge::api::ApiState> {
     let mut serve = common::serve_config();
     serve.public_url = "http://127.0.0.1:3000".into();
     serve.tokens.read = Some(ringback::twilio::Secret::new(READ_TOKEN));
@@ -242,7 +242,7 @@ async fn hostile_and_unknown_run_ids_get_a_clear_page_and_are_never_executed() {
     );
 
     // its page, by its percent-encoded id
-    let path = ringback::console::pages::run_href(hostile);
+    let path = ringback::edge::console::pages::run_href(hostile);
     let (res, body) = call(&router, get(&path, Some(&auth))).await;
     assert_eq!(res.status(), StatusCode::OK, "{path}: {body}");
     assert_protected(&res, &body);
@@ -393,7 +393,7 @@ async fn callbacks_page_lists_newest_first_filters_pages_and_shows_disorder() {
         .skip(1)
         .map(|s| s.split('"').next().unwrap())
         .collect();
-    assert_eq!(runs.len(), ringback::console::PAGE_SIZE);
+    assert_eq!(runs.len(), ringback::edge::console::PAGE_SIZE);
     assert_eq!(
         &runs[..3],
         ["run-disorder", "run-open", "run-bad-2"],

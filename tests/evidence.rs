@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::callbacks::*;
 use redis::AsyncCommands;
-use ringback::sms::SmsEvent;
+use ringback::callbacks::sms::SmsEvent;
 use ringback::twilio::{CreateMessage, SendOutcome, Sender, TwilioClient};
 
 /// The legacy worker's number (listed in `RINGBACK_SENDERS`) and a number of another product on
@@ -63,7 +63,7 @@ fn backdate(e: &Env, sid: &str, secs: i64) {
 /// return value once it completed.
 async fn callback(
     e: &Env,
-    sms: ringback::sms::SmsConfig,
+    sms: ringback::callbacks::sms::SmsConfig,
     run: &str,
     body: &str,
 ) -> (Running, serde_json::Value) {
@@ -99,7 +99,7 @@ async fn look_alikes_from_before_the_attempt_or_another_sender_are_ruled_out() {
     backdate(&e, &old, 120);
     look_alike(&e, OTHER_FROM, &body).await;
     set_faults(&e, server_error_once()).await;
-    let sms = ringback::sms::SmsConfig {
+    let sms = ringback::callbacks::sms::SmsConfig {
         senders: vec![LEGACY_FROM.into()],
         ..sms_config()
     };
@@ -149,9 +149,9 @@ async fn a_claim_taken_from_the_legacy_worker_looks_back_for_its_send() {
     let sid = look_alike(&e, LEGACY_FROM, &body).await;
     backdate(&e, &sid, 120);
     let mut c = e.redis.conn().await;
-    let claim = ringback::keys::WindowKeys::new("agent-callback:", run).claim;
+    let claim = ringback::store::keys::WindowKeys::new("agent-callback:", run).claim;
     let _: () = c.set_ex(&claim, "pending", 600).await.unwrap();
-    let sms = ringback::sms::SmsConfig {
+    let sms = ringback::callbacks::sms::SmsConfig {
         senders: vec![LEGACY_FROM.into()],
         ..sms_config()
     };
@@ -182,7 +182,7 @@ async fn busy_recipient(name: &str, receipts: bool) -> Tally {
         r#"{"create":[{"rate":0.3,"fault":"create_then_drop"}]}"#,
     )
     .await;
-    let mut sms = ringback::sms::SmsConfig {
+    let mut sms = ringback::callbacks::sms::SmsConfig {
         senders: vec![LEGACY_FROM.into()],
         ..sms_config()
     };

@@ -10,9 +10,9 @@ use std::time::Duration;
 use common::callbacks::*;
 use common::wait_for;
 use redis::AsyncCommands;
-use ringback::keys::WindowKeys;
+use ringback::callbacks::window::{Claim, MarkSent, Marked};
+use ringback::store::keys::WindowKeys;
 use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
-use ringback::window::{Claim, MarkSent, Marked};
 
 fn claim_key(run: &str) -> String {
     WindowKeys::new("agent-callback:", run).claim
@@ -106,13 +106,15 @@ async fn crashes_at_production_ratios_text_once() {
 async fn a_re_executed_sent_marker_is_no_overrun() {
     let e = env("remark", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let (receipts, _) = sms_config().after_send(conn.clone(), "bull", &e.queue);
     let w = window(&e, conn, 3000);
     w.claim("rm1", "t1", None, "j", "w", TO, "", "body")
         .await
         .unwrap();
-    let before = ringback::window::window_overruns();
+    let before = ringback::callbacks::window::window_overruns();
     for _ in 0..2 {
         let marked = w
             .mark_sent(
@@ -126,7 +128,11 @@ async fn a_re_executed_sent_marker_is_no_overrun() {
             .unwrap();
         assert_eq!(marked, MarkSent::Marked);
     }
-    assert_eq!(ringback::window::window_overruns(), before, "no overrun");
+    assert_eq!(
+        ringback::callbacks::window::window_overruns(),
+        before,
+        "no overrun"
+    );
     let record = receipts.record("rm1", None).await.unwrap();
     assert_eq!(
         record.history.len(),
@@ -152,7 +158,9 @@ async fn a_re_executed_sent_marker_is_no_overrun() {
 async fn the_claim_outlives_an_unresolved_attempt_and_a_supersede_leaves_no_gap() {
     let e = env("lease", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     // liveness 200 ms, lease 30 s
     let w = window(&e, conn, 200);
     let claim = w
@@ -210,7 +218,9 @@ async fn the_claim_outlives_an_unresolved_attempt_and_a_supersede_leaves_no_gap(
 async fn a_fresh_claim_consults_a_recorded_receipt() {
     let e = env("receipt-first", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let w = window(&e, conn, 3000);
     let mut c = e.redis.conn().await;
     let _: () = c
@@ -234,7 +244,9 @@ async fn a_fresh_claim_consults_a_recorded_receipt() {
 async fn a_worker_five_minutes_ahead_never_treats_a_live_attempt_as_dead() {
     let e = env("skew", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let live = window(&e, conn, 3000);
     let run = "skew1";
     // A live attempt (another worker, in its provider call) holds the run...
@@ -292,20 +304,26 @@ async fn a_worker_five_minutes_ahead_never_treats_a_live_attempt_as_dead() {
 async fn activate_and_abandon(e: &Env, lock_ms: u64) -> String {
     let id = add(e, &data("stalled-before")).await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let cfg = ringback::WorkerConfig {
         redis_url: e.redis.url(),
         queue: e.queue.clone(),
         lock_duration: Duration::from_millis(lock_ms),
         ..Default::default()
     };
-    let commands = ringback::commands::Commands::new(conn, e.keys.clone(), Default::default());
+    let commands =
+        ringback::queue::commands::Commands::new(conn, e.keys.clone(), Default::default());
     let fetched = commands
-        .move_to_active(&ringback::commands::FetchArgs::new(&cfg, "dead-token"))
+        .move_to_active(&ringback::queue::commands::FetchArgs::new(
+            &cfg,
+            "dead-token",
+        ))
         .await
         .unwrap();
     assert!(
-        matches!(&fetched, ringback::commands::Fetched::Job(j) if j.id == id),
+        matches!(&fetched, ringback::queue::commands::Fetched::Job(j) if j.id == id),
         "{fetched:?}"
     );
     id
@@ -323,7 +341,10 @@ async fn a_job_the_stall_limit_fails_before_any_attempt_is_still_texted() {
     );
     let (state, h) = finished(&e, &id).await;
     assert_eq!(state, "failed");
-    assert_eq!(h["failedReason"], ringback::orphans::STALLED_LIMIT_REASON);
+    assert_eq!(
+        h["failedReason"],
+        ringback::callbacks::orphans::STALLED_LIMIT_REASON
+    );
     wait_for(T, "the adopted callback to be texted", || async {
         (texts(&e, "stalled-before") == 1).then_some(())
     })
@@ -395,7 +416,9 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
         assert!(matches!(sent, SendOutcome::Accepted(_)));
     }
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let w = window(&e, conn.clone(), 3000);
     // An ambiguous attempt of this run.
     w.claim(run, "amb", None, "j", "w", TO, "", &body(run))
@@ -403,7 +426,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
         .unwrap();
     assert!(w.hold(run, "amb", "timeout").await.unwrap());
     let processor = processor(&e, conn, sms_config());
-    let req = ringback::callback::CallbackRequest {
+    let req = ringback::callbacks::callback::CallbackRequest {
         run_id: run.into(),
         to: TO.into(),
         body: body(run),
@@ -416,7 +439,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
     assert_eq!(v["status"], "unknown", "{v}");
     assert_eq!(e.sim.store.all().len(), 2, "nothing resent blind");
     let mut c = e.redis.conn().await;
-    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let esc = ringback::store::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
     let exists: bool = c
         .exists(esc.job(&format!("escalation:{run}")))
         .await
@@ -498,7 +521,7 @@ async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
         ],
     );
     let mut c = e.redis.conn().await;
-    let workers = ringback::keys::ringback_workers("agent-callback:");
+    let workers = ringback::store::keys::ringback_workers("agent-callback:");
     wait_for(T, "the live worker's heartbeat", || {
         let (mut c, workers) = (c.clone(), workers.clone());
         async move { (c.zcard::<_, u64>(&workers).await.unwrap() > 0).then_some(()) }
@@ -601,7 +624,7 @@ async fn credentials_refused_for_20_s_fail_nothing_and_every_callback_is_texted_
     }
     assert_eq!(e.sim.store.all().len(), 30, "0 duplicates, 0 lost");
     assert!(w.stats.not_ready().is_none(), "ready again");
-    assert!(w.stats.get(ringback::sms::SmsEvent::AuthRefused) >= 30);
+    assert!(w.stats.get(ringback::callbacks::sms::SmsEvent::AuthRefused) >= 30);
     w.stop().await;
 }
 
@@ -613,14 +636,14 @@ async fn lookups_that_keep_failing_are_escalated_once_and_never_resent_blind() {
         r#"{"create":[{"fault":"create_then_drop","times":1}],"auth":{"refuse":"lookups"}}"#,
     )
     .await;
-    let sms = ringback::sms::SmsConfig {
+    let sms = ringback::callbacks::sms::SmsConfig {
         unknown_escalate: Duration::from_millis(1000),
         ..sms_config()
     };
     let w = start_worker(&e, sms).await;
     let id = add(&e, &data("unk")).await;
     let mut c = e.redis.conn().await;
-    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let esc = ringback::store::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
     let escalation = esc.job("escalation:unk");
     wait_for(T, "the unknown send to be escalated", || {
         let (mut c, k) = (c.clone(), escalation.clone());
@@ -663,7 +686,7 @@ async fn an_escalated_unknown_proven_by_a_late_receipt_is_resolved_with_a_notice
             "callbacks":[{"delay_ms":2500}]}"#,
     )
     .await;
-    let mut sms = ringback::sms::SmsConfig {
+    let mut sms = ringback::callbacks::sms::SmsConfig {
         unknown_escalate: Duration::from_millis(1000),
         ..sms_config()
     };
@@ -680,7 +703,7 @@ async fn an_escalated_unknown_proven_by_a_late_receipt_is_resolved_with_a_notice
         ["escalation:late", "escalation:late:resolved"]
     );
     let mut c = e.redis.conn().await;
-    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let esc = ringback::store::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
     let notice: String = c
         .hget(esc.job("escalation:late:resolved"), "data")
         .await
@@ -775,7 +798,9 @@ async fn sigterm_never_cuts_a_sweep_send_before_its_sent_marker() {
     )
     .await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     // An orphan: claimed by a worker that is gone, no job behind it.
     let w = window(&e, conn, 200);
     w.claim("sd", "gone", None, "j", "w", TO, "", &body("sd"))
@@ -821,7 +846,7 @@ async fn stall_failed(e: &Env, c: &mut redis::aio::MultiplexedConnection, id: &s
         .arg("data")
         .arg(data(&format!("scan-{id}")))
         .arg("failedReason")
-        .arg(ringback::orphans::STALLED_LIMIT_REASON)
+        .arg(ringback::callbacks::orphans::STALLED_LIMIT_REASON)
         .query_async(c)
         .await
         .unwrap();
@@ -833,7 +858,9 @@ async fn the_stall_failure_scan_neither_sticks_on_equal_scores_nor_skips_one_sco
     let e = env("scan-cursor", "").await;
     let mut c = e.redis.conn().await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let p = processor(&e, conn, sms_config());
     // 450 failures finished in the same millisecond: more than two pages of one score
     let at = 1_700_000_000_000i64;
@@ -842,28 +869,38 @@ async fn the_stall_failure_scan_neither_sticks_on_equal_scores_nor_skips_one_sco
     }
     let mut adopted = 0;
     for _ in 0..5 {
-        adopted += ringback::orphans::adopt_stall_failures(&p).await.unwrap();
+        adopted += ringback::callbacks::orphans::adopt_stall_failures(&p)
+            .await
+            .unwrap();
     }
     assert_eq!(adopted, 450, "every failure of the one score adopted");
     // one scored later, then one scored below the cursor (another host's clock, 2 s behind)
     stall_failed(&e, &mut c, "later", at + 5_000).await;
     assert_eq!(
-        ringback::orphans::adopt_stall_failures(&p).await.unwrap(),
+        ringback::callbacks::orphans::adopt_stall_failures(&p)
+            .await
+            .unwrap(),
         1
     );
     stall_failed(&e, &mut c, "behind", at + 3_000).await;
     assert_eq!(
-        ringback::orphans::adopt_stall_failures(&p).await.unwrap(),
+        ringback::callbacks::orphans::adopt_stall_failures(&p)
+            .await
+            .unwrap(),
         1,
         "a failure scored below the cursor is still adopted"
     );
     // and nothing twice
     assert_eq!(
-        ringback::orphans::adopt_stall_failures(&p).await.unwrap(),
+        ringback::callbacks::orphans::adopt_stall_failures(&p)
+            .await
+            .unwrap(),
         0
     );
     let open: usize = c
-        .zcard(ringback::keys::open_attempts(&sms_config().claim_prefix))
+        .zcard(ringback::store::keys::open_attempts(
+            &sms_config().claim_prefix,
+        ))
         .await
         .unwrap();
     assert_eq!(open, 452);

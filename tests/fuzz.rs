@@ -12,9 +12,9 @@ mod common;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::{RedisServer, queue_name};
-use ringback::api::app;
-use ringback::callback::CallbackRequest;
-use ringback::job::{Job, JobOptions};
+use ringback::callbacks::callback::CallbackRequest;
+use ringback::edge::api::app;
+use ringback::queue::job::{Job, JobOptions};
 use ringback::twilio::message::is_e164;
 use ringback::twilio::signature;
 use serde_json::Value;
@@ -157,7 +157,7 @@ fn callback_data_is_parsed_or_refused_with_its_field_named() {
             Ok(req) => {
                 let n = req.run_id.chars().count();
                 assert!(
-                    (1..=ringback::callback::MAX_RUN_ID).contains(&n),
+                    (1..=ringback::callbacks::callback::MAX_RUN_ID).contains(&n),
                     "runId accepted: {:?}",
                     req.run_id
                 );
@@ -167,8 +167,8 @@ fn callback_data_is_parsed_or_refused_with_its_field_named() {
                     req.run_id
                 );
                 // every record of the run in its claim key's slot, whatever the runId holds
-                let w = ringback::keys::WindowKeys::new("agent-callback:", &req.run_id);
-                let slot = |k: &str| ringback::slots::slot(k.as_bytes());
+                let w = ringback::store::keys::WindowKeys::new("agent-callback:", &req.run_id);
+                let slot = |k: &str| ringback::store::slots::slot(k.as_bytes());
                 assert_eq!(slot(&w.attempt), slot(&w.claim), "{:?}", req.run_id);
                 assert_eq!(slot(&w.record), slot(&w.claim), "{:?}", req.run_id);
                 assert!(is_e164(&req.to), "to accepted: {:?}", req.to);
@@ -234,7 +234,7 @@ fn stored_jobs_of_any_shape_decode_without_panicking() {
             ringback::Outcome::unrecoverable("no"),
             ringback::Outcome::Completed(Value::Null),
         ] {
-            let _ = ringback::worker::decide(&job, outcome, 0.5);
+            let _ = ringback::queue::worker::decide(&job, outcome, 0.5);
         }
     });
 }
@@ -315,7 +315,7 @@ fn json_as_javascript_writes_it_reads_back_the_same() {
             mutate(g, seed)
         };
         if let Ok(v) = serde_json::from_str::<Value>(&input) {
-            let out = ringback::json::stringify(&v);
+            let out = ringback::store::json::stringify(&v);
             let back: Value =
                 serde_json::from_str(&out).unwrap_or_else(|e| panic!("{out:?} is not JSON: {e}"));
             assert!(same(&v, &back), "round trip of {input:?} gave {out:?}");

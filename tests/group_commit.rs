@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 
 use common::{Add, RedisServer, add_job};
 use redis::AsyncCommands;
-use ringback::commands::{Commands, FetchArgs, Fetched, Finish};
-use ringback::group_commit::batch_layout;
-use ringback::job::KeepJobs;
-use ringback::keys::{QueueKeys, WindowKeys};
-use ringback::scripts::{RoundTrips, scripts};
+use ringback::queue::commands::{Commands, FetchArgs, Fetched, Finish};
+use ringback::queue::job::KeepJobs;
+use ringback::store::group_commit::batch_layout;
+use ringback::store::keys::{QueueKeys, WindowKeys};
+use ringback::store::scripts::{RoundTrips, scripts};
 
 const FINISHING: usize = 3;
 const WAITING: usize = 5;
@@ -48,7 +48,9 @@ async fn side(server: &RedisServer, name: &str) -> Side {
         .await;
     }
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let cmds = Commands::new(conn, keys, Default::default());
     let mut active = vec![];
     for i in 0..FINISHING {
@@ -90,12 +92,12 @@ fn calls(s: &Side, step: bool) -> Vec<(Vec<String>, Vec<String>)> {
             let step_keys = [
                 k.claim,
                 k.attempt,
-                ringback::keys::open_attempts(p),
-                ringback::keys::message_link(&sid),
+                ringback::store::keys::open_attempts(p),
+                ringback::store::keys::message_link(&sid),
                 k.record,
-                ringback::keys::callback_history(p, &run),
-                ringback::keys::reconcile_schedule(p),
-                ringback::keys::recent_runs(p),
+                ringback::store::keys::callback_history(p, &run),
+                ringback::store::keys::reconcile_schedule(p),
+                ringback::store::keys::recent_runs(p),
             ];
             let t = WindowKeys::new(p, "\u{1}");
             let step_args: Vec<String> = [
@@ -115,6 +117,8 @@ fn calls(s: &Side, step: bool) -> Vec<(Vec<String>, Vec<String>)> {
                 "60000",
                 "600000",
                 "20000",
+                "5000",
+                "\nagent-callback\n",
             ]
             .map(str::to_string)
             .to_vec();
@@ -323,7 +327,9 @@ async fn one_plain_batch_call_leaves_what_the_same_calls_in_turn_leave() {
 async fn a_failed_group_call_sends_each_job_on_its_own() {
     let server = RedisServer::start();
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let cmds = Commands::new(
         conn.clone(),
         QueueKeys::new("bull", "qfallback"),
@@ -331,10 +337,10 @@ async fn a_failed_group_call_sends_each_job_on_its_own() {
     );
     cmds.ensure_scripts().await.unwrap();
     let trips = std::sync::Arc::new(RoundTrips::default());
-    let group = std::sync::Arc::new(ringback::group_commit::GroupCommit::start(
+    let group = std::sync::Arc::new(ringback::store::group_commit::GroupCommit::start(
         conn,
         trips.clone(),
-        ringback::group_commit::IN_FLIGHT,
+        ringback::store::group_commit::IN_FLIGHT,
     ));
     let finish = Finish::Completed {
         returnvalue: "null".into(),

@@ -16,8 +16,8 @@ use common::callbacks::*;
 use common::proxy::LossyProxy;
 use common::wait_for;
 use redis::AsyncCommands;
-use ringback::scripts::scripts;
-use ringback::sms::SmsEvent;
+use ringback::callbacks::sms::SmsEvent;
+use ringback::store::scripts::scripts;
 use ringback::{Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -41,8 +41,8 @@ async fn rig(test: &str) -> Rig {
 struct Started {
     names: Vec<String>,
     ids: Vec<String>,
-    sms: Arc<ringback::sms::SmsStats>,
-    stats: Arc<ringback::worker::WorkerStats>,
+    sms: Arc<ringback::callbacks::sms::SmsStats>,
+    stats: Arc<ringback::queue::worker::WorkerStats>,
     cancel: CancellationToken,
     handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
 }
@@ -59,7 +59,9 @@ async fn start(r: &Rig, name: &str, runs: usize, fused: bool, concurrency: usize
         ids.push(add(e, &data(run)).await);
     }
     let client = redis::Client::open(r.proxy.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let processor = processor(e, conn, sms_config()).with_fused_finish(fused);
     let sms = processor.stats();
     let config = WorkerConfig {
@@ -108,7 +110,7 @@ impl Started {
 /// Run `runs` callbacks with the proxy's losses armed; assert the outcome described in the
 /// module docs.
 async fn run_through(r: &Rig, runs: usize, fused: bool, concurrency: usize) {
-    let overruns = ringback::window::window_overruns();
+    let overruns = ringback::callbacks::window::window_overruns();
     let run = start(r, "lost", runs, fused, concurrency)
         .await
         .each_texted_once(r)
@@ -125,8 +127,8 @@ async fn run_through(r: &Rig, runs: usize, fused: bool, concurrency: usize) {
 /// run. One run per job, so no claim ever waits for another attempt: a re-executed claim that
 /// did not know its own attempt would wait for that attempt's liveness and resolve it.
 fn nothing_counted_twice(
-    stats: &ringback::worker::WorkerStats,
-    sms: &ringback::sms::SmsStats,
+    stats: &ringback::queue::worker::WorkerStats,
+    sms: &ringback::callbacks::sms::SmsStats,
     overruns_before: u64,
     runs: usize,
 ) {
@@ -136,7 +138,7 @@ fn nothing_counted_twice(
         "no lock counted lost"
     );
     assert_eq!(
-        ringback::window::window_overruns(),
+        ringback::callbacks::window::window_overruns(),
         overruns_before,
         "no overrun counted"
     );
@@ -191,7 +193,7 @@ async fn a_lost_plain_claim_reply_on_the_first_job_of_a_fused_worker() {
 /// A claim answered later than its freshness bound (pending TTL less the provider timeout and
 /// the safety margin, and never under 1 s: here 1 s) starts no send: the worker gives the claim back and claims
 /// again, so the attempt that sends always has its whole provider timeout inside its liveness.
-async fn late_answers(r: &Rig, sha: &str, fused: bool) -> Arc<ringback::sms::SmsStats> {
+async fn late_answers(r: &Rig, sha: &str, fused: bool) -> Arc<ringback::callbacks::sms::SmsStats> {
     r.proxy.slow_script(sha, 2, Duration::from_millis(1500));
     start(r, "late", 6, fused, 1)
         .await
@@ -223,7 +225,10 @@ async fn a_fused_finish_answered_too_late_gives_its_next_claim_back() {
 async fn sent_within_the_bound_of_their_claim(r: &Rig) {
     let mut c = r.e.redis.conn().await;
     for i in 0..6 {
-        let k = ringback::keys::WindowKeys::new(&sms_config().claim_prefix, &format!("late-{i}"));
+        let k = ringback::store::keys::WindowKeys::new(
+            &sms_config().claim_prefix,
+            &format!("late-{i}"),
+        );
         let (claimed, sent): (i64, i64) = redis::cmd("HMGET")
             .arg(&k.attempt)
             .arg("claimed_at")
@@ -244,7 +249,9 @@ async fn sent_within_the_bound_of_their_claim(r: &Rig) {
 async fn every_window_call_run_twice_answers_as_its_first_run() {
     let e = env("twice", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let w = window(&e, conn, 3000);
     let claim = |run: &'static str, token: &'static str| {
         let w = w.clone();
@@ -254,7 +261,7 @@ async fn every_window_call_run_twice_answers_as_its_first_run() {
                 .unwrap()
         }
     };
-    use ringback::window::Claim;
+    use ringback::callbacks::window::Claim;
     // a claim: the second run is the same caller's claim, not another attempt's (busy)
     for _ in 0..2 {
         assert!(
@@ -364,9 +371,11 @@ async fn on_a_cluster_lost_claim_and_marker_replies_text_each_run_once() {
     let seeds: Vec<String> = announced.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let url = format!("redis+cluster://{}", seeds.join(","));
     let q = e.queue.clone();
-    let k = ringback::keys::QueueKeys::new("{bull}", &q);
-    let client = ringback::connection::client(&url, &Default::default()).unwrap();
-    let mut conn = ringback::connection::commands(&client).await.unwrap();
+    let k = ringback::store::keys::QueueKeys::new("{bull}", &q);
+    let client = ringback::store::connection::client(&url, &Default::default()).unwrap();
+    let mut conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     assert!(conn.is_cluster());
     let runs: Vec<String> = (0..30).map(|i| format!("lost-cluster-{i}")).collect();
     for (i, run) in runs.iter().enumerate() {
@@ -377,7 +386,10 @@ async fn on_a_cluster_lost_claim_and_marker_replies_text_each_run_once() {
                 ("name", "agent-callback"),
                 ("data", data(run).as_str()),
                 ("opts", r#"{"attempts":3}"#),
-                ("timestamp", &ringback::commands::now_ms().to_string()),
+                (
+                    "timestamp",
+                    &ringback::queue::commands::now_ms().to_string(),
+                ),
                 ("delay", "0"),
                 ("priority", "0"),
             ])
@@ -398,8 +410,8 @@ async fn on_a_cluster_lost_claim_and_marker_replies_text_each_run_once() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    let overruns = ringback::window::window_overruns();
-    let processor = ringback::sms::SmsProcessor::new(
+    let overruns = ringback::callbacks::window::window_overruns();
+    let processor = ringback::callbacks::sms::SmsProcessor::new(
         sms_config(),
         conn.clone(),
         ringback::twilio::TwilioClient::new(twilio_config(&e.sim_base)).unwrap(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::callbacks::*;
 use common::wait_for;
 use redis::AsyncCommands;
-use ringback::keys::WindowKeys;
+use ringback::store::keys::WindowKeys;
 
 fn free_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

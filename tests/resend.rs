@@ -31,7 +31,7 @@ async fn resend(e: &Env, run: &str) -> (Option<i32>, String, String) {
 /// Waits until `run`'s callback record (`which` = "record") or attempt record ("attempt") has
 /// `field` = `value`.
 async fn hash_field_is(e: &Env, which: &str, run: &str, field: &str, value: &str) {
-    let keys = ringback::keys::WindowKeys::new("agent-callback:", run);
+    let keys = ringback::store::keys::WindowKeys::new("agent-callback:", run);
     let key = if which == "record" {
         keys.record
     } else {

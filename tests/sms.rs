@@ -11,8 +11,8 @@ use common::callbacks::*;
 use common::wait_for;
 use redis::AsyncCommands;
 use ringback::Worker;
-use ringback::keys::{QueueKeys, WindowKeys};
-use ringback::sms::{SmsConfig, SmsEvent};
+use ringback::callbacks::sms::{SmsConfig, SmsEvent};
+use ringback::store::keys::{QueueKeys, WindowKeys};
 
 use tokio_util::sync::CancellationToken;
 
@@ -48,7 +48,7 @@ async fn sends_once_and_a_repeat_is_deduplicated() {
         serde_json::json!({"runId": "r1", "messageSid": sid, "status": "sent", "deduplicated": true})
     );
     assert_eq!(texts(&e, "r1"), 1);
-    use ringback::sms::SmsEvent;
+    use ringback::callbacks::sms::SmsEvent;
     assert_eq!(
         (
             w.stats.get(SmsEvent::Sent),
@@ -56,9 +56,11 @@ async fn sends_once_and_a_repeat_is_deduplicated() {
         ),
         (1, 1)
     );
-    let metrics = ringback::metrics::encode(
+    let metrics = ringback::edge::metrics::encode(
         &e.queue,
-        vec![Box::new(ringback::metrics::SmsCollector(w.stats.clone()))],
+        vec![Box::new(ringback::edge::metrics::SmsCollector(
+            w.stats.clone(),
+        ))],
     );
     assert!(
         metrics.contains(&format!(
@@ -101,7 +103,7 @@ async fn bad_jobs_fail_at_once_naming_the_field_and_are_escalated() {
         (
             format!(
                 r#"{{"runId":"{}","to":"+15558675310","body":"x"}}"#,
-                "r".repeat(ringback::callback::MAX_RUN_ID + 1)
+                "r".repeat(ringback::callbacks::callback::MAX_RUN_ID + 1)
             ),
             "`runId` is longer",
         ),
@@ -167,7 +169,7 @@ async fn a_permanent_failure_releases_the_claim_so_a_later_job_sends() {
     let later = add(&e, &data("p1")).await;
     assert_eq!(finished(&e, &later).await.0, "completed");
     assert_eq!(texts(&e, "p1"), 1);
-    use ringback::sms::SmsEvent;
+    use ringback::callbacks::sms::SmsEvent;
     assert_eq!(
         (
             w.stats.get(SmsEvent::Permanent),
@@ -196,7 +198,10 @@ async fn rate_limited_sends_once_later_without_using_an_attempt() {
     );
     assert_eq!(h["atm"], "1", "the wait used no attempt");
     assert_eq!(texts(&e, "rl"), 1);
-    assert_eq!(w.stats.get(ringback::sms::SmsEvent::RetryLater), 1);
+    assert_eq!(
+        w.stats.get(ringback::callbacks::sms::SmsEvent::RetryLater),
+        1
+    );
     w.stop().await;
 }
 
@@ -219,11 +224,11 @@ async fn created_then_dropped_without_receipts_is_never_resent_and_a_person_is_t
     assert_eq!(texts(&e, "d1"), 1);
     assert_eq!(escalation_ids(&e).await, ["escalation:d1"]);
     let mut c = e.redis.conn().await;
-    let esc = ringback::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let esc = ringback::store::keys::QueueKeys::new("bull", &format!("{}-escalations", e.queue));
     let job: String = c.hget(esc.job("escalation:d1"), "data").await.unwrap();
     assert!(job.contains(r#""kind":"unknown_settled""#), "{job}");
     assert!(job.contains("no receipt links to this run"), "{job}");
-    assert_eq!(w.stats.get(ringback::sms::SmsEvent::Unknown), 1);
+    assert_eq!(w.stats.get(ringback::callbacks::sms::SmsEvent::Unknown), 1);
     w.stop().await;
 }
 
@@ -377,7 +382,9 @@ async fn crash_after_sent_marker_does_not_resend() {
 async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
     let e = env("orphan", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let w = window(&e, conn.clone(), 200);
     // An attempt claimed, then its process died and its job was dropped (the legacy worker
     // completes a job whose claim it cannot take): no job will ever retry it.
@@ -386,12 +393,15 @@ async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
         .claim("o1", "tok-1", None, "gone", "w", TO, "", body)
         .await
         .unwrap();
-    assert!(matches!(claim, ringback::window::Claim::Claimed { .. }));
+    assert!(matches!(
+        claim,
+        ringback::callbacks::window::Claim::Claimed { .. }
+    ));
     let processor = processor(&e, conn, sms_config());
     let resolved = wait_for(T, "the sweep to resolve the orphan", || {
         let p = processor.clone();
         async move {
-            let resolved = ringback::orphans::sweep(&p, None, &Default::default())
+            let resolved = ringback::callbacks::orphans::sweep(&p, None, &Default::default())
                 .await
                 .unwrap();
             (!resolved.is_empty()).then_some(resolved)
@@ -411,7 +421,7 @@ async fn an_orphaned_attempt_is_resolved_by_the_sweep_and_sent_once() {
         .unwrap();
     assert!(claim.starts_with("sent:SM"), "{claim}");
     assert!(
-        ringback::orphans::sweep(&processor, None, &Default::default())
+        ringback::callbacks::orphans::sweep(&processor, None, &Default::default())
             .await
             .unwrap()
             .is_empty(),
@@ -432,7 +442,9 @@ async fn a_lookup_never_takes_another_runs_message() {
     let client = redis::Client::open(e.redis.url()).unwrap();
     let w = window(
         &e,
-        ringback::connection::commands(&client).await.unwrap(),
+        ringback::store::connection::commands(&client)
+            .await
+            .unwrap(),
         200,
     );
     w.claim("rb", "tok-b", None, "old", "w", TO, "", body)
@@ -478,7 +490,9 @@ async fn receipts_end_in_the_simulators_final_status() {
     sms.receipt_poll_after = Duration::from_millis(300);
     sms.delivery_deadline = Duration::from_millis(1500);
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let processor = processor(&e, conn, sms);
     tokio::spawn(
         processor
@@ -614,7 +628,9 @@ async fn stream_of_jobs(fused: bool) -> f64 {
     }
     let before = calls(&e, "evalsha").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let p = processor(&e, conn, sms_config()).with_fused_finish(fused);
     let worker = Worker::new(worker_config(&e), p).unwrap();
     let cancel = CancellationToken::new();
@@ -637,16 +653,19 @@ async fn stream_of_jobs(fused: bool) -> f64 {
         assert_eq!(state, "sent");
         let status: String = c.hget(&k.record, "status").await.unwrap();
         assert_eq!(status, "queued");
-        let link: String = c.get(ringback::keys::message_link(&sids[0])).await.unwrap();
+        let link: String = c
+            .get(ringback::store::keys::message_link(&sids[0]))
+            .await
+            .unwrap();
         assert_eq!(&link, run);
     }
     let open: u64 = c
-        .zcard(ringback::keys::open_attempts("agent-callback:"))
+        .zcard(ringback::store::keys::open_attempts("agent-callback:"))
         .await
         .unwrap();
     assert_eq!(open, 0, "fused {fused}: no attempt left open");
     let recent: u64 = c
-        .zcard(ringback::keys::recent_runs("agent-callback:"))
+        .zcard(ringback::store::keys::recent_runs("agent-callback:"))
         .await
         .unwrap();
     assert_eq!(recent, 30);
@@ -733,7 +752,9 @@ async fn the_fused_claim_is_never_made_for_a_job_the_processor_refuses() {
         ids.push(add(&e, d).await);
     }
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let p = processor(&e, conn, sms_config());
     // one job at a time: every job after the first is fetched by its predecessor's finish
     let cfg = ringback::WorkerConfig {
@@ -814,7 +835,9 @@ async fn run_through_worker(
     }
     let before = commandstats(e).await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let p = processor(e, conn, sms_config());
     let cfg = ringback::WorkerConfig {
         concurrency,
@@ -1172,7 +1195,7 @@ async fn a_long_runid_is_named_by_its_short_key_in_receipts_and_fallbacks() {
     assert_eq!(texts(&e, &run), 1);
     let sid = &sent_sids(&e, &run)[0];
     let url = e.sim.store.status_callback_of(sid).unwrap();
-    let key = ringback::callback::short_key(&run).unwrap();
+    let key = ringback::callbacks::callback::short_key(&run).unwrap();
     assert!(
         url.contains(&format!("runKey={key}&")) && !url.contains("runId="),
         "{url}"
@@ -1188,7 +1211,7 @@ async fn a_long_runid_is_named_by_its_short_key_in_receipts_and_fallbacks() {
     assert_eq!(finished(&e, &id).await.0, "failed");
     let fallback = format!(
         "{}:escalation",
-        ringback::callback::short_key(&refused).unwrap()
+        ringback::callbacks::callback::short_key(&refused).unwrap()
     );
     let mut c = e.redis.conn().await;
     let claim = WindowKeys::new("agent-callback:", &fallback).claim;

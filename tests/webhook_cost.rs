@@ -41,16 +41,18 @@ async fn webhook_redis_cost() {
     let server = RedisServer::start();
     let q = queue_name("webhook-cost");
     let state = state(&server, &q).await;
-    let router = ringback::api::app(state.clone());
+    let router = ringback::edge::api::app(state.clone());
     let sid = |i: usize| format!("SM{i:032x}");
     // the send path's records first (not measured): each run's message marked sent
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let window = ringback::window::Window::new(
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let window = ringback::callbacks::window::Window::new(
         conn,
         Default::default(),
         "agent-callback:".into(),
-        ringback::window::WindowTimes {
+        ringback::callbacks::window::WindowTimes {
             pending_ttl: std::time::Duration::from_secs(60),
             lease: std::time::Duration::from_secs(600),
             sent_ttl: std::time::Duration::from_secs(3600),
@@ -65,9 +67,18 @@ async fn webhook_redis_cost() {
             .claim(&run, "t", None, "j", "w", "+15558675310", "", "b")
             .await
             .unwrap();
-        assert!(matches!(claim, ringback::window::Claim::Claimed { .. }));
+        assert!(matches!(
+            claim,
+            ringback::callbacks::window::Claim::Claimed { .. }
+        ));
         window
-            .mark_sent(&run, "t", &sid(i), "queued", ringback::window::Marked::Sent)
+            .mark_sent(
+                &run,
+                "t",
+                &sid(i),
+                "queued",
+                ringback::callbacks::window::Marked::Sent,
+            )
             .await
             .unwrap();
     }

@@ -10,16 +10,18 @@ use std::time::Duration;
 
 use common::callbacks::*;
 use redis::AsyncCommands;
-use ringback::keys::{self, WindowKeys};
-use ringback::slots::Topology;
+use ringback::callbacks::window::{Claim, MarkSent, Marked, Window};
+use ringback::store::keys::{self, WindowKeys};
+use ringback::store::slots::Topology;
 use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
-use ringback::window::{Claim, MarkSent, Marked, Window};
 
 const PREFIX: &str = "agent-callback:";
 
 async fn window(e: &Env, topology: Topology, pending_ms: u64) -> Window {
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     common::callbacks::window(e, conn, pending_ms).with_topology(topology)
 }
 
@@ -80,20 +82,22 @@ async fn per_slot_and_fused_leave_the_same_keys() {
 async fn the_slot_check_refuses_a_cross_slot_call_before_sending_it() {
     let e = env("slots-refuse", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let mut conn = ringback::connection::commands(&client).await.unwrap();
+    let mut conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let k = WindowKeys::new(PREFIX, "refused");
     // the single-Redis layout of window_hold: the index is in another slot
     let keys = [k.claim.clone(), k.attempt, keys::open_attempts(PREFIX)];
     let args = ["t1", "1000", "1000", "why", "refused"];
-    let trips = ringback::scripts::RoundTrips::default();
-    let r: redis::RedisResult<i64> = ringback::scripts::scripts()
+    let trips = ringback::store::scripts::RoundTrips::default();
+    let r: redis::RedisResult<i64> = ringback::store::scripts::scripts()
         .window_hold
         .run_in(Topology::PerSlot, &mut conn, &trips, &keys, &args)
         .await;
     assert_eq!(r.unwrap_err().code(), Some("CROSSSLOT"));
     assert_eq!(trips.get(), 0, "nothing was sent");
     // the same call is fine on a single Redis
-    let r: i64 = ringback::scripts::scripts()
+    let r: i64 = ringback::store::scripts::scripts()
         .window_hold
         .run_in(Topology::Fused, &mut conn, &trips, &keys, &args)
         .await
@@ -178,7 +182,9 @@ async fn a_cut_before_the_sent_marker_is_repaired_by_the_reconciler() {
     assert!(index_score(&mut c, run).await.is_some(), "still indexed");
 
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let mut sms = sms_config();
     sms.pending_ttl = Duration::from_millis(pending_ms);
     let reconciler = processor(&e, conn, sms).reconciler();
@@ -255,15 +261,17 @@ async fn a_dead_claim_is_swept_per_slot_once() {
 async fn a_claim_whose_intent_came_due_opens_nothing() {
     let e = env("slots-due", "").await;
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let mut conn = ringback::connection::commands(&client).await.unwrap();
+    let mut conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let k = WindowKeys::new(PREFIX, "late");
     let keys = [k.claim.clone(), k.attempt.clone(), k.record];
     let args = [
         "t1", "job", "worker", "", "3000", "6000", "3600000", TO, "", "hi", "late", "30000",
         "20000", "1", // the intent came due at 1 ms after the epoch
     ];
-    let trips = ringback::scripts::RoundTrips::default();
-    let reply: Vec<String> = ringback::scripts::scripts()
+    let trips = ringback::store::scripts::RoundTrips::default();
+    let reply: Vec<String> = ringback::store::scripts::scripts()
         .window_claim
         .run_in(Topology::PerSlot, &mut conn, &trips, &keys, &args)
         .await
@@ -286,7 +294,7 @@ async fn a_claim_whose_intent_came_due_opens_nothing() {
 /// and the list live the record TTL from their first write; later statuses refresh neither.
 #[tokio::test]
 async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write() {
-    use ringback::receipts::{ReceiptTimes, Receipts, Source, StatusUpdate};
+    use ringback::callbacks::receipts::{ReceiptTimes, Receipts, Source, StatusUpdate};
     let e = env("slots-send-entry", "").await;
     let mut c = e.redis.conn().await;
     let client = redis::Client::open(e.redis.url()).unwrap();
@@ -304,7 +312,7 @@ async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write(
         repeat_id: None,
         attempt: None,
     };
-    let summary = |r: &ringback::receipts::CallbackRecord| -> Vec<String> {
+    let summary = |r: &ringback::callbacks::receipts::CallbackRecord| -> Vec<String> {
         r.history
             .iter()
             .map(|h| {
@@ -318,7 +326,9 @@ async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write(
     };
     for (n, topology) in [Topology::Fused, Topology::PerSlot].into_iter().enumerate() {
         let w = window(&e, topology, 3000).await;
-        let conn = ringback::connection::commands(&client).await.unwrap();
+        let conn = ringback::store::connection::commands(&client)
+            .await
+            .unwrap();
         let receipts =
             Receipts::new(conn, PREFIX.to_string(), times.clone()).with_topology(topology);
 
@@ -455,7 +465,7 @@ async fn the_send_entry_is_the_records_and_lifetimes_count_from_the_first_write(
             repeat_id: Some(id.to_string()),
             ..update(&run, &sid(40 + n as u32), status)
         };
-        let outcome = |a: ringback::receipts::Applied| a.outcome;
+        let outcome = |a: ringback::callbacks::receipts::Applied| a.outcome;
         let first = receipts
             .apply(&repeated("no-such-status", "token:a"))
             .await
@@ -561,7 +571,9 @@ async fn the_open_index_is_a_skiplist_and_never_shows_its_pad() {
         .unwrap();
     let url = e.redis.url().replace("redis://", "redis://no-object:pw@");
     let client = redis::Client::open(url).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let limited = common::callbacks::window(&e, conn, 3000).with_topology(Topology::Fused);
     assert!(matches!(
         claim(&limited, "compact", "t10", None).await,

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use common::{Add, RedisServer, add_job, config, events, job_hash, queue_name, wait_for};
 use redis::AsyncCommands;
-use ringback::keys::QueueKeys;
-use ringback::scripted::ScriptedProcessor;
+use ringback::queue::scripted::ScriptedProcessor;
+use ringback::store::keys::QueueKeys;
 use ringback::{Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -634,16 +634,18 @@ async fn every_script_runs_after_script_flush() {
     let server = RedisServer::start();
     let k = QueueKeys::new("bull", &queue_name("flush"));
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
-    let trips = std::sync::Arc::new(ringback::scripts::RoundTrips::default());
-    let cmds = ringback::commands::Commands::new(conn, k.clone(), trips.clone());
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let trips = std::sync::Arc::new(ringback::store::scripts::RoundTrips::default());
+    let cmds = ringback::queue::commands::Commands::new(conn, k.clone(), trips.clone());
     let mut c = server.conn().await;
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut c)
         .await
         .unwrap();
-    let fetch = ringback::commands::FetchArgs {
+    let fetch = ringback::queue::commands::FetchArgs {
         token: "t:1".into(),
         lock_ms: "1000".into(),
         name: String::new(),
@@ -652,7 +654,7 @@ async fn every_script_runs_after_script_flush() {
     };
     assert!(matches!(
         cmds.move_to_active(&fetch).await.unwrap(),
-        ringback::commands::Fetched::Empty
+        ringback::queue::commands::Fetched::Empty
     ));
     assert_eq!(
         cmds.extend_locks(&[("1".into(), "t:1".into())], 1000)
@@ -674,15 +676,15 @@ async fn every_script_runs_after_script_flush() {
     );
     let job = ringback::Job::from_fields("nope".into(), vec![]);
     for finish in [
-        ringback::commands::Finish::Completed {
+        ringback::queue::commands::Finish::Completed {
             returnvalue: "null".into(),
         },
-        ringback::commands::Finish::RetryNow {
+        ringback::queue::commands::Finish::RetryNow {
             reason: "r".into(),
             stacktrace: "[]".into(),
             lifo: false,
         },
-        ringback::commands::Finish::Delay {
+        ringback::queue::commands::Finish::Delay {
             delay_ms: 5,
             skip_attempt: true,
             failure: None,
@@ -693,7 +695,7 @@ async fn every_script_runs_after_script_flush() {
                 &job,
                 "t:1",
                 &finish,
-                ringback::job::KeepJobs::KEEP_ALL,
+                ringback::queue::job::KeepJobs::KEEP_ALL,
                 None,
                 None,
             )
@@ -710,11 +712,11 @@ async fn every_script_runs_after_script_flush() {
             &job,
             "t:1",
             "null",
-            ringback::job::KeepJobs::KEEP_ALL,
+            ringback::queue::job::KeepJobs::KEEP_ALL,
             None,
             None,
             (
-                &ringback::scripts::scripts().finish_sent,
+                &ringback::store::scripts::scripts().finish_sent,
                 &step_keys,
                 &step_args,
             ),
@@ -728,8 +730,8 @@ async fn every_script_runs_after_script_flush() {
     );
     // the group commit's batch scripts: an empty group answers an empty list
     for batch in [
-        &ringback::scripts::scripts().finish_sent_batch,
-        &ringback::scripts::scripts().move_to_finished_batch,
+        &ringback::store::scripts::scripts().finish_sent_batch,
+        &ringback::store::scripts::scripts().move_to_finished_batch,
     ] {
         let reply: Vec<redis::Value> = batch
             .run(
@@ -743,7 +745,7 @@ async fn every_script_runs_after_script_flush() {
         assert!(reply.is_empty(), "{}: {reply:?}", batch.name);
     }
     assert_eq!(
-        cmds.update_job_scheduler(&job, "none", ringback::commands::now_ms(), None)
+        cmds.update_job_scheduler(&job, "none", ringback::queue::commands::now_ms(), None)
             .await
             .unwrap(),
         "none"
@@ -763,12 +765,14 @@ async fn every_script_runs_after_script_flush() {
     assert!(!child.is_empty());
     // a pending child, but x1 is not locked by this token: refused (-2)
     assert!(cmds.move_to_waiting_children("x1", "t:1").await.is_err());
-    let window_conn = ringback::connection::commands(&client).await.unwrap();
-    let window = ringback::window::Window::new(
+    let window_conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let window = ringback::callbacks::window::Window::new(
         window_conn,
         trips.clone(),
         "agent-callback:".into(),
-        ringback::window::WindowTimes {
+        ringback::callbacks::window::WindowTimes {
             pending_ttl: Duration::from_secs(5),
             lease: Duration::from_secs(30),
             sent_ttl: Duration::from_secs(60),
@@ -783,7 +787,7 @@ async fn every_script_runs_after_script_flush() {
         .unwrap();
     assert_eq!(
         claim,
-        ringback::window::Claim::Claimed {
+        ringback::callbacks::window::Claim::Claimed {
             token: "tok".into()
         }
     );
@@ -796,13 +800,19 @@ async fn every_script_runs_after_script_flush() {
     );
     assert_eq!(
         window
-            .mark_sent("f2", "tok", "SM0", "queued", ringback::window::Marked::Sent)
+            .mark_sent(
+                "f2",
+                "tok",
+                "SM0",
+                "queued",
+                ringback::callbacks::window::Marked::Sent
+            )
             .await
             .unwrap(),
-        ringback::window::MarkSent::Overrun,
+        ringback::callbacks::window::MarkSent::Overrun,
         "no claim held: a window overrun"
     );
-    let adopt = ringback::callback::CallbackRequest {
+    let adopt = ringback::callbacks::callback::CallbackRequest {
         run_id: "f3".into(),
         to: "+15558675310".into(),
         body: "b".into(),
@@ -822,26 +832,28 @@ async fn every_script_runs_after_script_flush() {
     // the cluster layout's sweep takes an orphan with window_index.lua first
     let per_slot = window
         .clone()
-        .with_topology(ringback::slots::Topology::PerSlot);
+        .with_topology(ringback::store::slots::Topology::PerSlot);
     assert_eq!(per_slot.sweep("f1").await.unwrap(), None);
     window.heartbeat("w1", "flush test").await.unwrap();
     assert_eq!(
         window.live_workers(Duration::from_secs(5)).await.unwrap(),
         ["flush test (w1)"]
     );
-    let sms = ringback::sms::SmsConfig::default();
+    let sms = ringback::callbacks::sms::SmsConfig::default();
     let (receipts, _) = sms.after_send(
-        ringback::connection::commands(&client).await.unwrap(),
+        ringback::store::connection::commands(&client)
+            .await
+            .unwrap(),
         "bull",
         "flush",
     );
-    let update = ringback::receipts::StatusUpdate {
+    let update = ringback::callbacks::receipts::StatusUpdate {
         run_id: "f2".into(),
         sid: "SM0".into(),
         status: "sent".into(),
         error_code: None,
         raw_dlr_done_date: None,
-        source: ringback::receipts::Source::Poll,
+        source: ringback::callbacks::receipts::Source::Poll,
         repeat_id: None,
         attempt: None,
     };
@@ -856,7 +868,7 @@ async fn every_script_runs_after_script_flush() {
     let loaded: Vec<bool> = redis::cmd("SCRIPT")
         .arg("EXISTS")
         .arg(
-            ringback::scripts::scripts()
+            ringback::store::scripts::scripts()
                 .all()
                 .iter()
                 .map(|s| s.hash())
@@ -958,7 +970,7 @@ async fn every_and_cron_schedulers_get_their_next_iteration_and_unreadable_patte
     // second, and this test (a fraction of one) must be done before it, or that iteration runs
     // too (count 3: seen about once in ten runs started at a random moment).
     let now = loop {
-        let n = ringback::commands::now_ms();
+        let n = ringback::queue::commands::now_ms();
         if n % 1000 < 100 {
             break n;
         }
@@ -1099,7 +1111,7 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
         },
     )
     .await;
-    let tls = ringback::connection::RedisTls {
+    let tls = ringback::store::connection::RedisTls {
         ca_file: Some(common::tls_fixture("ca.crt")),
         client_cert: Some(common::tls_fixture("client.crt")),
         client_key: Some(common::tls_fixture("client.key")),
@@ -1116,16 +1128,16 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
 
     // The server's certificate must chain to the CA we trust, and a server that requires a
     // client certificate refuses a connection without one.
-    let connect = |tls: ringback::connection::RedisTls| {
+    let connect = |tls: ringback::store::connection::RedisTls| {
         let url = server.tls_url();
         async move {
-            let client = ringback::connection::client(&url, &tls)?;
-            ringback::connection::commands(&client).await?;
+            let client = ringback::store::connection::client(&url, &tls)?;
+            ringback::store::connection::commands(&client).await?;
             Ok::<_, ringback::Error>(())
         }
     };
     assert!(connect(tls.clone()).await.is_ok());
-    let other_ca = ringback::connection::RedisTls {
+    let other_ca = ringback::store::connection::RedisTls {
         ca_file: Some(common::tls_fixture("other-ca.crt")),
         ..tls.clone()
     };
@@ -1134,14 +1146,14 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
         err.to_string().to_lowercase().contains("certificate"),
         "{err}"
     );
-    let anonymous = ringback::connection::RedisTls {
+    let anonymous = ringback::store::connection::RedisTls {
         client_cert: None,
         client_key: None,
         ..tls
     };
     let refused = async {
-        let client = ringback::connection::client(&server.tls_url(), &anonymous)?;
-        let mut conn = ringback::connection::commands(&client).await?;
+        let client = ringback::store::connection::client(&server.tls_url(), &anonymous)?;
+        let mut conn = ringback::store::connection::commands(&client).await?;
         redis::cmd("PING").query_async::<String>(&mut conn).await?;
         Ok::<_, ringback::Error>(())
     };

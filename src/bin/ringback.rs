@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use ringback::cli::{
+use ringback::edge::cli::{
     QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
     shutdown_on_signals,
 };
@@ -100,7 +100,7 @@ enum Command {
     /// service, this binary as the worker): exit 0 when it proves one text per run, 1 when not.
     Drill {
         /// stall | cutover | chaos | mixed | rollback | edges | all
-        #[arg(value_parser = clap::builder::PossibleValuesParser::new(ringback::drill::DRILLS))]
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(ringback::edge::drill::DRILLS))]
         name: String,
         /// Callbacks per drill (defaults: stall 20, cutover 200, chaos 300).
         #[arg(long, env = "RINGBACK_DRILL_RUNS")]
@@ -151,7 +151,10 @@ enum ProcessorKind {
 /// Every configuration the run needs, validated.
 struct Validated {
     worker: WorkerConfig,
-    sms: Option<(ringback::sms::SmsConfig, ringback::twilio::TwilioConfig)>,
+    sms: Option<(
+        ringback::callbacks::sms::SmsConfig,
+        ringback::twilio::TwilioConfig,
+    )>,
     warnings: Vec<String>,
     metrics: Option<std::net::SocketAddr>,
 }
@@ -172,7 +175,7 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
         ProcessorKind::Sms => {
             let mut twilio = errors.take(args.twilio.to_config());
             let sms = errors.take(args.sms.to_config());
-            let validity = errors.take(ringback::sms::validity_period(
+            let validity = errors.take(ringback::callbacks::sms::validity_period(
                 args.twilio.validity_period_s,
                 Duration::from_millis(args.sms.delivery_deadline_ms),
             ));
@@ -252,7 +255,7 @@ async fn run(cli: Cli) -> ExitCode {
             harness,
         } => drill(
             harness.as_deref(),
-            ringback::drill::DrillArgs {
+            ringback::edge::drill::DrillArgs {
                 name,
                 runs,
                 bullmq,
@@ -324,7 +327,7 @@ async fn worker(args: &RunArgs) -> ExitCode {
         None => {
             run_until(
                 v.worker,
-                ringback::scripted::ScriptedProcessor,
+                ringback::queue::scripted::ScriptedProcessor,
                 shutdown,
                 v.metrics,
                 None,
@@ -332,7 +335,7 @@ async fn worker(args: &RunArgs) -> ExitCode {
             .await
         }
         Some((sms, twilio)) => {
-            let processor = match ringback::service::connect(
+            let processor = match ringback::callbacks::service::connect(
                 &v.worker.redis_url,
                 &v.worker.redis_tls,
                 v.worker.redis_wait,
@@ -387,7 +390,9 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
     let addr = listener.local_addr().map_or(serve.listen, |a| a);
     println!("ringback serve listening on http://{addr}");
     let queue = (queue.prefix, queue.queue);
-    match ringback::run::serve(listener, client, queue, sms, serve, shutdown_on_signals()).await {
+    match ringback::edge::run::serve(listener, client, queue, sms, serve, shutdown_on_signals())
+        .await
+    {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringback: serve: {e}");
@@ -399,15 +404,15 @@ async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode
 async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) -> ExitCode {
     let record = async {
         let client = queue.client().map_err(ringback::Error::Config)?;
-        let conn = ringback::connection::commands(&client).await?;
-        let sms = ringback::sms::SmsConfig {
+        let conn = ringback::store::connection::commands(&client).await?;
+        let sms = ringback::callbacks::sms::SmsConfig {
             claim_prefix: claim_prefix.to_string(),
             ..Default::default()
         };
         let (receipts, _) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
-        let q = ringback::commands::Commands::new(
+        let q = ringback::queue::commands::Commands::new(
             conn,
-            ringback::keys::QueueKeys::new(&queue.prefix, &queue.queue),
+            ringback::store::keys::QueueKeys::new(&queue.prefix, &queue.queue),
             Default::default(),
         );
         receipts.record(run_id, Some(&q)).await
@@ -485,12 +490,12 @@ async fn run_until<P: ringback::Processor>(
     processor: P,
     shutdown: tokio_util::sync::CancellationToken,
     metrics: Option<std::net::SocketAddr>,
-    sms: Option<ringback::sms::SmsProcessor>,
+    sms: Option<ringback::callbacks::sms::SmsProcessor>,
 ) -> ExitCode {
-    match ringback::run::worker(config, processor, shutdown, metrics, sms).await {
+    match ringback::edge::run::worker(config, processor, shutdown, metrics, sms).await {
         Ok(_) => ExitCode::SUCCESS,
-        Err(ringback::run::RunError::Config(e)) => bad_config(e.into()),
-        Err(ringback::run::RunError::Worker(e)) => failed(e),
+        Err(ringback::edge::run::RunError::Config(e)) => bad_config(e.into()),
+        Err(ringback::edge::run::RunError::Worker(e)) => failed(e),
         Err(e) => {
             eprintln!("ringback: {e}");
             ExitCode::FAILURE
@@ -501,8 +506,8 @@ async fn run_until<P: ringback::Processor>(
 /// Runs the drill in the Node harness, which takes this process's place (so a signal to
 /// `ringback drill` reaches the drill and its children): its exit code is the drill's (0 passed,
 /// 1 failed, 2 unusable).
-fn drill(harness: Option<&std::path::Path>, args: ringback::drill::DrillArgs) -> ExitCode {
-    use ringback::drill;
+fn drill(harness: Option<&std::path::Path>, args: ringback::edge::drill::DrillArgs) -> ExitCode {
+    use ringback::edge::drill;
     use std::os::unix::process::CommandExt;
     let cmd = drill::current_exe().and_then(|exe| {
         let cwd = std::env::current_dir().map_err(drill::DrillError::NoExe)?;
@@ -531,11 +536,17 @@ fn bad_config(errors: ConfigErrors) -> ExitCode {
 fn sending_config(
     sms: &SmsArgs,
     twilio: &TwilioArgs,
-) -> Result<(ringback::sms::SmsConfig, ringback::twilio::TwilioConfig), ConfigErrors> {
+) -> Result<
+    (
+        ringback::callbacks::sms::SmsConfig,
+        ringback::twilio::TwilioConfig,
+    ),
+    ConfigErrors,
+> {
     let mut errors = ConfigErrors::default();
     let sms_config = errors.take(sms.to_config());
     let twilio_config = errors.take(twilio.to_config());
-    let validity = errors.take(ringback::sms::validity_period(
+    let validity = errors.take(ringback::callbacks::sms::validity_period(
         twilio.validity_period_s,
         Duration::from_millis(sms.delivery_deadline_ms),
     ));
@@ -552,9 +563,9 @@ async fn sending_processor(
     sms: &SmsArgs,
     twilio: &TwilioArgs,
     shutdown: &tokio_util::sync::CancellationToken,
-) -> Result<ringback::sms::SmsProcessor, ExitCode> {
+) -> Result<ringback::callbacks::sms::SmsProcessor, ExitCode> {
     let (sms, twilio) = sending_config(sms, twilio).map_err(bad_config)?;
-    ringback::service::connect(
+    ringback::callbacks::service::connect(
         &queue.redis_url,
         &queue.tls(),
         queue.redis_wait(),
@@ -578,9 +589,9 @@ async fn resend(run_id: &str, queue: QueueArgs, sms: SmsArgs, twilio: TwilioArgs
         Ok(p) => p,
         Err(code) => return code,
     };
-    use ringback::resend::{ResendError, Resent};
-    let resent = ringback::resend::resend_run(run_id);
-    match ringback::resend::resend(&processor, run_id).await {
+    use ringback::callbacks::resend::{ResendError, Resent};
+    let resent = ringback::callbacks::resend::resend_run(run_id);
+    match ringback::callbacks::resend::resend(&processor, run_id).await {
         Ok(Resent::Sent { sid }) => {
             println!("resent {run_id} as {resent}: {sid}");
             ExitCode::SUCCESS
@@ -625,13 +636,15 @@ async fn drain(
         Ok(p) => p,
         Err(code) => return code,
     };
-    let report =
-        ringback::drain::drain(&processor, timeout, &shutdown, |line| eprintln!("{line}")).await;
+    let report = ringback::callbacks::drain::drain(&processor, timeout, &shutdown, |line| {
+        eprintln!("{line}")
+    })
+    .await;
     match report {
-        Err(ringback::drain::DrainError::LiveWorkers(w)) => {
+        Err(ringback::callbacks::drain::DrainError::LiveWorkers(w)) => {
             eprintln!(
                 "ringback drain: {}",
-                ringback::drain::DrainError::LiveWorkers(w)
+                ringback::callbacks::drain::DrainError::LiveWorkers(w)
             );
             ExitCode::from(3)
         }

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::callbacks::sms::SmsProcessor;
 use crate::error::Error;
-use crate::processor::Outcome;
-use crate::sms::SmsProcessor;
+use crate::queue::processor::Outcome;
 
 /// How long since its last heartbeat a ringback worker counts as alive.
 pub fn alive_within(sweep_interval: Duration) -> Duration {
@@ -66,7 +66,7 @@ pub async fn drain(
         if !live.is_empty() {
             return Err(DrainError::LiveWorkers(live));
         }
-        report.adopted += crate::orphans::adopt_stall_failures(processor).await?;
+        report.adopted += crate::callbacks::orphans::adopt_stall_failures(processor).await?;
         let open = window.open_runs().await?;
         if open.is_empty() {
             break;
@@ -78,12 +78,12 @@ pub async fn drain(
         }
         if started.elapsed() >= timeout {
             for run in &open {
-                let e = crate::escalation::Escalation {
+                let e = crate::callbacks::escalation::Escalation {
                     run_id: run.clone(),
                     reason: "still unresolved when `ringback drain` gave up: the callback may or may not have been sent".into(),
                     last_status: None,
                     error_code: None,
-                    kind: crate::escalation::EscalationKind::Drain,
+                    kind: crate::callbacks::escalation::EscalationKind::Drain,
                 };
                 if let Err(err) = processor.escalator().escalate(&e).await {
                     tracing::error!(run_id = %run, error = %err, "could not escalate");

@@ -6,11 +6,62 @@
 //! Exactly once rests on job ids: both jobs are added with ids derived from the run, which
 //! BullMQ's layout refuses to add twice, whichever replica escalates and however often.
 
-use crate::callback::CALLBACK_JOB_OPTS;
-use crate::commands::Commands;
+use crate::callbacks::callback::CALLBACK_JOB_OPTS;
+use crate::callbacks::receipts::Receipts;
 use crate::error::Error;
-use crate::receipts::Receipts;
-pub use crate::telemetry::EscalationKind;
+use crate::queue::commands::Commands;
+
+/// Why a callback was escalated: the `reason` label of `ringback_escalations_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EscalationKind {
+    /// A status callback or a poll found the message undelivered or failed.
+    Undelivered,
+    /// Twilio refused the message for good (validation, opt-out).
+    Permanent,
+    /// Whether the text went out cannot be proven yet (lookups failing): still being resolved,
+    /// and sent once a complete lookup proves it was not.
+    Unknown,
+    /// Whether the text went out cannot be told (an unlinked look-alike message): settled, never
+    /// sent again.
+    UnknownSettled,
+    /// No final receipt by the delivery deadline.
+    ReceiptMissing,
+    /// `ringback drain` gave up on an open attempt.
+    Drain,
+    /// A fault of this deployment (or of the destination) has held it past
+    /// `RINGBACK_HOLD_ESCALATE_MS`: not sent yet, sent once the fault is fixed.
+    Held,
+    /// The job's data is not a callback ringback can send (the reason names the field): it is
+    /// failed, never texted.
+    Invalid,
+}
+
+impl EscalationKind {
+    pub const ALL: [EscalationKind; 8] = [
+        Self::Undelivered,
+        Self::Permanent,
+        Self::Unknown,
+        Self::UnknownSettled,
+        Self::ReceiptMissing,
+        Self::Drain,
+        Self::Held,
+        Self::Invalid,
+    ];
+
+    /// The `reason` label of `ringback_escalations_total`, and the job's `kind`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Undelivered => "undelivered",
+            Self::Permanent => "permanent",
+            Self::Unknown => "unknown",
+            Self::UnknownSettled => "unknown_settled",
+            Self::ReceiptMissing => "receipt_missing",
+            Self::Held => "held",
+            Self::Invalid => "invalid",
+            Self::Drain => "drain",
+        }
+    }
+}
 
 /// Options of an escalation job: kept until handled, retried as a callback is.
 const ESCALATION_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000}}"#;
@@ -69,7 +120,7 @@ fn invalid_fallback_allowed() -> bool {
     use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
     static WINDOW_START: AtomicI64 = AtomicI64::new(0);
     static SENT: AtomicU64 = AtomicU64::new(0);
-    let now = crate::commands::now_ms();
+    let now = crate::queue::commands::now_ms();
     let start = WINDOW_START.load(Ordering::Relaxed);
     if now - start >= INVALID_FALLBACK_WINDOW.as_millis() as i64
         && WINDOW_START
@@ -90,7 +141,7 @@ impl Escalator {
     /// Escalate once per kind; returns true when this call made the escalation exist.
     ///
     /// Once per run and kind, for longer than the run's record lives: the kind's marker
-    /// ([`crate::keys::escalated_kind_marker`]) is checked first and written last, after the
+    /// ([`crate::store::keys::escalated_kind_marker`]) is checked first and written last, after the
     /// jobs, which are deduplicated by their ids: a crash or an error between two steps leaves
     /// no marker, and the next path that sees the run escalates it (nothing is lost, nothing
     /// doubled). The run's first escalation keeps the job id `escalation:<runId>`; a later,
@@ -137,7 +188,7 @@ impl Escalator {
         };
         if let Some(to) = self.fallback_to.as_ref().filter(|_| fallback) {
             // a long runId is named by its short key: the fallback's own runId stays short
-            let name = crate::callback::short_name(&e.run_id);
+            let name = crate::callbacks::callback::short_name(&e.run_id);
             let run = if first {
                 format!("{name}:escalation")
             } else {
@@ -149,7 +200,10 @@ impl Escalator {
                 e.kind.meaning(),
                 e.reason
             );
-            let body: String = body.chars().take(crate::callback::MAX_BODY).collect();
+            let body: String = body
+                .chars()
+                .take(crate::callbacks::callback::MAX_BODY)
+                .collect();
             let data = serde_json::json!({"runId": run, "to": to, "body": body});
             self.callbacks
                 .add_job(
@@ -163,7 +217,7 @@ impl Escalator {
         self.receipts.mark_escalated(&e.run_id, &e.reason).await?;
         let created = self.receipts.remember_escalated(&e.run_id, kind).await?;
         if created {
-            crate::telemetry::global().escalated(e.kind);
+            crate::telemetry::global().escalated(e.kind.label());
             tracing::warn!(run_id = %e.run_id, kind, reason = %crate::redact::redact(&e.reason), "callback escalated");
         }
         Ok(created)
@@ -198,6 +252,14 @@ fn job_kind(data: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_kind_is_pre_created_in_the_metrics() {
+        assert_eq!(
+            EscalationKind::ALL.map(EscalationKind::label),
+            crate::telemetry::ESCALATION_REASONS
+        );
+    }
 
     #[test]
     fn reads_the_kind_of_a_job() {

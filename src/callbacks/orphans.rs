@@ -20,9 +20,9 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::callback::CallbackRequest;
-use crate::processor::Outcome;
-use crate::sms::SmsProcessor;
+use crate::callbacks::callback::CallbackRequest;
+use crate::callbacks::sms::SmsProcessor;
+use crate::queue::processor::Outcome;
 
 /// BullMQ's failedReason for a job failed by the stall limit (v5 and v6).
 pub const STALLED_LIMIT_REASON: &str = "job stalled more than allowable limit";
@@ -93,7 +93,7 @@ fn read_cursor(raw: Option<&str>) -> Option<(f64, usize)> {
 pub async fn adopt_stall_failures(processor: &SmsProcessor) -> Result<usize, crate::error::Error> {
     let commands = processor.queue_commands();
     let keys = commands.keys();
-    let cursor_key = crate::keys::stall_scan_cursor(keys.base());
+    let cursor_key = crate::store::keys::stall_scan_cursor(keys.base());
     let mut conn = commands.connection();
     let raw: Option<String> = redis::cmd("GET")
         .arg(&cursor_key)

@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::connection::Conn;
+use crate::store::connection::Conn;
 use serde::Serialize;
 
-use crate::commands::now_ms;
 use crate::error::Error;
-use crate::keys::{self, WindowKeys};
-use crate::scripts::{RoundTrips, scripts};
-use crate::slots::Topology;
+use crate::queue::commands::now_ms;
+use crate::store::keys::{self, WindowKeys};
+use crate::store::scripts::{RoundTrips, scripts};
+use crate::store::slots::Topology;
 
 /// Where a status came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -393,7 +393,7 @@ impl Receipts {
     pub async fn record(
         &self,
         run_id: &str,
-        queue: Option<&crate::commands::Commands>,
+        queue: Option<&crate::queue::commands::Commands>,
     ) -> Result<CallbackRecord, Error> {
         let w = WindowKeys::new(&self.claim_prefix, run_id);
         self.trips.add(1);

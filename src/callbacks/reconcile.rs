@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::now_ms;
+use crate::callbacks::escalation::{Escalation, Escalator};
+use crate::callbacks::receipts::{Receipts, Source, StatusUpdate, is_failed_status};
 use crate::error::Error;
-use crate::escalation::{Escalation, Escalator};
-use crate::receipts::{Receipts, Source, StatusUpdate, is_failed_status};
+use crate::queue::commands::now_ms;
 use crate::twilio::TwilioClient;
 
 pub struct Reconciler {
@@ -51,7 +51,7 @@ impl Reconciler {
                             reason: format!("delivery {status}"),
                             last_status: Some(status.to_string()),
                             error_code: record.error_code.clone(),
-                            kind: crate::escalation::EscalationKind::Undelivered,
+                            kind: crate::callbacks::escalation::EscalationKind::Undelivered,
                         })
                         .await?;
                 }
@@ -96,7 +96,7 @@ impl Reconciler {
                         reason: format!("delivery {status}"),
                         last_status: Some(status.clone()),
                         error_code: record.error_code.clone(),
-                        kind: crate::escalation::EscalationKind::Undelivered,
+                        kind: crate::callbacks::escalation::EscalationKind::Undelivered,
                     })
                     .await?;
             } else if !terminal && self.past_deadline(&record) {
@@ -109,7 +109,7 @@ impl Reconciler {
                         ),
                         last_status: record.status.clone(),
                         error_code: record.error_code.clone(),
-                        kind: crate::escalation::EscalationKind::ReceiptMissing,
+                        kind: crate::callbacks::escalation::EscalationKind::ReceiptMissing,
                     })
                     .await?;
             }
@@ -117,7 +117,7 @@ impl Reconciler {
         Ok(due.len())
     }
 
-    fn past_deadline(&self, record: &crate::receipts::CallbackRecord) -> bool {
+    fn past_deadline(&self, record: &crate::callbacks::receipts::CallbackRecord) -> bool {
         let accepted = record
             .history
             .iter()

@@ -5,10 +5,10 @@
 //! run, idempotent (a second resend finds it sent). It is refused while ringback is still
 //! resolving the run (ringback sends or escalates it itself) and when the run was delivered.
 
-use crate::callback::CallbackRequest;
+use crate::callbacks::callback::CallbackRequest;
+use crate::callbacks::sms::SmsProcessor;
 use crate::error::Error;
-use crate::processor::Outcome;
-use crate::sms::SmsProcessor;
+use crate::queue::processor::Outcome;
 
 /// The run a resend of `run_id` goes out under.
 pub fn resend_run(run_id: &str) -> String {

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::sms::{SmsConfig, SmsProcessor};
+use crate::callbacks::sms::{SmsConfig, SmsProcessor};
 use crate::twilio::TwilioClient;
 
 /// Build the SMS processor (its own Redis connection for the window, retrying until Redis
@@ -13,16 +13,16 @@ use crate::twilio::TwilioClient;
 #[allow(clippy::too_many_arguments)]
 pub async fn connect(
     redis_url: &str,
-    redis_tls: &crate::connection::RedisTls,
-    redis_wait: crate::cluster::ReplicaWait,
+    redis_tls: &crate::store::connection::RedisTls,
+    redis_wait: crate::store::cluster::ReplicaWait,
     prefix: &str,
     queue: &str,
     config: SmsConfig,
     twilio: crate::twilio::TwilioConfig,
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<SmsProcessor, crate::error::Error> {
-    let client = crate::connection::client(redis_url, redis_tls)?.with_wait(redis_wait);
-    let conn = crate::worker::connect_until(&client, shutdown).await?;
+    let client = crate::store::connection::client(redis_url, redis_tls)?.with_wait(redis_wait);
+    let conn = crate::queue::worker::connect_until(&client, shutdown).await?;
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
     Ok(SmsProcessor::new(config, conn, twilio, prefix, queue))
@@ -37,7 +37,7 @@ pub fn start(
     shutdown: &tokio_util::sync::CancellationToken,
     tracker: &tokio_util::task::TaskTracker,
 ) {
-    tracker.spawn(crate::orphans::run(
+    tracker.spawn(crate::callbacks::orphans::run(
         processor.clone(),
         processor.sweep_interval(),
         permits,

@@ -33,13 +33,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::connection::Conn;
+use crate::store::connection::Conn;
 
-use crate::commands::now_ms;
 use crate::error::Error;
-use crate::keys::WindowKeys;
-use crate::scripts::{RoundTrips, scripts};
-use crate::slots::Topology;
+use crate::queue::commands::now_ms;
+use crate::store::keys::WindowKeys;
+use crate::store::scripts::{RoundTrips, scripts};
+use crate::store::slots::Topology;
 
 /// What `claim` decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct Unresolved {
     pub escalated: bool,
     /// The claim was taken over from a writer with no attempt record (the legacy worker's
     /// plain `pending`, or a ringback claim whose record is gone): its send may predate `since`
-    /// by [`crate::sms::LOOKBACK`]. Otherwise `since` is when ringback's own attempt claimed.
+    /// by [`crate::callbacks::sms::LOOKBACK`]. Otherwise `since` is when ringback's own attempt claimed.
     pub taken: bool,
 }
 
@@ -218,7 +218,7 @@ impl Window {
     }
 
     fn index(&self) -> String {
-        crate::keys::open_attempts(&self.claim_prefix)
+        crate::store::keys::open_attempts(&self.claim_prefix)
     }
 
     /// Claim `run_id` for a new attempt (`token`), or say why not. `supersede` is the token of
@@ -248,13 +248,16 @@ impl Window {
             body.to_string(),
             run_id.to_string(),
             ms(self.times.lease),
-            crate::keys::RECENT_RUNS_CAP.to_string(),
+            crate::store::keys::RECENT_RUNS_CAP.to_string(),
         ];
         let k = self.keys(run_id);
         let claim_key = k.claim.clone();
         let keys = self.laid_out(
             vec![k.claim, k.attempt, k.record],
-            [self.index(), crate::keys::recent_runs(&self.claim_prefix)],
+            [
+                self.index(),
+                crate::store::keys::recent_runs(&self.claim_prefix),
+            ],
         );
         // A lost reply is sent again with the same token: the script answers its own earlier
         // claim as "claimed" (window_claim.lua), and an answer later than the freshness bound
@@ -367,7 +370,7 @@ impl Window {
             }
             Claim::Claimed { .. } => {
                 // the console's newest-first list, trimmed to its cap in the same call
-                let recent = crate::keys::recent_runs(&self.claim_prefix);
+                let recent = crate::store::keys::recent_runs(&self.claim_prefix);
                 self.trips.add(1);
                 redis::pipe()
                     .cmd("ZADD")
@@ -378,7 +381,7 @@ impl Window {
                     .cmd("ZREMRANGEBYRANK")
                     .arg(&recent)
                     .arg(0)
-                    .arg(-(crate::keys::RECENT_RUNS_CAP as i64) - 1)
+                    .arg(-(crate::store::keys::RECENT_RUNS_CAP as i64) - 1)
                     .ignore()
                     .query_async::<()>(&mut self.conn.clone())
                     .await?;
@@ -411,8 +414,8 @@ impl Window {
             &ms(self.times.poll_after),
             kind,
         ];
-        let history = crate::keys::callback_history(&self.claim_prefix, run_id);
-        let link = crate::keys::message_link(sid);
+        let history = crate::store::keys::callback_history(&self.claim_prefix, run_id);
+        let link = crate::store::keys::message_link(sid);
         let claim_key = k.claim.clone();
         let keys = if self.per_slot() {
             if how == Marked::Found && self.linked_elsewhere(&link, run_id).await? {
@@ -428,7 +431,7 @@ impl Window {
                 link,
                 k.record,
                 history,
-                crate::keys::reconcile_schedule(&self.claim_prefix),
+                crate::store::keys::reconcile_schedule(&self.claim_prefix),
             ]
         };
         let code: i64 = scripts()
@@ -480,7 +483,7 @@ impl Window {
             .await?;
         self.trips.add(1);
         redis::cmd("ZADD")
-            .arg(crate::keys::reconcile_schedule(&self.claim_prefix))
+            .arg(crate::store::keys::reconcile_schedule(&self.claim_prefix))
             .arg(self.now() + self.times.poll_after.as_millis() as i64)
             .arg(sid)
             .query_async::<()>(&mut self.conn.clone())
@@ -579,7 +582,7 @@ impl Window {
     pub async fn run_of_message(&self, sid: &str) -> Result<Option<String>, Error> {
         self.trips.add(1);
         Ok(redis::cmd("GET")
-            .arg(crate::keys::message_link(sid))
+            .arg(crate::store::keys::message_link(sid))
             .query_async(&mut self.conn.clone())
             .await?)
     }
@@ -655,7 +658,7 @@ impl Window {
     }
 
     fn workers(&self) -> String {
-        crate::keys::ringback_workers(&self.claim_prefix)
+        crate::store::keys::ringback_workers(&self.claim_prefix)
     }
 
     async fn sweep_script(&self, run_id: &str, force: bool) -> Result<Option<Orphan>, Error> {
@@ -725,7 +728,7 @@ impl Window {
     pub async fn adopt(
         &self,
         job_id: &str,
-        req: &crate::callback::CallbackRequest,
+        req: &crate::callbacks::callback::CallbackRequest,
     ) -> Result<bool, Error> {
         let k = self.keys(&req.run_id);
         let from = req.from.clone().unwrap_or_default();
@@ -900,9 +903,13 @@ pub struct Orphan {
 impl Orphan {
     /// The job id (`ringback-<by>:<token>:<generation>`) and the callback that resolving this
     /// orphan runs, `by` naming who took it (`sweep`, `drain`).
-    pub fn job(self, by: &str, run_id: &str) -> (String, crate::callback::CallbackRequest) {
+    pub fn job(
+        self,
+        by: &str,
+        run_id: &str,
+    ) -> (String, crate::callbacks::callback::CallbackRequest) {
         let job_id = format!("ringback-{by}:{}:{}", self.token, self.generation);
-        let req = crate::callback::CallbackRequest {
+        let req = crate::callbacks::callback::CallbackRequest {
             run_id: run_id.to_string(),
             to: self.to,
             body: self.body,

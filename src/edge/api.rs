@@ -6,7 +6,7 @@
 //! - `GET /api/notify/callbacks/{runId}`: the callback record.
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
-//! - `/console/…`: the operators' read-only pages ([`crate::console`]).
+//! - `/console/…`: the operators' read-only pages ([`crate::edge::console`]).
 //! - `GET /metrics`: responses by route and status (413s from the body limit included), status
 //!   callbacks by outcome, sends enqueued, escalations, in Prometheus' text format. (The window
 //!   overrun counter lives where sends happen: the worker's `/metrics`.)
@@ -26,12 +26,12 @@ use axum::routing::{get, post};
 use serde_json::json;
 use sha1::Digest;
 
-use crate::access::{Refusal, Role, SendPolicy, Tokens};
-use crate::callback::CALLBACK_JOB_OPTS;
-use crate::callback::CallbackRequest;
-use crate::commands::Commands;
-use crate::escalation::{Escalation, Escalator};
-use crate::receipts::{Receipts, Source, StatusUpdate};
+use crate::callbacks::callback::CALLBACK_JOB_OPTS;
+use crate::callbacks::callback::CallbackRequest;
+use crate::callbacks::escalation::{Escalation, Escalator};
+use crate::callbacks::receipts::{Receipts, Source, StatusUpdate};
+use crate::edge::access::{Refusal, Role, SendPolicy, Tokens};
+use crate::queue::commands::Commands;
 use crate::twilio::Secret;
 use crate::twilio::message::is_message_sid;
 use crate::twilio::signature;
@@ -60,7 +60,7 @@ pub struct ApiState {
     /// When a refused signature, and a readiness failure, were last logged (ms).
     pub logged: LoggedAt,
     /// The operators' console (issue 17): its settings and session key.
-    pub console: crate::console::Console,
+    pub console: crate::edge::console::Console,
 }
 
 /// Rate-limited logging: when each kind of repeated warning was last written (ms).
@@ -77,7 +77,7 @@ impl ApiState {
         queue: Commands,
         queue_name: &str,
         escalator: Escalator,
-        serve: &crate::cli::ServeConfig,
+        serve: &crate::edge::cli::ServeConfig,
     ) -> Self {
         Self {
             receipts,
@@ -90,9 +90,9 @@ impl ApiState {
             tokens: serve.tokens.clone(),
             send_policy: SendPolicy::new(serve.send_policy.clone()),
             logged: Default::default(),
-            console: crate::console::Console::new(
+            console: crate::edge::console::Console::new(
                 serve.drill_reports.clone(),
-                crate::sms::SmsConfig::default().delivery_deadline,
+                crate::callbacks::sms::SmsConfig::default().delivery_deadline,
                 serve.public_url.starts_with("https://"),
             ),
         }
@@ -175,7 +175,7 @@ pub fn app(state: Arc<ApiState>) -> Router {
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
-        .merge(crate::console::routes())
+        .merge(crate::edge::console::routes())
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             count_responses,
@@ -257,16 +257,16 @@ async fn starting(State(s): State<Arc<Startup>>, req: axum::extract::Request) ->
 /// hand [`Startup`] the full router. Returns without it when `shutdown` fires first.
 pub async fn open_when_redis_answers(
     startup: Arc<Startup>,
-    client: crate::connection::Client,
-    state: impl FnOnce(crate::connection::Conn) -> Arc<ApiState>,
+    client: crate::store::connection::Client,
+    state: impl FnOnce(crate::store::connection::Conn) -> Arc<ApiState>,
     shutdown: tokio_util::sync::CancellationToken,
 ) {
-    let conn = match crate::connection::commands(&client).await {
+    let conn = match crate::store::connection::commands(&client).await {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(redis = %startup.redis, error = %e,
                 "waiting for Redis: /healthz answers; /readyz and the API answer 503 until it does");
-            match crate::connection::connect_until(&client, &shutdown).await {
+            match crate::store::connection::connect_until(&client, &shutdown).await {
                 Ok(c) => c,
                 Err(_) => return,
             }
@@ -279,8 +279,11 @@ pub async fn open_when_redis_answers(
 async fn metrics(State(s): State<Arc<ApiState>>) -> impl IntoResponse {
     let ready = not_ready(&s).await.is_none();
     (
-        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
-        crate::metrics::encode(&s.queue_name, vec![Box::new(crate::metrics::Ready(ready))]),
+        [(header::CONTENT_TYPE, crate::edge::metrics::CONTENT_TYPE)],
+        crate::edge::metrics::encode(
+            &s.queue_name,
+            vec![Box::new(crate::edge::metrics::Ready(ready))],
+        ),
     )
 }
 
@@ -320,7 +323,7 @@ async fn webhook_status(
     if !valid {
         let telemetry = crate::telemetry::global();
         telemetry.bad_signatures.inc();
-        crate::metrics::log_rarely(&s.logged.bad_signature, |_| {
+        crate::edge::metrics::log_rarely(&s.logged.bad_signature, |_| {
             tracing::warn!(%url, refused_so_far = telemetry.bad_signatures.get(),
                 "status callback with a missing or wrong X-Twilio-Signature refused (logged at most every 30 s; ringback_bad_signatures_total counts them all)");
         });
@@ -411,7 +414,7 @@ async fn webhook_status(
                 reason: format!("delivery {}", applied.status),
                 last_status: Some(applied.status.clone()),
                 error_code: update.error_code.clone(),
-                kind: crate::escalation::EscalationKind::Undelivered,
+                kind: crate::callbacks::escalation::EscalationKind::Undelivered,
             })
             .await?;
     }
@@ -460,7 +463,7 @@ async fn callback_record(
     State(s): State<Arc<ApiState>>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<crate::receipts::CallbackRecord>, AppError> {
+) -> Result<Json<crate::callbacks::receipts::CallbackRecord>, AppError> {
     authorize(&s, &headers, Role::may_read, "read callback records")?;
     Ok(Json(s.receipts.record(&run_id, Some(&s.queue)).await?))
 }
@@ -541,7 +544,7 @@ async fn not_ready(s: &ApiState) -> Option<&'static str> {
     match s.queue.ensure_scripts().await {
         Ok(()) => None,
         Err(e) => {
-            crate::metrics::log_rarely(&s.logged.not_ready, |_| {
+            crate::edge::metrics::log_rarely(&s.logged.not_ready, |_| {
                 tracing::warn!(error = %e, "not ready: redis unreachable");
             });
             Some("redis unreachable")

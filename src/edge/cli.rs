@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::config::WorkerConfig;
 use crate::error::{ConfigError, ConfigErrors};
-use crate::job::KeepJobs;
+use crate::queue::config::WorkerConfig;
+use crate::queue::job::KeepJobs;
 
 /// Redis and queue settings.
 #[derive(Debug, Clone, Args)]
@@ -38,8 +38,8 @@ pub struct QueueArgs {
 
 impl QueueArgs {
     /// The TLS files, as the connection takes them.
-    pub fn tls(&self) -> crate::connection::RedisTls {
-        crate::connection::RedisTls {
+    pub fn tls(&self) -> crate::store::connection::RedisTls {
+        crate::store::connection::RedisTls {
             ca_file: self.redis_ca_file.clone(),
             client_cert: self.redis_client_cert.clone(),
             client_key: self.redis_client_key.clone(),
@@ -47,18 +47,18 @@ impl QueueArgs {
     }
 
     /// The replica wait after a claim and a sent marker.
-    pub fn redis_wait(&self) -> crate::cluster::ReplicaWait {
-        crate::cluster::ReplicaWait {
+    pub fn redis_wait(&self) -> crate::store::cluster::ReplicaWait {
+        crate::store::cluster::ReplicaWait {
             replicas: self.redis_wait_replicas,
             timeout: Duration::from_millis(self.redis_wait_timeout_ms),
         }
     }
 
     /// A Redis client for these settings, the TLS invariants checked first.
-    pub fn client(&self) -> Result<crate::connection::Client, ConfigError> {
+    pub fn client(&self) -> Result<crate::store::connection::Client, ConfigError> {
         let tls = self.tls();
         tls.validate(&self.redis_url)?;
-        crate::connection::client(&self.redis_url, &tls)
+        crate::store::connection::client(&self.redis_url, &tls)
             .map(|c| c.with_wait(self.redis_wait()))
             .map_err(|e| match e {
                 crate::error::Error::Config(c) => c,
@@ -155,7 +155,7 @@ impl WorkerArgs {
         if let Some(why) = self
             .worker_name
             .as_deref()
-            .and_then(crate::connection::refused_client_name)
+            .and_then(crate::store::connection::refused_client_name)
         {
             errors.push(ConfigError::new("RINGBACK_WORKER_NAME", why));
         }
@@ -643,7 +643,7 @@ pub struct SmsArgs {
 
 impl SmsArgs {
     /// The window's settings; every broken one at once.
-    pub fn to_config(&self) -> Result<crate::sms::SmsConfig, ConfigErrors> {
+    pub fn to_config(&self) -> Result<crate::callbacks::sms::SmsConfig, ConfigErrors> {
         let mut errors = ConfigErrors::default();
         let crash_at = self
             .crash_at
@@ -659,7 +659,7 @@ impl SmsArgs {
             ));
         }
         if let Some(url) = self.status_callback_url.as_deref()
-            && let Some(host) = crate::config::documentation_host(url)
+            && let Some(host) = crate::queue::config::documentation_host(url)
         {
             errors.push(ConfigError::new(
                 "RINGBACK_STATUS_CALLBACK_URL",
@@ -723,7 +723,7 @@ impl SmsArgs {
             ));
         }
         let crash_at = errors.or(crash_at)?;
-        Ok(crate::sms::SmsConfig {
+        Ok(crate::callbacks::sms::SmsConfig {
             claim_prefix: self.claim_prefix.clone(),
             pending_ttl: Duration::from_millis(self.pending_ttl_ms),
             claim_lease: Duration::from_millis(self.claim_lease_ms),
@@ -741,7 +741,7 @@ impl SmsArgs {
             senders,
             callback_job_names,
             hold_escalate: Duration::from_millis(self.hold_escalate_ms),
-            legacy: crate::sms::LegacyFleet {
+            legacy: crate::callbacks::sms::LegacyFleet {
                 create_timeout: Duration::from_millis(self.legacy_create_timeout_ms),
                 lock_duration: self.legacy_lock_duration_ms.map(Duration::from_millis),
                 stalled_interval: self.legacy_stalled_interval_ms.map(Duration::from_millis),
@@ -876,8 +876,8 @@ pub struct ServeConfig {
     pub public_url: String,
     pub twilio_auth_token: crate::twilio::Secret,
     pub twilio_auth_token_secondary: Option<crate::twilio::Secret>,
-    pub tokens: crate::access::Tokens,
-    pub send_policy: crate::access::SendPolicyConfig,
+    pub tokens: crate::edge::access::Tokens,
+    pub send_policy: crate::edge::access::SendPolicyConfig,
     /// `RINGBACK_DRILL_REPORTS`: the console's drill reports (an existing directory).
     pub drill_reports: Option<std::path::PathBuf>,
 }
@@ -900,7 +900,7 @@ impl ServeArgs {
             "required: the http(s) base URL Twilio calls",
         );
         if let Some(url) = self.public_url.as_deref()
-            && let Some(host) = crate::config::documentation_host(url)
+            && let Some(host) = crate::queue::config::documentation_host(url)
         {
             errors.push(ConfigError::new(
                 "RINGBACK_PUBLIC_URL",
@@ -947,7 +947,7 @@ impl ServeArgs {
             .clone()
             .filter(|t| !t.is_empty())
             .map(crate::twilio::Secret::new);
-        let policy = errors.take(crate::access::SendPolicyConfig::parse(
+        let policy = errors.take(crate::edge::access::SendPolicyConfig::parse(
             self.send_allow_to.as_deref(),
             self.send_rate_per_token.as_deref(),
             self.send_rate_per_destination.as_deref(),
@@ -970,7 +970,7 @@ impl ServeArgs {
             public_url,
             twilio_auth_token: crate::twilio::Secret::new(twilio_auth_token),
             twilio_auth_token_secondary: secondary,
-            tokens: crate::access::Tokens {
+            tokens: crate::edge::access::Tokens {
                 legacy: crate::twilio::Secret::new(api_token),
                 send,
                 read,

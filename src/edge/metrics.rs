@@ -25,10 +25,10 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use crate::commands::Commands;
-use crate::scripts::RoundTrips;
-use crate::sms::{SmsEvent, SmsStats};
-use crate::worker::WorkerStats;
+use crate::callbacks::sms::{SmsEvent, SmsStats};
+use crate::queue::commands::Commands;
+use crate::queue::worker::WorkerStats;
+use crate::store::scripts::RoundTrips;
 
 /// Readiness failures are logged at most this often (milliseconds).
 pub const READY_LOG_EVERY: i64 = 30_000;
@@ -165,7 +165,7 @@ impl Collector for WorkerCollector {
             &mut enc,
             "ringback_window_overruns",
             "Sent markers written after the claim had expired or changed hands.",
-            crate::window::window_overruns(),
+            crate::callbacks::window::window_overruns(),
         )
     }
 }
@@ -304,7 +304,7 @@ impl Metrics {
 
 /// Run `log` unless it ran in the last [`READY_LOG_EVERY`] ms (per `at`).
 pub fn log_rarely(at: &AtomicI64, log: impl FnOnce(i64)) {
-    let now = crate::commands::now_ms();
+    let now = crate::queue::commands::now_ms();
     let last = at.load(Ordering::Relaxed);
     if now - last >= READY_LOG_EVERY
         && at
@@ -393,7 +393,7 @@ mod tests {
             "a flood writes one line per {READY_LOG_EVERY} ms"
         );
         at.store(
-            crate::commands::now_ms() - READY_LOG_EVERY,
+            crate::queue::commands::now_ms() - READY_LOG_EVERY,
             Ordering::Relaxed,
         );
         log_rarely(&at, |_| logged += 1);

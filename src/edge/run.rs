@@ -10,13 +10,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::WorkerConfig;
-use crate::cli::ServeConfig;
-use crate::commands::Commands;
+use crate::callbacks::sms::{SmsConfig, SmsProcessor};
+use crate::edge::cli::ServeConfig;
 use crate::error::{ConfigError, Error};
-use crate::keys::QueueKeys;
-use crate::processor::Processor;
-use crate::sms::{SmsConfig, SmsProcessor};
-use crate::worker::{Stopped, Worker};
+use crate::queue::commands::Commands;
+use crate::queue::processor::Processor;
+use crate::queue::worker::{Stopped, Worker};
+use crate::store::keys::QueueKeys;
 
 /// Why a run ended badly.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +52,7 @@ pub async fn worker<P: Processor>(
     // The orphan sweep and the reconciliation: inside the concurrency limit and the shutdown.
     let tracker = TaskTracker::new();
     if let Some(p) = &sms {
-        crate::service::start(p, Some(worker.permits()), &shutdown, &tracker);
+        crate::callbacks::service::start(p, Some(worker.permits()), &shutdown, &tracker);
     }
     tracker.close();
     let stopped = worker.run(shutdown).await;
@@ -71,7 +71,7 @@ async fn serve_metrics<P: Processor>(
     addr: SocketAddr,
     config: &WorkerConfig,
     worker: &Worker<P>,
-    sms: Option<Arc<crate::sms::SmsStats>>,
+    sms: Option<Arc<crate::callbacks::sms::SmsStats>>,
     shutdown: &CancellationToken,
 ) {
     let listener = match tokio::net::TcpListener::bind(addr).await {
@@ -81,13 +81,13 @@ async fn serve_metrics<P: Processor>(
             return;
         }
     };
-    let Ok(client) = crate::connection::client(&config.redis_url, &config.redis_tls) else {
+    let Ok(client) = crate::store::connection::client(&config.redis_url, &config.redis_tls) else {
         return;
     };
-    let Ok(conn) = crate::worker::connect_until(&client, shutdown).await else {
+    let Ok(conn) = crate::queue::worker::connect_until(&client, shutdown).await else {
         return;
     };
-    let metrics = Arc::new(crate::metrics::Metrics::new(
+    let metrics = Arc::new(crate::edge::metrics::Metrics::new(
         config.queue.clone(),
         worker.stats(),
         worker.round_trips(),
@@ -99,36 +99,41 @@ async fn serve_metrics<P: Processor>(
         sms,
     ));
     tracing::info!(%addr, "metrics on /metrics, /healthz, /readyz");
-    tokio::spawn(crate::metrics::serve(listener, metrics, shutdown.clone()));
+    tokio::spawn(crate::edge::metrics::serve(
+        listener,
+        metrics,
+        shutdown.clone(),
+    ));
 }
 
 /// Serve the HTTP API on `listener` until `shutdown`: answering at once (503 until Redis
-/// answers, see [`crate::api::Startup`]), the full router from then on. `queue` is (prefix,
+/// answers, see [`crate::edge::api::Startup`]), the full router from then on. `queue` is (prefix,
 /// queue name).
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    client: crate::connection::Client,
+    client: crate::store::connection::Client,
     queue: (String, String),
     sms: SmsConfig,
     serve: ServeConfig,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let startup = crate::api::Startup::new(crate::connection::describe(&client));
-    let state = move |conn: crate::connection::Conn| {
+    let startup = crate::edge::api::Startup::new(crate::store::connection::describe(&client));
+    let state = move |conn: crate::store::connection::Conn| {
         let (prefix, name) = &queue;
         let (receipts, escalator) = sms.after_send(conn.clone(), prefix, name);
         let commands = Commands::new(conn, QueueKeys::new(prefix, name), Default::default());
-        let mut state = crate::api::ApiState::new(receipts, commands, name, escalator, &serve);
+        let mut state =
+            crate::edge::api::ApiState::new(receipts, commands, name, escalator, &serve);
         state.console.delivery_deadline = sms.delivery_deadline;
         Arc::new(state)
     };
-    tokio::spawn(crate::api::open_when_redis_answers(
+    tokio::spawn(crate::edge::api::open_when_redis_answers(
         startup.clone(),
         client,
         state,
         shutdown.clone(),
     ));
-    axum::serve(listener, crate::api::app_starting(startup))
+    axum::serve(listener, crate::edge::api::app_starting(startup))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use crate::connection::{Client, Conn};
+use crate::store::connection::{Client, Conn};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{Commands, Fetched, now_ms};
-use crate::config::WorkerConfig;
-use crate::job::Job;
+use crate::queue::commands::{Commands, Fetched, now_ms};
+use crate::queue::config::WorkerConfig;
+use crate::queue::job::Job;
 
 /// BullMQ's ceiling on one blocking wait (#1658) and on a rate-limit sleep.
 const MAX_BLOCK: Duration = Duration::from_secs(10);
@@ -85,7 +85,7 @@ impl Fetcher {
             }
             self.fetches += 1;
             let token = format!("{}:{}", self.worker_id, self.fetches);
-            let args = crate::commands::FetchArgs::new(&self.config, &token);
+            let args = crate::queue::commands::FetchArgs::new(&self.config, &token);
             let wait = match self.commands.move_to_active(&args).await {
                 Ok(Fetched::Job(job)) => {
                     self.error_delay = Duration::ZERO;
@@ -116,7 +116,7 @@ impl Fetcher {
     /// The blocking connection, named as a Node `Worker` names its own (every reconnect is a
     /// new connection, named again).
     async fn open_blocking(&self) -> redis::RedisResult<Conn> {
-        crate::connection::blocking(
+        crate::store::connection::blocking(
             &self.client,
             &self.config.prefix,
             &self.config.queue,

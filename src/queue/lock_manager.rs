@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::Commands;
+use crate::queue::commands::Commands;
 
 struct Tracked {
     token: String,

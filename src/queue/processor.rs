@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::commands::Commands;
 use crate::error::Error;
-use crate::job::Job;
-use crate::scripts::LuaScript;
+use crate::queue::commands::Commands;
+use crate::queue::job::Job;
+use crate::store::scripts::LuaScript;
 
 /// How one attempt ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +110,7 @@ pub struct JobContext {
 pub struct FinishStep {
     pub script: &'static LuaScript,
     /// `script`'s batch counterpart, when it has one: several jobs' calls of `script` in one, in
-    /// the group commit's layout (`crate::group_commit::batch_layout`: each job's KEYS and ARGV as
+    /// the group commit's layout (`crate::store::group_commit::batch_layout`: each job's KEYS and ARGV as
     /// `script` takes them, a later job's as what differs from the one before). Finishing calls
     /// that queue up together are then sent as one.
     pub batch: Option<&'static LuaScript>,

@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::commands::now_ms;
-use crate::job::Job;
-use crate::processor::{JobContext, Outcome, Processor};
+use crate::queue::commands::now_ms;
+use crate::queue::job::Job;
+use crate::queue::processor::{JobContext, Outcome, Processor};
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ScriptedProcessor;

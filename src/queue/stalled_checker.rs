@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::Commands;
+use crate::queue::commands::Commands;
 
 pub async fn run(
     commands: Commands,

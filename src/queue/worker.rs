@@ -16,17 +16,17 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::commands::{Commands, FetchArgs, Fetched, Finish, now_ms};
-use crate::config::WorkerConfig;
 use crate::error::{ConfigError, Error, ScriptCode};
-use crate::fetcher::Fetcher;
-use crate::job::{Job, KeepJobs};
-use crate::lock_manager::LockManager;
-use crate::processor::{Failure, JobContext, Outcome, Processor};
+use crate::queue::commands::{Commands, FetchArgs, Fetched, Finish, now_ms};
+use crate::queue::config::WorkerConfig;
 use crate::queue::cron;
+use crate::queue::fetcher::Fetcher;
+use crate::queue::job::{Job, KeepJobs};
+use crate::queue::lock_manager::LockManager;
+use crate::queue::processor::{Failure, JobContext, Outcome, Processor};
+use crate::queue::stalled_checker;
 use crate::redact::redact;
-use crate::scripts::RoundTrips;
-use crate::stalled_checker;
+use crate::store::scripts::RoundTrips;
 
 /// Why [`Worker::run`] returned.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +112,7 @@ impl<P: Processor> Worker<P> {
     /// Run until `shutdown` is cancelled, then let running jobs finish within the grace period.
     pub async fn run(self, shutdown: CancellationToken) -> Result<Stopped, Error> {
         let cfg = self.config;
-        let client = crate::connection::client(&cfg.redis_url, &cfg.redis_tls)?;
+        let client = crate::store::connection::client(&cfg.redis_url, &cfg.redis_tls)?;
         let conn = match connect_until(&client, &shutdown).await {
             Ok(c) => c,
             // asked to stop before Redis ever answered: nothing ran, a clean stop
@@ -125,7 +125,7 @@ impl<P: Processor> Worker<P> {
             }
             Err(e) => return Err(e),
         };
-        let keys = crate::keys::QueueKeys::new(&cfg.prefix, &cfg.queue);
+        let keys = crate::store::keys::QueueKeys::new(&cfg.prefix, &cfg.queue);
         let commands = Commands::new(conn, keys, self.trips.clone());
         // Every script on every node now (on a cluster: every master), so the first jobs pay no
         // EVAL; a node that loses its cache later (restart, promoted replica) answers NOSCRIPT
@@ -213,13 +213,13 @@ impl<P: Processor> Worker<P> {
     }
 }
 
-/// Kept here for the callers that name it so; it lives in [`crate::connection`].
-pub use crate::connection::connect_until;
+/// Kept here for the callers that name it so; it lives in [`crate::store::connection`].
+pub use crate::store::connection::connect_until;
 
 /// A job its predecessor's finishing call fetched, with what that call's [`FinishStep`]
 /// prepared for it.
 ///
-/// [`FinishStep`]: crate::processor::FinishStep
+/// [`FinishStep`]: crate::queue::processor::FinishStep
 struct NextJob {
     job: Job,
     prepared: Option<redis::Value>,
@@ -592,7 +592,7 @@ fn unreadable(job: &Job) -> Option<String> {
 pub fn decide(job: &Job, outcome: Outcome, rand: f64) -> Finish {
     match outcome {
         Outcome::Completed(value) => Finish::Completed {
-            returnvalue: crate::json::stringify(&value),
+            returnvalue: crate::store::json::stringify(&value),
         },
         Outcome::DelayUntil(at) => Finish::Delay {
             delay_ms: (at - now_ms()).max(0) as u64,
@@ -644,7 +644,7 @@ fn decide_failure(job: &Job, failure: &Failure, rand: f64) -> Finish {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{Backoff, JobOptions};
+    use crate::queue::job::{Backoff, JobOptions};
 
     fn job(attempts: u32, made: u32, backoff: Option<Backoff>) -> Job {
         let mut j = Job::from_fields("1".into(), vec![]);

@@ -13,7 +13,7 @@ use redis::cluster::ClusterClient;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
 use redis::{AsyncConnectionConfig, Value};
 
-use crate::connection::{COMMAND_TIMEOUT, CONNECT_TIMEOUT, RedisTls, certificates};
+use crate::store::connection::{COMMAND_TIMEOUT, CONNECT_TIMEOUT, RedisTls, certificates};
 
 /// Retries of one cluster command on redirects and failover errors (see [`Cluster::new`]).
 const CLUSTER_RETRIES: u32 = 8;
@@ -269,7 +269,7 @@ impl Waiting {
         if let Some(n) = self.policy.replicas {
             return n;
         }
-        let slot = crate::slots::slot(key.as_bytes());
+        let slot = crate::store::slots::slot(key.as_bytes());
         if let Some(n) = self.cached(slot) {
             return n.min(1);
         }
@@ -344,7 +344,7 @@ pub(crate) async fn wait(
     key: &str,
     wait: redis::Cmd,
 ) -> redis::RedisResult<usize> {
-    let route = Route::new(crate::slots::slot(key.as_bytes()), SlotAddr::Master);
+    let route = Route::new(crate::store::slots::slot(key.as_bytes()), SlotAddr::Master);
     let reply = conn
         .route_command(
             wait,
@@ -359,7 +359,7 @@ mod tests {
     #[test]
     fn slots_match_what_redis_answers() {
         // CLUSTER KEYSLOT on Redis 7.0: the replica wait routes by this
-        let slot = crate::slots::slot;
+        let slot = crate::store::slots::slot;
         assert_eq!(slot(b"foo"), 12182);
         assert_eq!(slot(b"agent-callback:run-1"), 7766);
         assert_eq!(slot(b"{bull}:notify:wait"), 9263);

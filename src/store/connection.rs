@@ -4,7 +4,7 @@
 //!
 //! Both come as a [`Conn`], which is one Redis or a Redis Cluster: the rest of the crate runs
 //! commands and scripts on it the same way and never asks which. What is cluster-only (the
-//! URL's seeds, the slot owner, `WAIT` for a replica) lives in [`crate::cluster`].
+//! URL's seeds, the slot owner, `WAIT` for a replica) lives in [`crate::store::cluster`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::cluster::{Cluster, ReplicaWait, Waiting};
+use crate::store::cluster::{Cluster, ReplicaWait, Waiting};
 
 /// Where Redis is: one server, or a Redis Cluster reached through its seed nodes. Made by
 /// [`client`]; a plain `redis::Client` converts into one (tests make those).
@@ -126,7 +126,7 @@ impl Conn {
         }
         let wait = self.wait_command(wanted);
         let acked = match &mut self.link {
-            Link::Cluster(c) => crate::cluster::wait(c, key, wait).await?,
+            Link::Cluster(c) => crate::store::cluster::wait(c, key, wait).await?,
             link => {
                 let reply = link.req_packed_command(&wait).await?;
                 redis::from_redis_value(reply).map_err(redis::RedisError::from)?
@@ -303,9 +303,9 @@ impl RedisTls {
 
 /// The one place a Redis client is made: plain for `redis://` and `unix://`; for `rediss://`,
 /// with the system's roots, or `tls` when given; a Redis Cluster for `redis+cluster://` and
-/// `rediss+cluster://` (see [`crate::cluster::seeds`]), with the same TLS settings.
+/// `rediss+cluster://` (see [`crate::store::cluster::seeds`]), with the same TLS settings.
 pub fn client(url: &str, tls: &RedisTls) -> Result<Client, crate::error::Error> {
-    if let Some(seeds) = crate::cluster::seeds(url)? {
+    if let Some(seeds) = crate::store::cluster::seeds(url)? {
         return Ok(Client::new(Target::Cluster(Cluster::new(seeds, tls)?)));
     }
     let certs = certificates(tls)?;
@@ -363,7 +363,7 @@ pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
             "must start with redis://, rediss://, unix:// (one Redis) or redis+cluster://, rediss+cluster:// (a Redis Cluster)",
         ));
     }
-    crate::cluster::seeds(url).map(|_| ())
+    crate::store::cluster::seeds(url).map(|_| ())
 }
 
 /// Commands must answer within this; our slowest script (a 1000-job age cleanup) is far below.
@@ -381,7 +381,7 @@ pub fn describe(client: &Client) -> String {
             for seed in &cluster.seeds {
                 let one = redis::Client::open(seed.as_str())
                     .map(|c| describe_one(&c))
-                    .unwrap_or_else(|_| crate::cluster::seed_host(seed));
+                    .unwrap_or_else(|_| crate::store::cluster::seed_host(seed));
                 if out.is_empty() {
                     out = one.replacen("://", "+cluster://", 1);
                 } else {
@@ -498,7 +498,7 @@ pub async fn blocking(
     let node = match &*client.target {
         Target::Single(c) => c.clone(),
         Target::Cluster(c) => {
-            let marker = crate::keys::QueueKeys::new(prefix, queue).marker();
+            let marker = crate::store::keys::QueueKeys::new(prefix, queue).marker();
             c.master_of(&marker).await?
         }
     };
@@ -595,7 +595,7 @@ mod tests {
 
     #[test]
     fn cluster_urls_give_one_seed_url_per_node() {
-        use crate::cluster::seeds as cluster_seeds;
+        use crate::store::cluster::seeds as cluster_seeds;
         assert_eq!(cluster_seeds("redis://h:1").unwrap(), None);
         assert_eq!(
             cluster_seeds("redis+cluster://u:p@a:7000,b:7001").unwrap(),

@@ -104,7 +104,7 @@ mod tests {
 /// Keys of the claim/sent window for one callback run. The claim key is shared with the legacy
 /// Node worker (`agent-callback:<runId>` by default), so its name is fixed; ringback's own keys
 /// put the claim key in a hash tag (or, when it holds braces, a tag of the same slot before it:
-/// [`crate::slots::slot_tag`]), so all of them live in the claim key's Redis Cluster slot and
+/// [`crate::store::slots::slot_tag`]), so all of them live in the claim key's Redis Cluster slot and
 /// one Lua script may touch them together, whatever the runId holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WindowKeys {
@@ -119,7 +119,7 @@ pub struct WindowKeys {
 impl WindowKeys {
     pub fn new(claim_prefix: &str, run_id: &str) -> Self {
         let claim = format!("{claim_prefix}{run_id}");
-        let tag = crate::slots::slot_tag(&claim);
+        let tag = crate::store::slots::slot_tag(&claim);
         Self {
             attempt: format!("ringback:attempt:{tag}"),
             record: format!("ringback:callback:{tag}"),
@@ -129,9 +129,9 @@ impl WindowKeys {
 }
 
 /// The hash tag of a run's own keys: `{<claim>}`, or for a claim key with braces a tag of its
-/// slot followed by the claim key ([`crate::slots::slot_tag`]).
+/// slot followed by the claim key ([`crate::store::slots::slot_tag`]).
 fn run_tag(claim_prefix: &str, run_id: &str) -> String {
-    crate::slots::slot_tag(&format!("{claim_prefix}{run_id}"))
+    crate::store::slots::slot_tag(&format!("{claim_prefix}{run_id}"))
 }
 
 /// The callback record's history list, in the claim key's slot.
@@ -192,7 +192,7 @@ pub fn stall_scan_cursor(queue_base: &str) -> String {
 }
 
 /// `ringback:run-key:<claim prefix><short key>` → the long runId the key names
-/// ([`crate::callback::short_key`]), for a status callback whose URL carries the key.
+/// ([`crate::callbacks::callback::short_key`]), for a status callback whose URL carries the key.
 pub fn run_key_link(claim_prefix: &str, short_key: &str) -> String {
     format!("ringback:run-key:{claim_prefix}{short_key}")
 }

@@ -316,13 +316,13 @@ mod tests {
     #[test]
     fn the_slot_check_refuses_a_cross_slot_call() {
         let s = scripts();
-        let w = crate::keys::WindowKeys::new("agent-callback:", "r1");
+        let w = crate::store::keys::WindowKeys::new("agent-callback:", "r1");
         let run_keys = [w.claim.clone(), w.attempt.clone(), w.record.clone()];
         assert!(s.window_claim.check_one_slot(&run_keys).is_ok());
         let crossed = [
             w.claim,
             w.attempt,
-            crate::keys::open_attempts("agent-callback:"),
+            crate::store::keys::open_attempts("agent-callback:"),
         ];
         let e = s.window_claim.check_one_slot(&crossed).unwrap_err();
         assert_eq!(e.code(), Some("CROSSSLOT"));

@@ -22,7 +22,7 @@ pub enum Topology {
 
 impl Topology {
     /// What the connection calls for: one slot per call on a cluster, fused on one Redis.
-    pub fn of(conn: &crate::connection::Conn) -> Topology {
+    pub fn of(conn: &crate::store::connection::Conn) -> Topology {
         if conn.is_cluster() {
             Topology::PerSlot
         } else {
@@ -205,18 +205,18 @@ mod tests {
 
     #[test]
     fn run_keys_share_the_claim_keys_slot_and_globals_do_not() {
-        let w = crate::keys::WindowKeys::new("agent-callback:", "run-1");
+        let w = crate::store::keys::WindowKeys::new("agent-callback:", "run-1");
         let run = [
             w.claim.clone(),
             w.attempt,
             w.record,
-            crate::keys::callback_history("agent-callback:", "run-1"),
+            crate::store::keys::callback_history("agent-callback:", "run-1"),
         ]
         .map(String::into_bytes);
         assert_eq!(common_slot(&run), Ok(Some(slot(w.claim.as_bytes()))));
         let crossed = [
             w.claim.clone().into_bytes(),
-            crate::keys::open_attempts("agent-callback:").into_bytes(),
+            crate::store::keys::open_attempts("agent-callback:").into_bytes(),
         ];
         assert!(common_slot(&crossed).is_err());
     }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::Request;
-use ringback::api::ApiState;
+use ringback::edge::api::ApiState;
 use ringback::twilio::signature;
 
 use super::RedisServer;
@@ -51,7 +51,7 @@ pub fn status_params<'a>(status: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(
     p
 }
 
-pub async fn record(s: &ApiState, run: &str) -> ringback::receipts::CallbackRecord {
+pub async fn record(s: &ApiState, run: &str) -> ringback::callbacks::receipts::CallbackRecord {
     s.receipts.record(run, None).await.unwrap()
 }
 

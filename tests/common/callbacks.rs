@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::{Add, RedisServer, add_job, job_hash, queue_name, wait_for};
 use redis::AsyncCommands;
-use ringback::keys::QueueKeys;
-use ringback::sms::{SmsConfig, SmsProcessor};
+use ringback::callbacks::sms::{SmsConfig, SmsProcessor};
+use ringback::store::keys::QueueKeys;
 use ringback::twilio::{Auth, Secret, Sender, TwilioClient, TwilioConfig};
 use ringback::twilio_sim::{SimConfig, Simulator, server};
 use ringback::{Worker, WorkerConfig};
@@ -111,7 +111,7 @@ pub struct Running {
     pub cancel: CancellationToken,
     pub handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
     /// The processor's attempt counters, as the worker's /metrics reports them.
-    pub stats: Arc<ringback::sms::SmsStats>,
+    pub stats: Arc<ringback::callbacks::sms::SmsStats>,
 }
 
 impl Running {
@@ -122,7 +122,7 @@ impl Running {
 }
 
 /// The SMS processor on the test's queue and simulator.
-pub fn processor(e: &Env, conn: ringback::connection::Conn, sms: SmsConfig) -> SmsProcessor {
+pub fn processor(e: &Env, conn: ringback::store::connection::Conn, sms: SmsConfig) -> SmsProcessor {
     SmsProcessor::new(
         sms,
         conn,
@@ -139,7 +139,9 @@ pub async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
 /// [`start_worker`] with other Twilio settings (a Messaging Service sender, say).
 pub async fn start_worker_via(e: &Env, sms: SmsConfig, twilio: TwilioConfig) -> Running {
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let processor = SmsProcessor::new(
         sms,
         conn,
@@ -322,15 +324,15 @@ pub fn ringback_command(e: &Env, subcommand: &str, timings: Timings) -> std::pro
 
 pub fn window(
     e: &Env,
-    conn: ringback::connection::Conn,
+    conn: ringback::store::connection::Conn,
     pending_ms: u64,
-) -> ringback::window::Window {
+) -> ringback::callbacks::window::Window {
     let _ = e;
-    ringback::window::Window::new(
+    ringback::callbacks::window::Window::new(
         conn,
         Default::default(),
         "agent-callback:".into(),
-        ringback::window::WindowTimes {
+        ringback::callbacks::window::WindowTimes {
             pending_ttl: Duration::from_millis(pending_ms),
             lease: Duration::from_secs(30),
             sent_ttl: Duration::from_secs(3600),
@@ -343,34 +345,39 @@ pub fn window(
 
 /// `ringback serve`'s router on a port of its own, where the simulator's status callbacks land:
 /// `sms` gets its status callback URL; answers the receipt store it writes.
-pub async fn serve_receipts(e: &Env, sms: &mut SmsConfig) -> ringback::receipts::Receipts {
+pub async fn serve_receipts(
+    e: &Env,
+    sms: &mut SmsConfig,
+) -> ringback::callbacks::receipts::Receipts {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let api_base = format!("http://{}", listener.local_addr().unwrap());
     let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let url = format!("{api_base}/api/notify/webhook/status");
     let _ = e.status_callback.set(url.clone());
     sms.status_callback_url = Some(url);
     let (receipts, escalator) = sms.after_send(conn.clone(), "bull", &e.queue);
-    let serve = ringback::cli::ServeConfig {
+    let serve = ringback::edge::cli::ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         public_url: api_base.clone(),
         twilio_auth_token: Secret::new(TOKEN),
         twilio_auth_token_secondary: None,
-        tokens: ringback::access::Tokens::new(Secret::new("api-token-0123456789")),
+        tokens: ringback::edge::access::Tokens::new(Secret::new("api-token-0123456789")),
         send_policy: Default::default(),
         drill_reports: None,
     };
-    let state = Arc::new(ringback::api::ApiState::new(
+    let state = Arc::new(ringback::edge::api::ApiState::new(
         receipts.clone(),
-        ringback::commands::Commands::new(conn, e.keys.clone(), Default::default()),
+        ringback::queue::commands::Commands::new(conn, e.keys.clone(), Default::default()),
         &e.queue,
         escalator,
         &serve,
     ));
     let cancel = e.cancel.clone();
     tokio::spawn(async move {
-        axum::serve(listener, ringback::api::app(state))
+        axum::serve(listener, ringback::edge::api::app(state))
             .with_graceful_shutdown(cancel.cancelled_owned())
             .await
     });

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use ringback::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
-use ringback::receipts::{Source, StatusUpdate};
-use ringback::window::{Claim, Marked, Window, WindowTimes};
+use ringback::callbacks::callback::{CALLBACK_JOB_NAME, CALLBACK_JOB_OPTS};
+use ringback::callbacks::receipts::{Source, StatusUpdate};
+use ringback::callbacks::window::{Claim, Marked, Window, WindowTimes};
 
 /// The window of the default claim prefix, with the API state's connection.
-pub fn window(state: &ringback::api::ApiState) -> Window {
+pub fn window(state: &ringback::edge::api::ApiState) -> Window {
     Window::new(
         state.queue.connection(),
         Default::default(),
@@ -34,7 +34,7 @@ pub fn sid(n: usize) -> String {
 /// `statuses` as a status callback, in that order. `sent: false` stops after the claim (an
 /// open attempt).
 pub async fn record_run(
-    state: &ringback::api::ApiState,
+    state: &ringback::edge::api::ApiState,
     window: &Window,
     n: usize,
     run_id: &str,

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use redis::AsyncCommands;
-use ringback::keys::QueueKeys;
+use ringback::store::keys::QueueKeys;
 
 pub struct RedisServer {
     pub port: u16,
@@ -210,7 +210,7 @@ pub async fn add_job(
         Some(id) => id.to_string(),
         None => c.incr::<_, _, i64>(k.id(), 1).await.unwrap().to_string(),
     };
-    let now = ringback::commands::now_ms();
+    let now = ringback::queue::commands::now_ms();
     let name = if add.name.is_empty() {
         "agent-callback"
     } else {
@@ -327,7 +327,7 @@ pub const PUBLIC_URL: &str = "https://ringback.example.com";
 pub async fn api_state(
     server: &RedisServer,
     queue: &str,
-) -> std::sync::Arc<ringback::api::ApiState> {
+) -> std::sync::Arc<ringback::edge::api::ApiState> {
     api_state_with(server, queue, serve_config()).await
 }
 
@@ -335,15 +335,20 @@ pub async fn api_state(
 pub async fn api_state_with(
     server: &RedisServer,
     queue: &str,
-    serve: ringback::cli::ServeConfig,
-) -> std::sync::Arc<ringback::api::ApiState> {
+    serve: ringback::edge::cli::ServeConfig,
+) -> std::sync::Arc<ringback::edge::api::ApiState> {
     let client = redis::Client::open(server.url()).unwrap();
-    let conn = ringback::connection::commands(&client).await.unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let (receipts, escalator) =
-        ringback::sms::SmsConfig::default().after_send(conn.clone(), "bull", queue);
-    let queue_commands =
-        ringback::commands::Commands::new(conn, QueueKeys::new("bull", queue), Default::default());
-    std::sync::Arc::new(ringback::api::ApiState::new(
+        ringback::callbacks::sms::SmsConfig::default().after_send(conn.clone(), "bull", queue);
+    let queue_commands = ringback::queue::commands::Commands::new(
+        conn,
+        QueueKeys::new("bull", queue),
+        Default::default(),
+    );
+    std::sync::Arc::new(ringback::edge::api::ApiState::new(
         receipts,
         queue_commands,
         queue,
@@ -353,13 +358,13 @@ pub async fn api_state_with(
 }
 
 /// `serve`'s settings in the API tests: the test tokens, no optional token, no send policy.
-pub fn serve_config() -> ringback::cli::ServeConfig {
-    ringback::cli::ServeConfig {
+pub fn serve_config() -> ringback::edge::cli::ServeConfig {
+    ringback::edge::cli::ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         public_url: PUBLIC_URL.into(),
         twilio_auth_token: ringback::twilio::Secret::new(TWILIO_TOKEN),
         twilio_auth_token_secondary: None,
-        tokens: ringback::access::Tokens::new(ringback::twilio::Secret::new(API_TOKEN)),
+        tokens: ringback::edge::access::Tokens::new(ringback::twilio::Secret::new(API_TOKEN)),
         send_policy: Default::default(),
         drill_reports: None,
     }

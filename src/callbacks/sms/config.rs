@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::CrashAt;
+use crate::callbacks::window::WindowTimes;
 use crate::error::ConfigError;
-use crate::window::WindowTimes;
 
 /// What must fit between a provider call's timeout and the pending TTL: Redis round trips and
 /// scheduling after Twilio answered, so a live attempt always marks sent before its claim expires.
@@ -122,7 +122,7 @@ impl Default for SmsConfig {
             delivery_deadline: Duration::from_secs(900),
             receipt_poll_after: Duration::from_secs(60),
             senders: vec![],
-            callback_job_names: vec![crate::callback::CALLBACK_JOB_NAME.into()],
+            callback_job_names: vec![crate::callbacks::callback::CALLBACK_JOB_NAME.into()],
             hold_escalate: Duration::from_secs(900),
             legacy: LegacyFleet::default(),
         }
@@ -242,11 +242,14 @@ impl SmsConfig {
     /// The receipt store and the escalator of callbacks on queue `prefix`/`queue`.
     pub fn after_send(
         &self,
-        conn: crate::connection::Conn,
+        conn: crate::store::connection::Conn,
         prefix: &str,
         queue: &str,
-    ) -> (crate::receipts::Receipts, crate::escalation::Escalator) {
-        let receipts = crate::receipts::Receipts::new(
+    ) -> (
+        crate::callbacks::receipts::Receipts,
+        crate::callbacks::escalation::Escalator,
+    ) {
+        let receipts = crate::callbacks::receipts::Receipts::new(
             conn.clone(),
             self.claim_prefix.clone(),
             self.receipt_times(),
@@ -256,13 +259,13 @@ impl SmsConfig {
             .clone()
             .unwrap_or_else(|| format!("{queue}-escalations"));
         let commands = |q: &str| {
-            crate::commands::Commands::new(
+            crate::queue::commands::Commands::new(
                 conn.clone(),
-                crate::keys::QueueKeys::new(prefix, q),
+                crate::store::keys::QueueKeys::new(prefix, q),
                 Default::default(),
             )
         };
-        let escalator = crate::escalation::Escalator {
+        let escalator = crate::callbacks::escalation::Escalator {
             escalations: commands(&escalation_queue),
             callbacks: commands(queue),
             receipts: receipts.clone(),
@@ -271,13 +274,13 @@ impl SmsConfig {
                 .callback_job_names
                 .first()
                 .cloned()
-                .unwrap_or_else(|| crate::callback::CALLBACK_JOB_NAME.into()),
+                .unwrap_or_else(|| crate::callbacks::callback::CALLBACK_JOB_NAME.into()),
         };
         (receipts, escalator)
     }
 
-    pub(super) fn receipt_times(&self) -> crate::receipts::ReceiptTimes {
-        crate::receipts::ReceiptTimes {
+    pub(super) fn receipt_times(&self) -> crate::callbacks::receipts::ReceiptTimes {
+        crate::callbacks::receipts::ReceiptTimes {
             record_ttl: self.sent_ttl,
             poll_after: self.receipt_poll_after,
         }

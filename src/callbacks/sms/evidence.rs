@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use super::{LOOKBACK, SmsProcessor};
-use crate::callback::CallbackRequest;
-use crate::escalation::EscalationKind;
-use crate::window::Unresolved;
+use crate::callbacks::callback::CallbackRequest;
+use crate::callbacks::escalation::EscalationKind;
+use crate::callbacks::window::Unresolved;
 
 impl SmsProcessor {
     /// Look for proof that an unknown send reached Twilio: a receipt, then every page of the

@@ -11,13 +11,13 @@ use redis::Value;
 
 use super::crash::{self, CrashPoint};
 use super::{SmsEvent, SmsProcessor};
-use crate::callback::CallbackRequest;
-use crate::keys::WindowKeys;
-use crate::processor::{FinishStep, JobContext};
+use crate::callbacks::callback::CallbackRequest;
+use crate::callbacks::window::Claim;
+use crate::queue::processor::{FinishStep, JobContext};
 use crate::redact::mask;
-use crate::scripts::scripts;
-use crate::slots::Topology;
-use crate::window::Claim;
+use crate::store::keys::WindowKeys;
+use crate::store::scripts::scripts;
+use crate::store::slots::Topology;
 
 /// Where the runId goes in the key templates handed to `finish_sent.lua` (a runId never holds
 /// control characters: `CallbackRequest::parse` refuses them), so `keys.rs` stays the one place
@@ -65,13 +65,13 @@ impl SmsProcessor {
         let keys = vec![
             k.claim,
             k.attempt,
-            crate::keys::open_attempts(prefix),
-            crate::keys::message_link(sid),
+            crate::store::keys::open_attempts(prefix),
+            crate::store::keys::message_link(sid),
             k.record,
-            crate::keys::callback_history(prefix, &req.run_id),
-            crate::keys::reconcile_schedule(prefix),
-            crate::keys::recent_runs(prefix),
-            crate::keys::finish_record(prefix, &uuid::Uuid::new_v4().simple().to_string()),
+            crate::store::keys::callback_history(prefix, &req.run_id),
+            crate::store::keys::reconcile_schedule(prefix),
+            crate::store::keys::recent_runs(prefix),
+            crate::store::keys::finish_record(prefix, &uuid::Uuid::new_v4().simple().to_string()),
         ];
         let template = WindowKeys::new(prefix, RUN_ID_SLOT);
         let args = vec![
@@ -90,7 +90,7 @@ impl SmsProcessor {
             ms(times.pending_ttl),
             ms(times.hold),
             ms(times.lease),
-            crate::keys::RECENT_RUNS_CAP.to_string(),
+            crate::store::keys::RECENT_RUNS_CAP.to_string(),
             ms(times.replay_for),
             format!("\n{}\n", self.config.callback_job_names.join("\n")),
         ];
@@ -101,7 +101,7 @@ impl SmsProcessor {
                 let (run_id, sid, to) = (req.run_id.clone(), sid.to_string(), mask(&req.to));
                 Box::new(move |own| {
                     if matches!(own, Value::Int(1)) {
-                        crate::window::note_overrun();
+                        crate::callbacks::window::note_overrun();
                         tracing::warn!(%sid, "sent marker written after the claim changed hands (window overrun)");
                     }
                     crash::maybe_abort(crash_at, CrashPoint::AfterSentMarker, &run_id);

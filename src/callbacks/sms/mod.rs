@@ -1,6 +1,6 @@
 //! The SMS processor: texts the human exactly once per `runId`, whatever crashes in between.
 //!
-//! Each attempt goes through the window ([`crate::window`]): claim, send through Twilio, mark
+//! Each attempt goes through the window ([`crate::callbacks::window`]): claim, send through Twilio, mark
 //! sent, complete. A claim already `sent` completes without sending; a claim held by another
 //! attempt delays the job until it expires (never drops it, unlike the legacy
 //! `if (!claimed) return;`). Twilio's answer decides the rest: permanent → release and fail
@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::callback::CallbackRequest;
-use crate::commands::now_ms;
-use crate::escalation::EscalationKind;
-use crate::job::Job;
-use crate::processor::{JobContext, Outcome, Processor};
+use crate::callbacks::callback::CallbackRequest;
+use crate::callbacks::escalation::EscalationKind;
+use crate::callbacks::window::{Claim, MarkSent, Marked, Unresolved, Window};
+use crate::queue::commands::now_ms;
+use crate::queue::job::Job;
+use crate::queue::processor::{JobContext, Outcome, Processor};
 use crate::redact::{mask, redact};
 use crate::twilio::{CreateMessage, SendOutcome, TwilioClient};
-use crate::window::{Claim, MarkSent, Marked, Unresolved, Window};
 use std::sync::atomic::Ordering;
 
 mod config;
@@ -42,8 +42,8 @@ pub struct SmsProcessor {
     config: SmsConfig,
     window: Window,
     twilio: TwilioClient,
-    receipts: crate::receipts::Receipts,
-    escalator: crate::escalation::Escalator,
+    receipts: crate::callbacks::receipts::Receipts,
+    escalator: crate::callbacks::escalation::Escalator,
     worker_id: String,
     /// Fold the sent marker and the next claim into the job's finishing call ([`fused`]).
     fused: bool,
@@ -56,7 +56,7 @@ impl SmsProcessor {
     /// configured otherwise; fallback texts go to the callback queue).
     pub fn new(
         config: SmsConfig,
-        conn: crate::connection::Conn,
+        conn: crate::store::connection::Conn,
         twilio: TwilioClient,
         prefix: &str,
         queue: &str,
@@ -92,17 +92,17 @@ impl SmsProcessor {
         self.stats.clone()
     }
 
-    pub fn receipts(&self) -> &crate::receipts::Receipts {
+    pub fn receipts(&self) -> &crate::callbacks::receipts::Receipts {
         &self.receipts
     }
 
-    pub fn escalator(&self) -> &crate::escalation::Escalator {
+    pub fn escalator(&self) -> &crate::callbacks::escalation::Escalator {
         &self.escalator
     }
 
     /// The reconciliation poller for the receipts this processor's sends expect.
-    pub fn reconciler(&self) -> crate::reconcile::Reconciler {
-        crate::reconcile::Reconciler {
+    pub fn reconciler(&self) -> crate::callbacks::reconcile::Reconciler {
+        crate::callbacks::reconcile::Reconciler {
             receipts: self.receipts.clone(),
             twilio: self.twilio.clone(),
             escalator: self.escalator.clone(),
@@ -130,7 +130,7 @@ impl SmsProcessor {
         self.config.delivery_deadline
     }
 
-    pub fn queue_commands(&self) -> &crate::commands::Commands {
+    pub fn queue_commands(&self) -> &crate::queue::commands::Commands {
         &self.escalator.callbacks
     }
 
@@ -336,12 +336,12 @@ impl SmsProcessor {
         req: &CallbackRequest,
         u: &Unresolved,
         reason: &str,
-        kind: crate::escalation::EscalationKind,
+        kind: crate::callbacks::escalation::EscalationKind,
     ) -> bool {
-        if u.escalated && kind == crate::escalation::EscalationKind::Unknown {
+        if u.escalated && kind == crate::callbacks::escalation::EscalationKind::Unknown {
             return true;
         }
-        let e = crate::escalation::Escalation {
+        let e = crate::callbacks::escalation::Escalation {
             run_id: req.run_id.clone(),
             reason: reason.to_string(),
             last_status: None,
@@ -376,7 +376,7 @@ impl SmsProcessor {
         if held_for >= self.config.hold_escalate.as_millis() as i64
             && !self.stats.holds.escalated(&req.run_id)
         {
-            let e = crate::escalation::Escalation {
+            let e = crate::callbacks::escalation::Escalation {
                 run_id: req.run_id.clone(),
                 reason: format!(
                     "held for {} s by a fault of this deployment: {reason}",
@@ -384,7 +384,7 @@ impl SmsProcessor {
                 ),
                 last_status: None,
                 error_code: None,
-                kind: crate::escalation::EscalationKind::Held,
+                kind: crate::callbacks::escalation::EscalationKind::Held,
             };
             match self.escalator.escalate(&e).await {
                 Ok(_) => self.stats.holds.note_escalated(&req.run_id),
@@ -430,15 +430,15 @@ impl SmsProcessor {
     /// record says so, and the run is escalated as undelivered.
     async fn escalate_failed_create(&self, req: &CallbackRequest, m: &crate::twilio::Message) {
         let status = m.status.as_deref().unwrap_or_default();
-        if !crate::receipts::is_failed_status(status) {
+        if !crate::callbacks::receipts::is_failed_status(status) {
             return;
         }
-        let e = crate::escalation::Escalation {
+        let e = crate::callbacks::escalation::Escalation {
             run_id: req.run_id.clone(),
             reason: format!("Twilio created the message already {status}"),
             last_status: Some(status.to_string()),
             error_code: m.error_code.map(|c| c.to_string()),
-            kind: crate::escalation::EscalationKind::Undelivered,
+            kind: crate::callbacks::escalation::EscalationKind::Undelivered,
         };
         if let Err(err) = self.escalator.escalate(&e).await {
             // the record shows the failed status: the reconciler's poll escalates it
@@ -451,7 +451,7 @@ impl SmsProcessor {
         // a long runId's receipts name it by its short key: the link is written before Twilio
         // can send one (nothing is sent until it is)
         if self.config.status_callback_url.is_some()
-            && let Some(key) = crate::callback::short_key(&req.run_id)
+            && let Some(key) = crate::callbacks::callback::short_key(&req.run_id)
             && let Err(e) = self.receipts.link_short_key(&key, &req.run_id).await
         {
             let wait = self.config.retry_later_default;
@@ -570,12 +570,12 @@ impl SmsProcessor {
                 self.stats.record(SmsEvent::Permanent);
                 // Escalate before closing the run: a crash in between leaves the attempt open
                 // (the sweep resolves it), never a closed run nobody was told of (model: F2).
-                let escalation = crate::escalation::Escalation {
+                let escalation = crate::callbacks::escalation::Escalation {
                     run_id: req.run_id.clone(),
                     reason: format!("send failed permanently: {e}"),
                     last_status: None,
                     error_code: e.code.map(|c| c.to_string()),
-                    kind: crate::escalation::EscalationKind::Permanent,
+                    kind: crate::callbacks::escalation::EscalationKind::Permanent,
                 };
                 if let Err(err) = self.escalator.escalate(&escalation).await {
                     tracing::error!(error = %err, "could not escalate a permanent send failure; will try again");
@@ -640,11 +640,11 @@ fn indistinct_reason(found: evidence::LookAlikes) -> String {
 
 /// `url` with the run and the attempt token in its query. The query goes before any
 /// `#rc=…&rp=…` fragment: that part is Twilio's own connection overrides, which must stay last.
-/// A long runId goes as its short key (`runKey`, [`crate::callback::short_key`]).
+/// A long runId goes as its short key (`runKey`, [`crate::callbacks::callback::short_key`]).
 fn status_callback_url(url: &str, run_id: &str, token: &str) -> String {
     let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
     let sep = if base.contains('?') { '&' } else { '?' };
-    let run = match crate::callback::short_key(run_id) {
+    let run = match crate::callbacks::callback::short_key(run_id) {
         Some(key) => ("runKey", key),
         None => ("runId", run_id.to_string()),
     };
@@ -713,12 +713,12 @@ impl SmsProcessor {
     /// under `escalation:job:<jobId>`) before it fails; false when the escalation failed (the
     /// job is kept and tried again).
     async fn escalate_invalid(&self, job: &Job, reason: &str) -> bool {
-        let e = crate::escalation::Escalation {
+        let e = crate::callbacks::escalation::Escalation {
             run_id: format!("job:{}", job.id),
             reason: format!("invalid callback job {}: {reason}", job.id),
             last_status: None,
             error_code: None,
-            kind: crate::escalation::EscalationKind::Invalid,
+            kind: crate::callbacks::escalation::EscalationKind::Invalid,
         };
         if let Err(err) = self.escalator.escalate(&e).await {
             tracing::warn!(error = %err, job = %job.id, "could not escalate an invalid callback job; will try again");
@@ -744,7 +744,7 @@ mod tests {
             "https://h/cb?x=1&runId=r&attempt=t"
         );
         let long = "r".repeat(400);
-        let key = crate::callback::short_key(&long).unwrap();
+        let key = crate::callbacks::callback::short_key(&long).unwrap();
         assert_eq!(
             status_callback_url("https://h/cb", &long, "t"),
             format!("https://h/cb?runKey={key}&attempt=t")

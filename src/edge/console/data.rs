@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 
-use crate::connection::Conn;
+use crate::store::connection::Conn;
 
 use crate::error::Error;
-use crate::keys::{self, QueueKeys, WindowKeys};
+use crate::store::keys::{self, QueueKeys, WindowKeys};
 
 /// The states the Callbacks page filters by.
 pub const FILTERS: [&str; 8] = [
@@ -166,7 +166,12 @@ impl Reads {
             };
             let record = map(&RECORD_FIELDS, rec);
             let attempt = map(&ATTEMPT_FIELDS, att);
-            let state = crate::receipts::derive_state(&record, &attempt, claim.as_deref(), false);
+            let state = crate::callbacks::receipts::derive_state(
+                &record,
+                &attempt,
+                claim.as_deref(),
+                false,
+            );
             rows.push(RunRow {
                 run_id: id.clone(),
                 state,
@@ -230,7 +235,7 @@ impl Reads {
             .cloned()
             .unwrap_or_else(|| run_id.to_string());
         let job = self.job(&job_id).await?;
-        let state = crate::receipts::derive_state(
+        let state = crate::callbacks::receipts::derive_state(
             &record,
             &attempt,
             claim.as_deref(),
@@ -247,7 +252,7 @@ impl Reads {
             workers.into_iter().find(|w| w.ends_with(&tail))
         });
         let known = !record.is_empty() || !attempt.is_empty() || job.is_some() || claim.is_some();
-        let history = crate::receipts::history_of(&record, &history);
+        let history = crate::callbacks::receipts::history_of(&record, &history);
         Ok(RunDetail {
             run_id: run_id.to_string(),
             known,

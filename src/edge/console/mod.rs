@@ -15,7 +15,7 @@
 //! Content-Security-Policy; everything the pages use is served from here (no script at all).
 //!
 //! It uses the floors below (records, keys, the access tokens) and nothing uses it but
-//! [`crate::api::app`], which merges [`routes`].
+//! [`crate::edge::api::app`], which merges [`routes`].
 
 pub mod data;
 pub mod drills;
@@ -33,8 +33,8 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use maud::Markup;
 
-use crate::api::ApiState;
-use crate::commands::now_ms;
+use crate::edge::api::ApiState;
+use crate::queue::commands::now_ms;
 use session::{Caller, Sessions};
 
 /// The policy every console answer carries: nothing but this origin's stylesheet and images,
@@ -43,7 +43,7 @@ pub const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; for
                        frame-ancestors 'none'; base-uri 'none'";
 
 /// Longest runId the console looks up (the longest a callback job may carry).
-pub const MAX_RUN_ID: usize = crate::callback::MAX_RUN_ID;
+pub const MAX_RUN_ID: usize = crate::callbacks::callback::MAX_RUN_ID;
 
 /// Runs per Callbacks page.
 pub const PAGE_SIZE: usize = 50;
@@ -72,7 +72,7 @@ impl Console {
     }
 }
 
-/// The console's routes, for [`crate::api::app`] to merge.
+/// The console's routes, for [`crate::edge::api::app`] to merge.
 pub fn routes() -> Router<Arc<ApiState>> {
     Router::new()
         .route(

@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::http::{HeaderMap, header};
 use hmac::{KeyInit, Mac};
 
-use crate::access::{Role, Tokens};
+use crate::edge::access::{Role, Tokens};
 
 type HmacSha1 = hmac::Hmac<sha1::Sha1>;
 

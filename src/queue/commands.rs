@@ -4,14 +4,14 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::connection::Conn;
-use crate::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};
+use crate::store::connection::Conn;
+use crate::store::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};
 use redis::Value;
 
 use crate::error::{Error, ScriptCode};
-use crate::job::{Job, KeepJobs};
-use crate::keys::QueueKeys;
-use crate::scripts::{LuaScript, RoundTrips, scripts};
+use crate::queue::job::{Job, KeepJobs};
+use crate::store::keys::QueueKeys;
+use crate::store::scripts::{LuaScript, RoundTrips, scripts};
 
 /// Milliseconds since the Unix epoch, as BullMQ timestamps are: this process's clock. No window
 /// decision uses it (the window scripts read Redis's `TIME`). `RINGBACK_CLOCK_SKEW_MS`, a test
@@ -42,7 +42,7 @@ pub struct FetchArgs {
 
 impl FetchArgs {
     /// The fetch arguments of a worker configured by `cfg`, taking jobs with lock `token`.
-    pub fn new(cfg: &crate::config::WorkerConfig, token: &str) -> Self {
+    pub fn new(cfg: &crate::queue::config::WorkerConfig, token: &str) -> Self {
         FetchArgs {
             token: token.to_string(),
             lock_ms: cfg.lock_duration.as_millis().to_string(),
@@ -324,7 +324,7 @@ impl Commands {
         finished_reply(script.name, reply)
     }
 
-    /// Complete `job` with a processor's step folded in (`crate::processor::FinishStep`):
+    /// Complete `job` with a processor's step folded in (`crate::queue::processor::FinishStep`):
     /// `script` runs move_to_finished's contract, then the step with `keys` and `args` appended.
     /// With a `batch` script, the call is grouped with other jobs' calls that queue up at the
     /// same time ([`GroupCommit`]). Returns the finish (as [`Commands::finish`]), the step's own
@@ -630,7 +630,7 @@ impl Commands {
     ) -> Result<(), Error> {
         let k = &self.keys;
         let keys = [k.job(job_id), k.events(), k.meta()];
-        let args = [job_id.to_string(), crate::json::stringify(progress)];
+        let args = [job_id.to_string(), crate::store::json::stringify(progress)];
         let code: i64 = scripts()
             .update_progress
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)

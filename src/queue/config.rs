@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::error::{ConfigError, ConfigErrors};
-use crate::job::KeepJobs;
+use crate::queue::job::KeepJobs;
 
 /// The host of `url` when it is one reserved for documentation (`example.com`, `.org`, `.net`,
 /// their subdomains, and the `.example` top-level domain; RFC 2606): a URL copied from an
@@ -32,9 +32,9 @@ pub fn documentation_host(url: &str) -> Option<&str> {
 pub struct WorkerConfig {
     pub redis_url: String,
     /// CA and client certificate for `rediss://`.
-    pub redis_tls: crate::connection::RedisTls,
-    /// Replicas to `WAIT` for after a claim and a sent marker (see [`crate::cluster::ReplicaWait`]).
-    pub redis_wait: crate::cluster::ReplicaWait,
+    pub redis_tls: crate::store::connection::RedisTls,
+    /// Replicas to `WAIT` for after a claim and a sent marker (see [`crate::store::cluster::ReplicaWait`]).
+    pub redis_wait: crate::store::cluster::ReplicaWait,
     pub prefix: String,
     pub queue: String,
     /// Jobs processed at once by this process.
@@ -106,7 +106,7 @@ impl WorkerConfig {
             (!ok).then(|| ConfigError::new(setting, problem))
         }
         let found = [
-            crate::connection::check_url(&self.redis_url).err(),
+            crate::store::connection::check_url(&self.redis_url).err(),
             self.redis_tls.validate(&self.redis_url).err(),
             need(
                 (1..=5_000).contains(&self.redis_wait.timeout.as_millis()),
