@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use common::cluster::RedisCluster;
 use common::queue_name;
 use redis::AsyncCommands;
-use ringback::connection::Conn;
-use ringback::keys::QueueKeys;
+use ringback::store::connection::Conn;
+use ringback::store::keys::QueueKeys;
 use ringback::{Job, JobContext, Outcome, Processor, Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -112,7 +112,7 @@ fn node_add_data(cluster: &RedisCluster, queue: &str, from: usize, n: usize, tem
           const jobs = [];
           for (let i = 0; i < Number(n); i++) {
             const data = JSON.parse(template.split('$i').join(String(Number(from) + i)));
-            jobs.push({ name: 'job', data, opts: { jobId: `j${Number(from) + i}` } });
+            jobs.push({ name: 'agent-callback', data, opts: { jobId: `j${Number(from) + i}` } });
           }
           await queue.addBulk(jobs);
           await queue.close();
@@ -140,16 +140,18 @@ fn node_add_data(cluster: &RedisCluster, queue: &str, from: usize, n: usize, tem
 }
 
 /// The TLS settings a client of `cluster` needs: the fixtures' CA on a TLS cluster.
-fn tls_of(cluster: &RedisCluster) -> ringback::connection::RedisTls {
-    ringback::connection::RedisTls {
+fn tls_of(cluster: &RedisCluster) -> ringback::store::connection::RedisTls {
+    ringback::store::connection::RedisTls {
         ca_file: cluster.tls.then(|| common::tls_fixture("ca.crt")),
         ..Default::default()
     }
 }
 
 async fn conn(cluster: &RedisCluster) -> Conn {
-    let client = ringback::connection::client(&cluster.url(), &tls_of(cluster)).unwrap();
-    ringback::connection::commands(&client).await.unwrap()
+    let client = ringback::store::connection::client(&cluster.url(), &tls_of(cluster)).unwrap();
+    ringback::store::connection::commands(&client)
+        .await
+        .unwrap()
 }
 
 /// Wait until `n` jobs are completed; fail after `timeout`.
@@ -315,9 +317,10 @@ async fn worker_on_a_cluster_processes_node_produced_jobs_and_survives_empty_scr
     completed(&mut c, &k, 71, Duration::from_secs(20)).await;
     // readiness loads every script on every node (SCRIPT LOAD goes to all of them)
     flush_all();
-    let commands = ringback::commands::Commands::new(c.clone(), k.clone(), Default::default());
+    let commands =
+        ringback::queue::commands::Commands::new(c.clone(), k.clone(), Default::default());
     commands.ensure_scripts().await.unwrap();
-    let hashes: Vec<&str> = ringback::scripts::scripts()
+    let hashes: Vec<&str> = ringback::store::scripts::scripts()
         .all()
         .iter()
         .map(|s| s.hash())
@@ -431,16 +434,18 @@ async fn migrating_the_queues_slot_loses_no_job_and_finishes_none_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() {
-    use ringback::cluster::ReplicaWait;
+    use ringback::store::cluster::ReplicaWait;
     let cluster = RedisCluster::start();
     let wait = ReplicaWait {
         replicas: None,
         timeout: Duration::from_millis(100),
     };
-    let client = ringback::connection::client(&cluster.url(), &Default::default())
+    let client = ringback::store::connection::client(&cluster.url(), &Default::default())
         .unwrap()
         .with_wait(wait);
-    let mut c = ringback::connection::commands(&client).await.unwrap();
+    let mut c = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let key = "agent-callback:run-1";
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
 
@@ -527,7 +532,9 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
         replicas: Some(1),
         timeout: Duration::from_millis(100),
     });
-    let mut c = ringback::connection::commands(&client).await.unwrap();
+    let mut c = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
     let _: () = c.set(key, "explicit").await.unwrap();
     let started = Instant::now();
     assert_eq!(c.wait_for_replicas(key).await.unwrap(), 0);
@@ -654,8 +661,9 @@ async fn rediss_cluster_urls_speak_tls_with_the_configured_ca() {
     assert!(cluster.url().starts_with("rediss+cluster://"));
 
     // the system's roots do not trust the test CA: no connection without RINGBACK_REDIS_CA_FILE
-    let untrusted = ringback::connection::client(&cluster.url(), &Default::default()).unwrap();
-    let err = ringback::connection::commands(&untrusted)
+    let untrusted =
+        ringback::store::connection::client(&cluster.url(), &Default::default()).unwrap();
+    let err = ringback::store::connection::commands(&untrusted)
         .await
         .err()
         .expect("an untrusted cluster");
@@ -768,7 +776,8 @@ async fn braced_runids_keep_every_record_in_the_claim_keys_slot() {
     let q = queue_name("cluster-braces");
     let k = QueueKeys::new(PREFIX, &q);
     let c = conn(&cluster).await;
-    let commands = ringback::commands::Commands::new(c.clone(), k.clone(), Default::default());
+    let commands =
+        ringback::queue::commands::Commands::new(c.clone(), k.clone(), Default::default());
     let runs = ["a{b}c", "{}", "}{", "a}b", "plain"];
     for (i, run) in runs.iter().enumerate() {
         let data = serde_json::json!({"runId": run, "to": "+15558675310", "body": format!("braces case {i}")});
@@ -790,7 +799,7 @@ async fn braced_runids_keep_every_record_in_the_claim_keys_slot() {
         let body = format!("braces case {i}");
         let sent = sim.store.list(|m| m.body.as_deref() == Some(body.as_str()));
         assert_eq!(sent.len(), 1, "{run}");
-        let w = ringback::keys::WindowKeys::new("agent-callback:", run);
+        let w = ringback::store::keys::WindowKeys::new("agent-callback:", run);
         assert_eq!(
             cluster.slot_of(&w.attempt),
             cluster.slot_of(&w.claim),

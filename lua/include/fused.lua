@@ -22,7 +22,7 @@ local function callbackOf(fields, names)
   end
   if ats ~= "1" then return nil end
   -- a job of another worker's name is left alone (the processor declines it)
-  if not string.find(names, "\n" .. name .. "\n", 1, true) then return nil end
+  if not names or not string.find(names, "\n" .. name .. "\n", 1, true) then return nil end
   -- Printable ASCII without escapes, flat, strings only: there cjson and serde_json read the
   -- same text alike (cjson also takes raw control bytes, hex, NaN, Infinity, lone surrogates).
   -- Anything else (an accent, an escaped quote, a number) is left to the processor. (The whole
@@ -111,14 +111,20 @@ end
 -- same call id, and its record K[23] (kept A[34] ms) hands back what the first execution
 -- answered: the same completion, marker answer, next job and claim. Without the record a second
 -- execution would find its own job finished (a false lock-lost) and leave the job it fetched in
--- active with nobody working on it.
+-- active with nobody working on it. The record is read only when the finish finds its job or
+-- its lock gone (-1, -2), which is what a re-execution finds: by then the marker has answered 0
+-- (a marker run twice is no overrun; it sets the claim to the same `sent:` value again, which
+-- only extends its TTL by the seconds between the two runs), and the finish has written nothing
+-- (both codes are answered before its first write). A first execution never reads it.
 local function finishSent(K, A, now, batch)
+  local r = finishSentOnce(K, A, now, batch)
   local record = K[23]
   if record then
-    local kept = rcall("GET", record)
-    if kept then return replayed(kept, A[7]) end
+    if r[1] == -1 or r[1] == -2 then
+      local kept = rcall("GET", record)
+      if kept then return replayed(kept, A[7]) end
+    end
+    rcall("SET", record, keptOf(r), "PX", A[34])
   end
-  local r = finishSentOnce(K, A, now, batch)
-  if record then rcall("SET", record, keptOf(r), "PX", A[34]) end
   return r
 end
