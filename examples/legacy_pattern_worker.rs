@@ -14,7 +14,7 @@ use ringback::edge::cli::{TwilioArgs, WorkerArgs, init_logging, shutdown_on_sign
 use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
 use ringback::{Job, JobContext, Outcome, Processor};
 
-/// The allocator `ringback worker` runs with (src/bin/ringback.rs says why).
+/// The allocator `ringback worker` runs with (src/bin/ringback/main.rs says why).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

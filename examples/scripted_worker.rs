@@ -5,7 +5,7 @@ use clap::Parser;
 use ringback::edge::cli::{WorkerArgs, init_logging, shutdown_on_signals};
 use ringback::{Worker, queue::scripted::ScriptedProcessor};
 
-/// The allocator `ringback worker` runs with (src/bin/ringback.rs says why), so the no-op
+/// The allocator `ringback worker` runs with (src/bin/ringback/main.rs says why), so the no-op
 /// benchmark measures the worker core as shipped.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -29,8 +29,8 @@
  *                settles the attempt unknown (escalated), once the reconcile window has passed
  *   ESCALATE_AS_WRITTEN (v2) an unknown attempt is settled, then escalated: a crash between
  *                the two leaves it settled and nobody told (finding F5). Without it: escalated
- *                first, settled after (src/callbacks/sms/mod.rs)
- *   PER_SLOT     (v2) the Redis Cluster layout (src/callbacks/window.rs, Topology::PerSlot): the
+ *                first, settled after (src/callbacks/sms/attempt.rs)
+ *   PER_SLOT     (v2) the Redis Cluster layout (src/callbacks/window/mod.rs, Topology::PerSlot): the
  *                scripts do not write the open-attempts index I; each index write is its own
  *                call before or after the script, and a process may crash between them:
  *                claim = I ZADD (intent), script, then Sent → ZREM / Resolve → ZADD; mark sent =
@@ -194,7 +194,7 @@ inline resolveWith(t, keepSince) {
 }
 
 #define DEAD_OR_AMBIG (atok == ctok && (ast == A_AMBIG || (ast == A_CLAIMED && aged)))
-/* res: 1 sent, 2 busy, 3 claimed, 4 resolve.  src/callbacks/window.rs Window::claim */
+/* res: 1 sent, 2 busy, 3 claimed, 4 resolve.  src/callbacks/window/claim.rs Window::claim */
 inline window_claim(sup) {
   d_step {
     tok[me] = 0; newtoken(nt);
@@ -334,7 +334,7 @@ inline rb_crash() {
 }
 #define CRASHPOINT if :: crashes < MAXCRASH -> rb_crash() :: true -> skip fi
 
-/* PER_SLOT: the index writes Window makes in their own calls (src/callbacks/window.rs) */
+/* PER_SLOT: the index writes Window makes in their own calls (src/callbacks/window/mod.rs) */
 inline idx_after_release(st) {
 #ifdef PER_SLOT
   CRASHPOINT;
@@ -467,7 +467,7 @@ end_idle2:
   :: alive[me] && !rolledBack && crashes < MAXCRASH -> rb_crash()
   od;
 
-attempt:                                          /* src/callbacks/sms.rs SmsProcessor::attempt */
+attempt:                                          /* src/callbacks/sms/attempt.rs SmsProcessor::attempt */
   loops = 0; sup = 0;
 claim:
 #ifdef PER_SLOT
@@ -482,7 +482,7 @@ claim:
 #endif
 #ifdef LOST_REPLY
   /* A1 relaxed: a claim may run and its reply be lost (a connection cut after Redis ran it).
-   * src/callbacks/window.rs Window::claim sends the same call again with the same token; until
+   * src/callbacks/window/claim.rs Window::claim sends the same call again with the same token; until
    * it answers, the worker is in no provider call, so the attempt may age meanwhile. */
   if
   :: res == 3 && lost < MAXLOST ->
@@ -528,7 +528,7 @@ claim:
 
 send:
   CRASHPOINT;                                                            /* RINGBACK_CRASH_AT=after-claim */
-  atomic {                                     /* src/callbacks/sms.rs SmsProcessor::send: create_message */
+  atomic {                                     /* src/callbacks/sms/send.rs SmsProcessor::send: create_message */
     if
     :: ans = 1                                                            /* accepted */
     :: errs < MAXERR -> ans = 2; errs++                                   /* permanent */
@@ -549,7 +549,7 @@ send:
      finish(O_DONE); goto end_idle
   :: ans == 2 ->                                                          /* SendOutcome::Permanent */
 #if defined(V2) && !defined(F2_AS_WRITTEN)
-     /* F2 fix, as src/callbacks/sms.rs SmsProcessor::send runs it: Escalator::escalate (job id
+     /* F2 fix, as src/callbacks/sms/send.rs SmsProcessor::send runs it: Escalator::escalate (job id
       * from the run: idempotent), then release(send-failed); an escalation that fails delays the
       * job with nothing released (not modelled: like a crash here, the attempt stays open) */
      d_step { escalated = 1; sending[me] = 0 }
@@ -707,7 +707,7 @@ proctype Env() {
 end_env:
   do
   /* claimed_at + pending TTL: never while the attempt's live worker is still inside its call
-   * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, src/callbacks/sms.rs SmsConfig::validate) */
+   * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, src/callbacks/sms/config.rs SmsConfig::validate) */
   :: d_step { ast == A_CLAIMED && !aged && !(sending[0] && tok[0] == atok) && !(sending[1] && tok[1] == atok) -> aged = 1 }
 #ifndef V2
   /* v1: the claim written by window_claim.lua@0350ea0:96 expires with the pending TTL */

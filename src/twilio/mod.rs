@@ -1,8 +1,12 @@
-//! Twilio at the edge: the Messages client, whose fault a refusal is, signatures, and the
-//! message model shared with the simulator.
+//! The provider floor: the Twilio Messages client the window calls (`client`, its settings in
+//! `config`, every create outcome classified in `classify`), whose fault a refusal is (`blame`),
+//! request signatures, and the message model shared with the simulator. Uses only the shared
+//! modules; storage and the provider never use each other.
 
 pub mod blame;
+pub mod classify;
 pub mod client;
+pub mod config;
 pub mod message;
 pub mod signature;
 

@@ -1,0 +1,387 @@
+//! The subcommands that run something: the worker, `serve`, `status`, the simulator, a drill,
+//! `resend`, `drain`, and what the sending ones share; each answers its exit code.
+
+use super::*;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use ringback::edge::cli::{
+    QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, shutdown_on_signals,
+};
+use ringback::{ConfigErrors, WorkerConfig};
+
+pub(crate) async fn worker(args: &RunArgs) -> ExitCode {
+    let v = match validate(args) {
+        Ok(v) => v,
+        Err(e) => return bad_config(e),
+    };
+    for w in &v.warnings {
+        tracing::warn!("{w}");
+    }
+    let shutdown = shutdown_on_signals();
+    match v.sms {
+        None => {
+            run_until(
+                v.worker,
+                ringback::queue::scripted::ScriptedProcessor,
+                shutdown,
+                v.metrics,
+                None,
+            )
+            .await
+        }
+        Some((sms, twilio)) => {
+            let processor = match ringback::callbacks::service::connect(
+                &v.worker.redis_url,
+                &v.worker.redis_tls,
+                v.worker.redis_wait,
+                &v.worker.prefix,
+                &v.worker.queue,
+                sms,
+                twilio,
+                &shutdown,
+            )
+            .await
+            {
+                Ok(p) => p,
+                Err(e) => return failed(e),
+            };
+            let background = processor.clone();
+            run_until(v.worker, processor, shutdown, v.metrics, Some(background)).await
+        }
+    }
+}
+
+/// A runtime failure exits 1; a stop asked for before Redis answered is a clean stop (0).
+pub(crate) fn failed(e: ringback::Error) -> ExitCode {
+    match e {
+        ringback::Error::Stopped => {
+            tracing::info!("stopped before Redis answered");
+            ExitCode::SUCCESS
+        }
+        e => {
+            eprintln!("ringback: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Listens at once; the API opens when Redis answers (see `api::Startup`).
+pub(crate) async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode {
+    let mut errors = ConfigErrors::default();
+    let sms = errors.take(sms.to_config());
+    let serve = errors.take(serve.to_config());
+    let client = errors.take(queue.client());
+    let ((sms, serve), client) = match errors.or(sms.zip(serve).zip(client)) {
+        Ok(p) => p,
+        Err(e) => return bad_config(e),
+    };
+    let listener = match tokio::net::TcpListener::bind(serve.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ringback: cannot listen on {}: {e}", serve.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    let addr = listener.local_addr().map_or(serve.listen, |a| a);
+    println!("ringback serve listening on http://{addr}");
+    let queue = (queue.prefix, queue.queue);
+    match ringback::edge::run::serve(listener, client, queue, sms, serve, shutdown_on_signals())
+        .await
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ringback: serve: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) -> ExitCode {
+    let record = async {
+        let client = queue.client().map_err(ringback::Error::Config)?;
+        let conn = ringback::store::connection::commands(&client).await?;
+        let sms = ringback::callbacks::sms::SmsConfig {
+            claim_prefix: claim_prefix.to_string(),
+            ..Default::default()
+        };
+        let (receipts, _) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
+        let q = ringback::queue::commands::Commands::new(
+            conn,
+            ringback::store::keys::QueueKeys::new(&queue.prefix, &queue.queue),
+            Default::default(),
+        );
+        receipts.record(run_id, Some(&q)).await
+    };
+    match record.await {
+        Ok(r) => {
+            println!("run        {}", r.run_id);
+            println!("state      {}", r.state);
+            println!("message    {}", r.message_sid.as_deref().unwrap_or("-"));
+            println!("status     {}", r.status.as_deref().unwrap_or("-"));
+            if let Some(code) = &r.error_code {
+                println!("error code {code}");
+            }
+            if let Some(e) = &r.error {
+                println!("error      {e}");
+            }
+            if r.escalated {
+                println!("escalated  yes");
+            }
+            if r.conflict {
+                println!("conflict   two different final statuses arrived; the first was kept");
+            }
+            for h in &r.history {
+                let at = h["at"]
+                    .as_i64()
+                    .and_then(chrono::DateTime::from_timestamp_millis)
+                    .map(|d| d.to_rfc3339())
+                    .unwrap_or_default();
+                println!(
+                    "  {at}  {:<12} {:<8} {}",
+                    h["status"].as_str().unwrap_or(""),
+                    h["source"].as_str().unwrap_or(""),
+                    h["outcome"].as_str().unwrap_or("")
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("ringback: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) async fn twilio_sim(args: SimArgs) -> ExitCode {
+    let (config, faults) = match args.to_config() {
+        Ok(c) => c,
+        Err(e) => return bad_config(e.into()),
+    };
+    let listener = match tokio::net::TcpListener::bind(args.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ringback: cannot listen on {}: {e}", args.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    let addr = listener.local_addr().map_or(args.listen, |a| a);
+    let sim = ringback::twilio_sim::Simulator::new(config, faults);
+    // The line tests and drills wait for; it names the address (useful with port 0).
+    println!(
+        "twilio-sim listening on http://{addr} (account {})",
+        sim.config.account_sid
+    );
+    match ringback::twilio_sim::server::serve(listener, sim, shutdown_on_signals()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ringback: twilio-sim: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub(crate) async fn run_until<P: ringback::Processor>(
+    config: WorkerConfig,
+    processor: P,
+    shutdown: tokio_util::sync::CancellationToken,
+    metrics: Option<std::net::SocketAddr>,
+    sms: Option<ringback::callbacks::sms::SmsProcessor>,
+) -> ExitCode {
+    match ringback::edge::run::worker(config, processor, shutdown, metrics, sms).await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(ringback::edge::run::RunError::Config(e)) => bad_config(e.into()),
+        Err(ringback::edge::run::RunError::Worker(e)) => failed(e),
+        Err(e) => {
+            eprintln!("ringback: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the drill in the Node harness, which takes this process's place (so a signal to
+/// `ringback drill` reaches the drill and its children): its exit code is the drill's (0 passed,
+/// 1 failed, 2 unusable).
+pub(crate) fn drill(
+    harness: Option<&std::path::Path>,
+    args: ringback::edge::drill::DrillArgs,
+) -> ExitCode {
+    use ringback::edge::drill;
+    use std::os::unix::process::CommandExt;
+    let cmd = drill::current_exe().and_then(|exe| {
+        let cwd = std::env::current_dir().map_err(drill::DrillError::NoExe)?;
+        let dir = drill::harness_dir(harness, &exe, &cwd)?;
+        drill::command(&dir, &exe, &args)
+    });
+    let err = match cmd {
+        Ok(mut cmd) => format!("cannot run node: {}", cmd.exec()),
+        Err(e) => e.to_string(),
+    };
+    eprintln!("ringback: drill: {err}");
+    ExitCode::from(2)
+}
+
+/// Exit 2, naming every broken setting, one a line.
+pub(crate) fn bad_config(errors: ConfigErrors) -> ExitCode {
+    eprintln!("ringback: bad configuration:");
+    for e in &errors {
+        eprintln!("  {e}");
+    }
+    ExitCode::from(2)
+}
+
+/// The SMS and Twilio settings a command that sends needs, with Twilio's queue bounded by the
+/// delivery deadline; every broken setting at once.
+pub(crate) fn sending_config(
+    sms: &SmsArgs,
+    twilio: &TwilioArgs,
+) -> Result<
+    (
+        ringback::callbacks::sms::SmsConfig,
+        ringback::twilio::TwilioConfig,
+    ),
+    ConfigErrors,
+> {
+    let mut errors = ConfigErrors::default();
+    let sms_config = errors.take(sms.to_config());
+    let twilio_config = errors.take(twilio.to_config());
+    let validity = errors.take(ringback::callbacks::sms::validity_period(
+        twilio.validity_period_s,
+        Duration::from_millis(sms.delivery_deadline_ms),
+    ));
+    let (sms_config, mut twilio_config) = errors.or(sms_config.zip(twilio_config))?;
+    twilio_config.validity_period = validity;
+    Ok((sms_config, twilio_config))
+}
+
+/// The SMS processor of a command that sends outside a worker (`drain`, `resend`), connected;
+/// on failure, the exit code (2 bad configuration, 1 Redis), the reason printed.
+pub(crate) async fn sending_processor(
+    command: &str,
+    queue: &QueueArgs,
+    sms: &SmsArgs,
+    twilio: &TwilioArgs,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Result<ringback::callbacks::sms::SmsProcessor, ExitCode> {
+    let (sms, twilio) = sending_config(sms, twilio).map_err(bad_config)?;
+    ringback::callbacks::service::connect(
+        &queue.redis_url,
+        &queue.tls(),
+        queue.redis_wait(),
+        &queue.prefix,
+        &queue.queue,
+        sms,
+        twilio,
+        shutdown,
+    )
+    .await
+    .map_err(|e| {
+        eprintln!("ringback {command}: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+/// `ringback resend <runId>`: see the command's help for the exit codes.
+pub(crate) async fn resend(
+    run_id: &str,
+    queue: QueueArgs,
+    sms: SmsArgs,
+    twilio: TwilioArgs,
+) -> ExitCode {
+    let shutdown = shutdown_on_signals();
+    let processor = match sending_processor("resend", &queue, &sms, &twilio, &shutdown).await {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    use ringback::callbacks::resend::{ResendError, Resent};
+    let resent = ringback::callbacks::resend::resend_run(run_id);
+    match ringback::callbacks::resend::resend(&processor, run_id).await {
+        Ok(Resent::Sent { sid }) => {
+            println!("resent {run_id} as {resent}: {sid}");
+            ExitCode::SUCCESS
+        }
+        Ok(Resent::AlreadyResent { sid }) => {
+            println!(
+                "{run_id} was already resent as {resent} ({}); nothing sent now",
+                sid.as_deref().unwrap_or("sent")
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Resent::Pending { why }) => {
+            eprintln!("ringback resend: {why}; `ringback status {resent}` shows it");
+            ExitCode::from(4)
+        }
+        Ok(Resent::Refused { why }) => {
+            eprintln!("ringback resend: Twilio refused the resend: {why}");
+            ExitCode::FAILURE
+        }
+        Err(e @ ResendError::Refused { .. }) => {
+            eprintln!("ringback resend: {e}");
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!("ringback resend: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `ringback drain`: exit 0 drained, 3 refused (live ringback workers), 4 attempts still open at
+/// the deadline, 2 bad configuration, 1 Redis failed.
+pub(crate) async fn drain(
+    queue: QueueArgs,
+    sms: SmsArgs,
+    twilio: TwilioArgs,
+    timeout: Duration,
+    json: bool,
+) -> ExitCode {
+    let shutdown = shutdown_on_signals();
+    let processor = match sending_processor("drain", &queue, &sms, &twilio, &shutdown).await {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let report = ringback::callbacks::drain::drain(&processor, timeout, &shutdown, |line| {
+        eprintln!("{line}")
+    })
+    .await;
+    match report {
+        Err(ringback::callbacks::drain::DrainError::LiveWorkers(w)) => {
+            eprintln!(
+                "ringback drain: {}",
+                ringback::callbacks::drain::DrainError::LiveWorkers(w)
+            );
+            ExitCode::from(3)
+        }
+        Err(e) => {
+            eprintln!("ringback drain: {e}");
+            ExitCode::FAILURE
+        }
+        Ok(r) => {
+            if json {
+                println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            }
+            if r.interrupted {
+                eprintln!(
+                    "drain: interrupted; {} attempt(s) stay open (run it again)",
+                    r.still_open.len()
+                );
+                ExitCode::from(4)
+            } else if r.still_open.is_empty() {
+                eprintln!(
+                    "drain: done: no open attempt left ({} resolved, {} adopted from the failed set, {} ms)",
+                    r.resolved.len(),
+                    r.adopted,
+                    r.elapsed_ms
+                );
+                ExitCode::SUCCESS
+            } else {
+                eprintln!(
+                    "drain: gave up with {} attempt(s) still open (escalated; they may or may not have been sent): {}",
+                    r.still_open.len(),
+                    r.still_open.join(", ")
+                );
+                ExitCode::from(4)
+            }
+        }
+    }
+}

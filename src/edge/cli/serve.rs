@@ -1,0 +1,168 @@
+//! Settings of `ringback serve`.
+
+use crate::error::{ConfigError, ConfigErrors};
+use clap::Args;
+
+/// Settings of `ringback serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    #[arg(long, env = "RINGBACK_LISTEN", default_value = "127.0.0.1:3000")]
+    pub listen: std::net::SocketAddr,
+    /// Bind to a non-loopback address (behind a proxy that terminates TLS).
+    #[arg(long, env = "RINGBACK_ALLOW_PUBLIC_BIND", default_value_t = false)]
+    pub allow_public_bind: bool,
+    /// The base URL Twilio calls (scheme, host, port): signatures are checked over it.
+    #[arg(long, env = "RINGBACK_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Bearer token of /api/notify/send and /api/notify/callbacks.
+    #[arg(long, env = "RINGBACK_API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+    /// The Twilio auth token status callbacks are signed with.
+    #[arg(
+        long = "twilio-auth-token",
+        env = "TWILIO_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub twilio_auth_token: Option<String>,
+    /// During a Twilio auth-token rotation: the other token signatures may be made with.
+    #[arg(
+        long = "twilio-auth-token-secondary",
+        env = "TWILIO_AUTH_TOKEN_SECONDARY",
+        hide_env_values = true
+    )]
+    pub twilio_auth_token_secondary: Option<String>,
+    /// Optional bearer token that reads callback records only.
+    #[arg(long, env = "RINGBACK_READ_TOKEN", hide_env_values = true)]
+    pub read_token: Option<String>,
+    /// Optional bearer token that sends only (the allowlist and rate limits apply to it).
+    #[arg(long, env = "RINGBACK_SEND_TOKEN", hide_env_values = true)]
+    pub send_token: Option<String>,
+    /// Destinations `/api/notify/send` accepts: +E.164 numbers, or prefixes ending in `*`,
+    /// comma-separated (default: every destination).
+    #[arg(long, env = "RINGBACK_SEND_ALLOW_TO")]
+    pub send_allow_to: Option<String>,
+    /// Sends per token: `N/s`, `N/min` or `N/h` (default off).
+    #[arg(long, env = "RINGBACK_SEND_RATE_PER_TOKEN")]
+    pub send_rate_per_token: Option<String>,
+    /// Sends per destination number: `N/s`, `N/min` or `N/h` (default off).
+    #[arg(long, env = "RINGBACK_SEND_RATE_PER_DESTINATION")]
+    pub send_rate_per_destination: Option<String>,
+    /// Apply the allowlist and the rate limits to RINGBACK_API_TOKEN too (the legacy caller
+    /// never retries: a refusal is a lost callback).
+    #[arg(long, env = "RINGBACK_SEND_LIMITS_LEGACY", default_value_t = false)]
+    pub send_limits_legacy: bool,
+    /// The directory of saved `ringback drill … --json` reports the console shows.
+    #[arg(long, env = "RINGBACK_DRILL_REPORTS")]
+    pub drill_reports: Option<std::path::PathBuf>,
+}
+
+/// What `ringback serve` needs, validated.
+pub struct ServeConfig {
+    pub listen: std::net::SocketAddr,
+    pub public_url: String,
+    pub twilio_auth_token: crate::twilio::Secret,
+    pub twilio_auth_token_secondary: Option<crate::twilio::Secret>,
+    pub tokens: crate::edge::access::Tokens,
+    pub send_policy: crate::edge::access::SendPolicyConfig,
+    /// `RINGBACK_DRILL_REPORTS`: the console's drill reports (an existing directory).
+    pub drill_reports: Option<std::path::PathBuf>,
+}
+
+impl ServeArgs {
+    /// What `serve` needs; every broken or missing setting at once.
+    pub fn to_config(&self) -> Result<ServeConfig, ConfigErrors> {
+        let mut errors = ConfigErrors::default();
+        if !self.listen.ip().is_loopback() && !self.allow_public_bind {
+            errors.push(ConfigError::new(
+                "RINGBACK_LISTEN",
+                "binds to loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true (put a TLS proxy in front)",
+            ));
+        }
+        let public_url = errors.require(
+            self.public_url
+                .clone()
+                .filter(|u| u.starts_with("https://") || u.starts_with("http://")),
+            "RINGBACK_PUBLIC_URL",
+            "required: the http(s) base URL Twilio calls",
+        );
+        if let Some(url) = self.public_url.as_deref()
+            && let Some(host) = crate::queue::config::documentation_host(url)
+        {
+            errors.push(ConfigError::new(
+                "RINGBACK_PUBLIC_URL",
+                format!(
+                    "{host} is a documentation host: set the URL Twilio calls, as Twilio sees it"
+                ),
+            ));
+        }
+        let api_token = errors.require(
+            self.api_token.clone().filter(|t| t.len() >= 16),
+            "RINGBACK_API_TOKEN",
+            "required, at least 16 characters",
+        );
+        let twilio_auth_token = errors.require(
+            self.twilio_auth_token.clone().filter(|t| !t.is_empty()),
+            "TWILIO_AUTH_TOKEN",
+            "required to check X-Twilio-Signature",
+        );
+        let token = |name: &'static str, v: &Option<String>, errors: &mut ConfigErrors| match v {
+            None => None,
+            Some(t) if t.is_empty() => None,
+            Some(t) if t.len() < 16 => {
+                errors.push(ConfigError::new(name, "at least 16 characters when set"));
+                None
+            }
+            Some(t) => Some(crate::twilio::Secret::new(t.clone())),
+        };
+        let read = token("RINGBACK_READ_TOKEN", &self.read_token, &mut errors);
+        let send = token("RINGBACK_SEND_TOKEN", &self.send_token, &mut errors);
+        let given = [&self.api_token, &self.read_token, &self.send_token];
+        let set: Vec<&String> = given
+            .iter()
+            .filter_map(|t| t.as_ref())
+            .filter(|t| !t.is_empty())
+            .collect();
+        if (1..set.len()).any(|i| set[..i].contains(&set[i])) {
+            errors.push(ConfigError::new(
+                "RINGBACK_READ_TOKEN",
+                "RINGBACK_API_TOKEN, RINGBACK_READ_TOKEN and RINGBACK_SEND_TOKEN must differ",
+            ));
+        }
+        let secondary = self
+            .twilio_auth_token_secondary
+            .clone()
+            .filter(|t| !t.is_empty())
+            .map(crate::twilio::Secret::new);
+        let policy = errors.take(crate::edge::access::SendPolicyConfig::parse(
+            self.send_allow_to.as_deref(),
+            self.send_rate_per_token.as_deref(),
+            self.send_rate_per_destination.as_deref(),
+            self.send_limits_legacy,
+        ));
+        let drill_reports = self
+            .drill_reports
+            .clone()
+            .filter(|d| !d.as_os_str().is_empty());
+        if let Some(d) = drill_reports.as_ref().filter(|d| !d.is_dir()) {
+            errors.push(ConfigError::new(
+                "RINGBACK_DRILL_REPORTS",
+                format!("{}: not a directory (create it, or unset it)", d.display()),
+            ));
+        }
+        let parts = public_url.zip(api_token).zip(twilio_auth_token).zip(policy);
+        let (((public_url, api_token), twilio_auth_token), send_policy) = errors.or(parts)?;
+        Ok(ServeConfig {
+            listen: self.listen,
+            public_url,
+            twilio_auth_token: crate::twilio::Secret::new(twilio_auth_token),
+            twilio_auth_token_secondary: secondary,
+            tokens: crate::edge::access::Tokens {
+                legacy: crate::twilio::Secret::new(api_token),
+                send,
+                read,
+            },
+            send_policy,
+            drill_reports,
+        })
+    }
+}

@@ -1,0 +1,189 @@
+//! Twilio client settings (`TWILIO_*`).
+
+use super::*;
+use crate::error::{ConfigError, ConfigErrors};
+use clap::Args;
+use std::time::Duration;
+
+/// Twilio client settings (`TWILIO_*`).
+#[derive(Debug, Clone, Args)]
+pub struct TwilioArgs {
+    #[arg(long, env = "TWILIO_ACCOUNT_SID")]
+    pub account_sid: Option<String>,
+    #[arg(long, env = "TWILIO_AUTH_TOKEN", hide_env_values = true)]
+    pub auth_token: Option<String>,
+    #[arg(long, env = "TWILIO_API_KEY")]
+    pub api_key: Option<String>,
+    #[arg(long, env = "TWILIO_API_SECRET", hide_env_values = true)]
+    pub api_secret: Option<String>,
+    #[arg(long = "twilio-from", env = "TWILIO_FROM")]
+    pub from: Option<String>,
+    #[arg(long, env = "TWILIO_MESSAGING_SERVICE_SID")]
+    pub messaging_service_sid: Option<String>,
+    #[arg(
+        long,
+        env = "TWILIO_API_BASE",
+        default_value = "https://api.twilio.com"
+    )]
+    pub api_base: String,
+    #[arg(
+        long = "twilio-connect-timeout-ms",
+        env = "TWILIO_CONNECT_TIMEOUT_MS",
+        default_value_t = 3_000
+    )]
+    pub connect_timeout_ms: u64,
+    #[arg(
+        long = "twilio-timeout-ms",
+        env = "TWILIO_TIMEOUT_MS",
+        default_value_t = 8_000
+    )]
+    pub timeout_ms: u64,
+    /// Seconds Twilio may queue a message (1–36000).
+    #[arg(long, env = "TWILIO_VALIDITY_PERIOD_S")]
+    pub validity_period_s: Option<u32>,
+}
+
+impl TwilioArgs {
+    /// The validated client settings, or every broken or missing setting at once.
+    pub fn to_config(&self) -> Result<crate::twilio::TwilioConfig, ConfigErrors> {
+        use crate::twilio::{Auth, Secret, Sender};
+        let mut errors = ConfigErrors::default();
+        let account_sid = errors.require(
+            self.account_sid
+                .clone()
+                .filter(|s| s.starts_with("AC") && s.len() == 34),
+            "TWILIO_ACCOUNT_SID",
+            "required: AC followed by 32 hex digits",
+        );
+        let auth = match (&self.api_key, &self.api_secret, &self.auth_token) {
+            (Some(key), Some(_), _) if !key.starts_with("SK") => Err(ConfigError::new(
+                "TWILIO_API_KEY",
+                "an API key SID starts with SK",
+            )),
+            (Some(key), Some(secret), _) => Ok(Auth::ApiKey {
+                sid: key.clone(),
+                secret: Secret::new(secret.clone()),
+            }),
+            (Some(_), None, _) => Err(ConfigError::new(
+                "TWILIO_API_SECRET",
+                "required with TWILIO_API_KEY",
+            )),
+            (None, _, Some(token)) if !token.is_empty() => {
+                Ok(Auth::AuthToken(Secret::new(token.clone())))
+            }
+            _ => Err(ConfigError::new(
+                "TWILIO_AUTH_TOKEN",
+                "required (or TWILIO_API_KEY with TWILIO_API_SECRET)",
+            )),
+        };
+        let auth = errors.take(auth);
+        // An empty value (`TWILIO_FROM=` in an env file) is a setting left unset.
+        let given = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+        let sender = match (&given(&self.from), &given(&self.messaging_service_sid)) {
+            (Some(_), Some(_)) => Err(ConfigError::new(
+                "TWILIO_FROM",
+                "set TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID, not both",
+            )),
+            (Some(from), None) => {
+                use crate::twilio::message::{SenderForm, is_test_credentials_number, sender_form};
+                match sender_form(from) {
+                    None => Err(ConfigError::new(
+                        "TWILIO_FROM",
+                        format!(
+                            "{from:?} is not a sender Twilio accepts: an E.164 number (+15558675310), a short code, an alphanumeric sender ID (up to 11 letters, digits, spaces), a WhatsApp sender (whatsapp:+15558675310) or a Messaging Service SID (MG…)"
+                        ),
+                    )),
+                    Some(_)
+                        if is_test_credentials_number(from) && is_twilio_api(&self.api_base) =>
+                    {
+                        Err(ConfigError::new(
+                            "TWILIO_FROM",
+                            format!(
+                                "{from} is one of Twilio's numbers for test credentials: a live account refuses every message from it; set the account's own number or service"
+                            ),
+                        ))
+                    }
+                    // Twilio accepts a service SID in `From`: it is one, and looked up as one.
+                    Some(SenderForm::MessagingService) => {
+                        Ok(Sender::MessagingService(from.clone()))
+                    }
+                    Some(_) => Ok(Sender::From(from.clone())),
+                }
+            }
+            (None, Some(ms)) => Ok(Sender::MessagingService(ms.clone())),
+            (None, None) => Err(ConfigError::new(
+                "TWILIO_FROM",
+                "required (or TWILIO_MESSAGING_SERVICE_SID)",
+            )),
+        };
+        let sender = errors.take(sender);
+        if !(self.api_base.starts_with("https://") || self.api_base.starts_with("http://")) {
+            errors.push(ConfigError::new(
+                "TWILIO_API_BASE",
+                "must be an http(s) URL",
+            ));
+        }
+        if self.timeout_ms == 0 || self.connect_timeout_ms == 0 {
+            errors.push(ConfigError::new(
+                "TWILIO_TIMEOUT_MS",
+                "timeouts must be positive",
+            ));
+        }
+        if let Some(v) = self.validity_period_s
+            && !(1..=36_000).contains(&v)
+        {
+            errors.push(ConfigError::new(
+                "TWILIO_VALIDITY_PERIOD_S",
+                "must be between 1 and 36000",
+            ));
+        }
+        let parts = account_sid.zip(auth).zip(sender);
+        let ((account_sid, auth), sender) = errors.or(parts)?;
+        Ok(crate::twilio::TwilioConfig {
+            account_sid,
+            auth,
+            sender,
+            api_base: self.api_base.clone(),
+            connect_timeout: Duration::from_millis(self.connect_timeout_ms),
+            timeout: Duration::from_millis(self.timeout_ms),
+            validity_period: self.validity_period_s,
+        })
+    }
+
+    /// The effective settings, secrets masked, for `check-config` (read even when invalid).
+    pub fn effective(&self) -> Vec<(&'static str, String)> {
+        let set = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".into());
+        let secret = |v: &Option<String>| match v.as_deref() {
+            Some(s) if !s.is_empty() => "*** (set)".to_string(),
+            _ => "(not set)".to_string(),
+        };
+        let mut out = vec![
+            ("TWILIO_ACCOUNT_SID", set(&self.account_sid)),
+            ("TWILIO_AUTH_TOKEN", secret(&self.auth_token)),
+        ];
+        if self.api_key.is_some() || self.api_secret.is_some() {
+            out.push(("TWILIO_API_KEY", set(&self.api_key)));
+            out.push(("TWILIO_API_SECRET", secret(&self.api_secret)));
+        }
+        if self.messaging_service_sid.is_some() {
+            out.push((
+                "TWILIO_MESSAGING_SERVICE_SID",
+                set(&self.messaging_service_sid),
+            ));
+        }
+        if self.from.is_some() || self.messaging_service_sid.is_none() {
+            // a sender number is not a secret: it is the account's own public number
+            out.push(("TWILIO_FROM", set(&self.from)));
+        }
+        out.push(("TWILIO_API_BASE", self.api_base.clone()));
+        out.push((
+            "TWILIO_CONNECT_TIMEOUT_MS",
+            self.connect_timeout_ms.to_string(),
+        ));
+        out.push(("TWILIO_TIMEOUT_MS", self.timeout_ms.to_string()));
+        if let Some(v) = self.validity_period_s {
+            out.push(("TWILIO_VALIDITY_PERIOD_S", v.to_string()));
+        }
+        out
+    }
+}
