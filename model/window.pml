@@ -728,7 +728,7 @@ end_env:
               (!OPEN || rolledBack) -> C = C_NONE }
   /* since + reconcile window: after any legacy call that started before it (window > provider timeout) */
   :: d_step { ast == A_AMBIG && !rwin && lpc != 1 -> rwin = 1 }
-  /* the status webhook (src/edge/api.rs → lua/receipt_apply.lua): the callback record gets the sid */
+  /* the status webhook (src/edge/api/webhook.rs → lua/receipt_apply.lua): the callback record gets the sid */
   :: d_step { texts > 0 && !R -> R = 1 }
 #ifdef EDGES
   /* a look-alike message to the same person (another run's, another sender's), once */

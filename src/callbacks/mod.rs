@@ -1,8 +1,9 @@
 //! The callback window: exactly one text per run. The job's data, the claim/sent window over the
 //! claim key shared with the legacy worker, the SMS processor, the orphan sweep, delivery
 //! receipts, reconciliation, escalation, `ringback drain`, `ringback resend`, and the wiring of a running SMS
-//! worker. A `Processor` of [`crate::queue`]; talks to Twilio through [`crate::twilio`]'s
-//! client (the one edge module it uses).
+//! worker. A `Processor` of [`crate::queue`]; talks to Twilio through the provider floor's
+//! client ([`crate::twilio`]). May use the shared modules, [`crate::store`], [`crate::twilio`]
+//! and [`crate::queue`]; nothing of the edge or the simulator (`docs/architecture.md`).
 
 pub mod callback;
 pub mod drain;

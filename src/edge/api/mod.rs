@@ -19,22 +19,25 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, OriginalUri, Path, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
-use sha1::Digest;
 
 use crate::callbacks::callback::CALLBACK_JOB_OPTS;
 use crate::callbacks::callback::CallbackRequest;
-use crate::callbacks::escalation::{Escalation, Escalator};
-use crate::callbacks::receipts::{Receipts, Source, StatusUpdate};
+use crate::callbacks::escalation::Escalator;
+use crate::callbacks::receipts::Receipts;
 use crate::edge::access::{Refusal, Role, SendPolicy, Tokens};
 use crate::queue::commands::Commands;
 use crate::twilio::Secret;
-use crate::twilio::message::is_message_sid;
-use crate::twilio::signature;
+
+mod startup;
+mod webhook;
+
+pub use startup::{Startup, app_starting, open_when_redis_answers};
+use webhook::webhook_status;
 
 /// Twilio's callbacks are small; anything larger is refused with 413.
 pub const WEBHOOK_BODY_LIMIT: usize = 64 * 1024;
@@ -188,94 +191,6 @@ pub fn app(state: Arc<ApiState>) -> Router {
         .with_state(state)
 }
 
-/// `ringback serve` while it waits for Redis (issue 9): listening at once lets a supervisor's
-/// `/healthz` see a live process, and gives Twilio a 503 rather than a refused connection. Twilio
-/// retries a status callback only when its URL asks (`#rc=…&rp=5xx`); a callback refused here is
-/// otherwise lost, and the worker's reconciliation poll recovers its status.
-pub struct Startup {
-    /// The Redis waited for, password masked.
-    redis: String,
-    router: std::sync::OnceLock<Router>,
-    /// Requests answered 503 meanwhile (status callbacks among them): `/readyz` tells them.
-    refused: std::sync::atomic::AtomicU64,
-}
-
-impl Startup {
-    pub fn new(redis: String) -> Arc<Self> {
-        Arc::new(Self {
-            redis,
-            router: Default::default(),
-            refused: Default::default(),
-        })
-    }
-
-    /// Redis answered: from now on every request goes to `app`.
-    pub fn ready(&self, app: Router) {
-        // set once; a second call (none is made) would keep the first router
-        let _ = self.router.set(app);
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.router.get().is_some()
-    }
-}
-
-/// The router of `ringback serve` from its first instant: [`Startup`]'s answers until Redis is
-/// up, then [`app`]'s.
-pub fn app_starting(startup: Arc<Startup>) -> Router {
-    Router::new().fallback(starting).with_state(startup)
-}
-
-async fn starting(State(s): State<Arc<Startup>>, req: axum::extract::Request) -> Response {
-    if let Some(app) = s.router.get() {
-        return match tower::ServiceExt::oneshot(app.clone(), req).await {
-            Ok(res) => res,
-            Err(never) => match never {},
-        };
-    }
-    let waiting = format!("not ready: waiting for Redis at {}", s.redis);
-    match req.uri().path() {
-        "/healthz" => "ok".into_response(),
-        "/readyz" => {
-            let refused = s.refused.load(std::sync::atomic::Ordering::Relaxed);
-            let body = format!("{waiting}; {refused} requests refused meanwhile");
-            (StatusCode::SERVICE_UNAVAILABLE, body).into_response()
-        }
-        _ => {
-            s.refused.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [(header::RETRY_AFTER, "5")],
-                Json(json!({"error": waiting})),
-            )
-                .into_response()
-        }
-    }
-}
-
-/// Wait for Redis (each failed attempt logged with its true wait), then build the state and
-/// hand [`Startup`] the full router. Returns without it when `shutdown` fires first.
-pub async fn open_when_redis_answers(
-    startup: Arc<Startup>,
-    client: crate::store::connection::Client,
-    state: impl FnOnce(crate::store::connection::Conn) -> Arc<ApiState>,
-    shutdown: tokio_util::sync::CancellationToken,
-) {
-    let conn = match crate::store::connection::commands(&client).await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!(redis = %startup.redis, error = %e,
-                "waiting for Redis: /healthz answers; /readyz and the API answer 503 until it does");
-            match crate::store::connection::connect_until(&client, &shutdown).await {
-                Ok(c) => c,
-                Err(_) => return,
-            }
-        }
-    };
-    startup.ready(app(state(conn)));
-    tracing::info!(redis = %startup.redis, "redis answers: ready");
-}
-
 async fn metrics(State(s): State<Arc<ApiState>>) -> impl IntoResponse {
     let ready = not_ready(&s).await.is_none();
     (
@@ -285,154 +200,6 @@ async fn metrics(State(s): State<Arc<ApiState>>) -> impl IntoResponse {
             vec![Box::new(crate::edge::metrics::Ready(ready))],
         ),
     )
-}
-
-async fn webhook_status(
-    State(s): State<Arc<ApiState>>,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<StatusCode, AppError> {
-    let is_form = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    let text = std::str::from_utf8(&body).ok().filter(|_| is_form);
-    let params: Vec<(String, String)> = text
-        .and_then(|t| serde_urlencoded::from_str(t).ok())
-        .ok_or_else(|| {
-            refuse(
-                StatusCode::BAD_REQUEST,
-                "body is not a form-encoded UTF-8 status callback",
-                None,
-            )
-        })?;
-    let given = headers
-        .get("X-Twilio-Signature")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    // The URL Twilio called: our public base (a proxy changes scheme and host) + the request target.
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let url = format!("{}{path}", s.public_url.trim_end_matches('/'));
-    let signed_by = |key: &Secret| signature::verify(key.expose(), &url, &params, given);
-    let valid = !given.is_empty()
-        && (signed_by(&s.twilio_auth_token)
-            || s.twilio_auth_token_secondary
-                .as_ref()
-                .is_some_and(signed_by));
-    if !valid {
-        let telemetry = crate::telemetry::global();
-        telemetry.bad_signatures.inc();
-        crate::edge::metrics::log_rarely(&s.logged.bad_signature, |_| {
-            tracing::warn!(%url, refused_so_far = telemetry.bad_signatures.get(),
-                "status callback with a missing or wrong X-Twilio-Signature refused (logged at most every 30 s; ringback_bad_signatures_total counts them all)");
-        });
-        return Err(refuse(
-            StatusCode::FORBIDDEN,
-            "invalid X-Twilio-Signature",
-            None,
-        ));
-    }
-    let field = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-    let sid = field("MessageSid")
-        .or_else(|| field("SmsSid"))
-        .unwrap_or_default();
-    if !is_message_sid(&sid) {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            "MessageSid is missing or malformed",
-            Some("MessageSid"),
-        ));
-    }
-    let status = field("MessageStatus")
-        .or_else(|| field("SmsStatus"))
-        .unwrap_or_default();
-    if status.is_empty() {
-        return Err(refuse(
-            StatusCode::BAD_REQUEST,
-            "MessageStatus is missing",
-            Some("MessageStatus"),
-        ));
-    }
-    let query: Vec<(String, String)> = uri
-        .query()
-        .and_then(|q| serde_urlencoded::from_str(q).ok())
-        .unwrap_or_default();
-    let query_field = |name: &str| {
-        query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
-    // a long runId travels as its short key (`runKey`), linked before the create
-    let query_run = match query_field("runKey").filter(|k| !k.is_empty()) {
-        Some(key) => s.receipts.run_of_short_key(&key).await?,
-        None => query_field("runId"),
-    };
-    let run_id = match query_run.filter(|r| !r.is_empty()) {
-        Some(r) => r,
-        None => match s.receipts.run_of(&sid).await? {
-            Some(r) => r,
-            None => {
-                tracing::warn!(%sid, "status callback for a message of no known run; kept apart");
-                format!("unattributed:{sid}")
-            }
-        },
-    };
-    let repeat_id = match headers
-        .get("I-Twilio-Idempotency-Token")
-        .and_then(|v| v.to_str().ok())
-    {
-        Some(token) if !token.is_empty() => format!("token:{token}"),
-        _ => format!("params:{}", params_hash(&params)),
-    };
-    let update = StatusUpdate {
-        run_id: run_id.clone(),
-        sid,
-        status: status.clone(),
-        error_code: field("ErrorCode").filter(|c| !c.is_empty()),
-        raw_dlr_done_date: field("RawDlrDoneDate").filter(|d| !d.is_empty()),
-        source: Source::Webhook,
-        repeat_id: Some(repeat_id),
-        attempt: query_field("attempt").filter(|a| !a.is_empty()),
-    };
-    let applied = s.receipts.apply(&update).await?;
-    applied.count_delivery_error(update.error_code.as_deref());
-    tracing::info!(%run_id, %status, outcome = %applied.outcome, "status callback");
-    crate::telemetry::global()
-        .status_callbacks
-        .get_or_create(&crate::telemetry::OutcomeLabel {
-            outcome: applied.outcome.clone(),
-        })
-        .inc();
-    // Whatever the outcome (a repeat of a callback whose escalation was cut short, or a
-    // status the record already had): a record that ends failed is escalated, idempotently.
-    if applied.ends_failed() {
-        s.escalator
-            .escalate(&Escalation {
-                run_id,
-                reason: format!("delivery {}", applied.status),
-                last_status: Some(applied.status.clone()),
-                error_code: update.error_code.clone(),
-                kind: crate::callbacks::escalation::EscalationKind::Undelivered,
-            })
-            .await?;
-    }
-    Ok(StatusCode::OK)
-}
-
-/// A stable hash of the signed parameters, for repeats that carry no idempotency token.
-fn params_hash(params: &[(String, String)]) -> String {
-    let mut sorted: Vec<&(String, String)> = params.iter().collect();
-    sorted.sort();
-    let mut h = sha1::Sha1::new();
-    for (k, v) in sorted {
-        h.update(k.as_bytes());
-        h.update([0]);
-        h.update(v.as_bytes());
-        h.update([0]);
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The caller's role; 401 without a known token, 403 when the role may not do `what`.
