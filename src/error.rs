@@ -51,7 +51,7 @@ pub enum Error {
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
     /// Connecting failed: the message names the Redis tried (password masked, see
-    /// [`crate::store::connection::describe`]), so a person knows which one (issue 9).
+    /// [`crate::store::connection::describe`]), so a person knows which one.
     #[error("redis at {addr}: {source}")]
     Connect {
         addr: String,
@@ -117,7 +117,7 @@ impl ConfigError {
 }
 
 /// Every broken setting of one configuration, found in one pass, so a person fixes them all
-/// after one run instead of learning of them one run at a time (issue 9). Returned as an error
+/// after one run instead of learning of them one run at a time. Returned as an error
 /// only when it holds at least one.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConfigErrors(Vec<ConfigError>);

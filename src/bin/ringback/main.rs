@@ -161,7 +161,7 @@ struct Validated {
     metrics: Option<std::net::SocketAddr>,
 }
 
-/// Every part is checked, so one run names every broken or missing setting (issue 9).
+/// Every part is checked, so one run names every broken or missing setting.
 fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
     let mut errors = ConfigErrors::default();
     let worker = errors.take(args.worker.to_config());

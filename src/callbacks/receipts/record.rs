@@ -62,10 +62,10 @@ pub fn history_of(record: &HashMap<String, String>, list: &[String]) -> Vec<serd
         .collect()
 }
 
-/// The record's `send` field as a history entry. Since session 10 it is `<at> <status>
+/// The record's `send` field as a history entry. Compactly it is `<at> <status>
 /// <attempt>` (`sendEntry` in lua/include/window.lua: a value short enough that Redis keeps the
 /// record in its compact encoding), the rest of the entry being the record's own: its sid, source
-/// `send`, outcome `applied`. Records written before (and a send with an error code or a DLR
+/// `send`, outcome `applied`. Records of the older layout (and a send with an error code or a DLR
 /// date) hold the entry's JSON. Anything else is left out.
 pub(super) fn send_entry(field: &str, sid: Option<&String>) -> Option<serde_json::Value> {
     if field.starts_with('{') {

@@ -242,7 +242,7 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// It makes exactly one connection attempt now and on each reconnect: redis-rs's own retries
 /// (exponential, with jitter) would add a wait no log shows, about 1.15 s per failed attempt
 /// with the 3 retries we once set, on top of every logged `retry_ms`, and made `ringback status`
-/// take as long to say Redis is down (issue 9). Our loops own the backoff, and log it.
+/// take as long to say Redis is down. Our loops own the backoff, and log it.
 ///
 /// On a cluster it is redis-rs's cluster connection (see [`Cluster::new`] for its retries).
 ///
