@@ -124,13 +124,26 @@ async function smsUnderFault(name, fault, { runs = 120, slowMs = 200 } = {}) {
     const q = lab.queue(QUEUE);
     const data = Array.from({ length: runs }, (_, i) => runData(name, i));
     const before = (await lab.simStats()).total;
+    // A producer that meets TRYAGAIN while the queue's slot migrates adds the wave again, as a
+    // real producer retries (a run added twice is still texted once).
+    const addWave = async (jobs) => {
+      for (let tries = 0; ; tries += 1) {
+        try {
+          return await q.addBulk(jobs);
+        } catch (e) {
+          if (!/TRYAGAIN/.test(String(e && e.message)) || tries >= 50) throw e;
+          await sleep(100);
+        }
+      }
+    };
     const adding = (async () => {
       for (let w = 0; w < 3; w += 1) {
         const wave = data.filter((_, i) => i % 3 === w);
-        await q.addBulk(wave.map((d) => ({ name: JOB_NAME, data: d, opts: { ...JOB_OPTIONS } })));
+        await addWave(wave.map((d) => ({ name: JOB_NAME, data: d, opts: { ...JOB_OPTIONS } })));
         await sleep(500);
       }
     })();
+    adding.catch(() => {}); // surfaced at `await adding` below, not as an unhandled rejection
     await waitFor(async () => (await lab.simStats()).total - before >= 10, 20_000, 'the first texts', 50);
     const what = await fault(queueSlot());
     await adding;
