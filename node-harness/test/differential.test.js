@@ -45,9 +45,9 @@ for (const version of VERSIONS) {
   });
 }
 
-describe('COMPATIBILITY.md', () => {
+describe('docs/compatibility.md', () => {
   it('lists every scenario as proof of some row, and no scenario that does not exist', () => {
-    const text = fs.readFileSync(path.join(__dirname, '..', 'COMPATIBILITY.md'), 'utf8');
+    const text = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'compatibility.md'), 'utf8');
     const cited = new Set();
     for (const line of text.split('\n').filter((l) => l.startsWith('|'))) {
       const last = line.split('|').filter((c) => c.trim()).at(-1);
