@@ -1,6 +1,6 @@
 # ringback in a container: the one binary, built with the command scripts/run builds it with
 # (plus --locked: the committed Cargo.lock, nothing newer), run as a non-root user on Debian slim.
-# It cannot be built on the test machine (no image registry); scripts/check-deploy checks it
+# The test suite does not build it (that needs an image registry); scripts/check-deploy checks it
 # statically, and node-harness/test/metrics-scrape.test.js runs its HEALTHCHECK command against a
 # real worker. Settings come from the environment: `docker run --env-file ringback.env` with
 # deploy/ringback.env.example filled in. The default command is the worker; `serve` is the API:

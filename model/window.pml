@@ -643,7 +643,7 @@ end_dead2:
   od
 }
 
-/* node-harness/bin/legacy-worker.js:46-72 (the seed's worker, as it ran in production) */
+/* node-harness/bin/legacy-worker.js:46-72 (the legacy worker, as it ran in production) */
 inline leg_crash() {
   d_step {
     alive[2] = 0; crashes++; lpc = 0; lres = 0;

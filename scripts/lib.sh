@@ -26,7 +26,7 @@ ensure_chromium() {
 }
 
 # nft (nftables) from Debian's packages: the cutover drill hands the legacy API's port to
-# `ringback serve` with an nftables redirect in a network namespace of its own (issue 15). The
+# `ringback serve` with an nftables redirect in a network namespace of its own. The
 # drill itself checks root and the kernel's features, and says what is missing.
 ensure_nft() {
   if command -v nft >/dev/null 2>&1 && command -v ip >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1; then return; fi

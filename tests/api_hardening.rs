@@ -1,4 +1,4 @@
-//! The hardened HTTP API (issue 14): tokens by role, the send allowlist and rate limits, the
+//! The hardened HTTP API: tokens by role, the send allowlist and rate limits, the
 //! secondary signing key during a rotation, escalations that stay once after the record is
 //! gone, `/readyz` and `/metrics` without internal error text, and the metric families of
 //! `serve` (this binary's own, so the process-wide families only count its tests, one at a

@@ -1,4 +1,4 @@
-//! Exactly once at production timings (issue 10): the claim outlives every unresolved attempt,
+//! Exactly once at production timings: the claim outlives every unresolved attempt,
 //! crashes at the defaults' order of timings, one clock, nothing waits forever silently, and
 //! `ringback drain`. Real redis-server, the Twilio simulator, the `ringback` binary where a
 //! process must die; texts are counted at the simulator.

@@ -1,4 +1,4 @@
-//! The group commit's scripts (issue 12): one `finish_sent_batch` call leaves exactly what the
+//! The group commit's scripts: one `finish_sent_batch` call leaves exactly what the
 //! same `finish_sent` calls one after another leave — every key Node reads (jobs, lists, sets,
 //! events, marker) and every key of the window (claims, attempt records, callback records and
 //! history, the indexes) — and one `move_to_finished_batch` call what the same

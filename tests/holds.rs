@@ -155,7 +155,7 @@ async fn a_jobs_own_bad_sender_is_the_jobs_fault() {
     w.stop().await;
 }
 
-/// The trial the rule comes from, through the `ringback worker` binary at production timings
+/// The case the rule exists for, through the `ringback worker` binary at production timings
 /// (claim 3 s shorter than the 6 s lock): mid-run Twilio refuses every create with 21212 (the
 /// sender) or 21408 (the destination's region); the operator fixes the account and restarts the
 /// worker (SIGTERM, then a new process). Every callback is texted once and none is failed.

@@ -1,4 +1,4 @@
-//! Redis faults with real processes (issue 14): Redis frozen (`SIGSTOP`) for longer than the
+//! Redis faults with real processes: Redis frozen (`SIGSTOP`) for longer than the
 //! lock, and Redis at `maxmemory` with `noeviction` while a text is in flight. The `ringback`
 //! binary runs at the defaults' order of timings (claim liveness 3 s < lock 6 s, stall sweep
 //! every 2 s); texts are counted at the simulator.

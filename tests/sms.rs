@@ -791,8 +791,8 @@ async fn the_fused_claim_is_never_made_for_a_job_the_processor_refuses() {
     let _ = handle.await;
 }
 
-/// Finishes that queue up behind the ones in flight go to Redis together (the group commit,
-/// issue 12): 50 jobs run at once and finish about together, so the worker makes far fewer
+/// Finishes that queue up behind the ones in flight go to Redis together (the group commit):
+/// 50 jobs run at once and finish about together, so the worker makes far fewer
 /// script calls than it finishes jobs, and every run is still texted exactly once.
 #[tokio::test]
 async fn finishes_that_queue_up_together_go_as_one_call() {
@@ -890,8 +890,8 @@ async fn commandstats(e: &Env) -> std::collections::BTreeMap<String, (u64, u64)>
         .collect()
 }
 
-/// Redis commands and Redis CPU per SMS job with the single-Redis finish, on a quiet redis-server
-/// (issue 12): prints the commands per job, script by script Redis's `usec` per job, and the
+/// Redis commands and Redis CPU per SMS job with the single-Redis finish, on a quiet redis-server:
+/// prints the commands per job, script by script Redis's `usec` per job, and the
 /// commands that ran, most first. A figure to read, not a gate:
 /// `cargo test --test sms -- --ignored --nocapture commands_per_fused_job`.
 #[tokio::test]

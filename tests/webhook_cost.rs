@@ -1,4 +1,4 @@
-//! What one status callback costs Redis (issue 12's webhook target: one call per callback that
+//! What one status callback costs Redis (the webhook's target: one call per callback that
 //! carries its runId, ≤ 20 µs of Redis CPU). Not a pass/fail test: run it by hand,
 //! `cargo test --release --test webhook_cost -- --ignored --nocapture` (`WEBHOOK_RUNS=n`, default
 //! 2,000 runs × 3 callbacks), and it prints round trips, Redis commands and Redis main-thread CPU

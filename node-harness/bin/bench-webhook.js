@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The status webhook pair of issue 12, side by side on one Redis: `ringback serve` and a Node
+// The status webhook pair (the summary table's last rows), side by side on one Redis: `ringback serve` and a Node
 // express receiver doing the same work (bin/webhook-receiver.js), driven by wrk with pre-signed
 // Twilio status callbacks (benches/webhook-wrk.lua). `scripts/bench webhook` runs it.
 //

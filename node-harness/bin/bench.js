@@ -263,7 +263,7 @@ function median(xs) {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-/** `--table <file>`: issue 12's one table from this script's JSON lines (SMS throughput rows and
+/** `--table <file>`: the summary table from this script's JSON lines (SMS throughput rows and
  * latency rows; SLOWLOG runs left out), the median of each figure over the rounds, ratios to
  * Node; then the status webhook pair from bin/bench-webhook.js's lines (requests for jobs, the
  * server's CPU for the worker's, ratios to the Node express receiver). */

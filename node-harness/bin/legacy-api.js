@@ -4,7 +4,7 @@
 // options) and answers 202 {jobId}. A bearer token is checked when LEGACY_API_TOKEN is set. Every
 // answer carries `server: legacy-api`, so a caller (the cutover drill) can tell who answered.
 //
-// SIGTERM is a graceful stop that loses no caller, keep-alive or not (issue 15):
+// SIGTERM is a graceful stop that loses no caller, keep-alive or not:
 //   1. it closes the listening socket (new connections: refused, or, after the port handover's
 //      redirect, sent to `ringback serve`);
 //   2. every answer from then on says `connection: close`, so a caller's pooled socket is retired

@@ -1,4 +1,4 @@
-// Issue 13: the SMS path on a real Redis Cluster (three masters with a replica each), end to end
+// The SMS path on a real Redis Cluster (three masters with a replica each), end to end
 // with real processes: the Node BullMQ producer (an ioredis Cluster, prefix `{bull}`), ringback
 // workers and `ringback serve` given REDIS_URL=redis+cluster://…, the Twilio simulator counting
 // texts. At the production timing ratios (lib/drill/lab.js `prod`: claim 3 s < lock 6 s, stall

@@ -1,4 +1,4 @@
-// Issue 13: Node BullMQ and the worker under test on a real Redis Cluster (three masters with a
+// Node BullMQ and the worker under test on a real Redis Cluster (three masters with a
 // replica each, lib/harness/cluster.js), the queue under the hash-tagged prefix `{bull}`, every
 // Node client an ioredis Cluster, the subject given REDIS_URL=redis+cluster://….
 //

@@ -1,4 +1,4 @@
-// Issue 3: BullMQ fidelity, proven differentially. For every scenario of differential/scenarios,
+// BullMQ fidelity, proven differentially. For every scenario of differential/scenarios,
 // two fresh queues get the same jobs from the real Node Queue; the Node reference worker
 // processes one, the subject (RINGBACK_WORKER_CMD, ringback's scripted_worker in CI) the other,
 // with the same settings; both keyspaces, QueueEvents and Node's API views must be equal after

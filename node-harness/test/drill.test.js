@@ -1,6 +1,6 @@
-// The drills through the agreed one-command surface, `ringback drill <name> --json`, at sizes
+// The drills through their one-command surface, `ringback drill <name> --json`, at sizes
 // that keep CI short: each must pass, and must have met what it claims to survive. Each drill
-// runs once per timing profile (DRILL_TIMINGS, default compressed and prod: issue 10), so each
+// runs once per timing profile (DRILL_TIMINGS, default compressed and prod), so each
 // test checks one report per profile. The mixed-fleet and rollback drills run through
 // `bin/drill.js` (the binary's `ringback drill` names only stall, cutover, chaos and all).
 'use strict';

@@ -1,4 +1,4 @@
-// The legacy API's graceful stop (bin/legacy-api.js, issue 15), deterministically: after
+// The legacy API's graceful stop (bin/legacy-api.js), deterministically: after
 // SIGTERM it takes no new connection, but a caller's pooled keep-alive socket that was idle at
 // SIGTERM still carries the caller's next request, answered with `connection: close`; then it
 // exits 0. A stop that closes idle sockets at once (Node's plain `server.close()`) fails here:

@@ -1,12 +1,13 @@
-// Issue 10 at production ratios (claim shorter than the lock, as the defaults): a mixed fleet of
-// legacy Node and ringback workers, and the rollback to the legacy worker alone.
+// At production ratios (claim shorter than the lock, as the defaults): a mixed fleet of legacy
+// Node and ringback workers, and the rollback to the legacy worker alone.
 //
-// The replay is the model's counterexample, the exact case of the bug: a ringback worker dies
+// The replay is the model's v1 counterexample (docs/model-counterexample.md): a ringback worker dies
 // after Twilio accepted (RINGBACK_CRASH_AT=after-provider-accept) with 4 callbacks in flight, at
 // RINGBACK_PENDING_TTL_MS=3000, RINGBACK_LOCK_DURATION_MS=6000, RINGBACK_STALLED_INTERVAL_MS=2000;
 // only the legacy worker is alive while stall recovery hands the jobs back (after the dead
-// attempt's 3 s claim), then a ringback worker joins again. On the v1 window the legacy worker's
-// SET NX succeeded on the expired claim and texted a second time; every run must be texted once.
+// attempt's 3 s claim), then a ringback worker joins again. A window whose claim expires with the
+// attempt's liveness (v1) lets the legacy worker's SET NX succeed and text a second time; every
+// run must be texted once.
 //
 // `ringback drain` must refuse (exit 3, naming the worker) while a ringback worker is alive, and
 // exit 0 once it stopped with nothing open; the rollback case: crash with callbacks in flight,
@@ -26,7 +27,7 @@ const IN_FLIGHT = 4;
 /** Failure message: the verdict and what Redis and the workers' logs say about the wrong runs. */
 const why = (c) => JSON.stringify(c, null, 1).slice(0, 12_000);
 
-describe('mixed fleet and rollback at production timings (issue 10)', () => {
+describe('mixed fleet and rollback at production timings', () => {
   let lab;
   before(async () => {
     // the replay's settings, stated: claim 3000 ms < lock 6000 ms, stall sweep 2000 ms

@@ -1,7 +1,7 @@
 // The README's main command, `scripts/run`, at a small size: it must exit 0 with its success
 // line last, and leave nothing it started running (redis-server, the simulator, the worker) nor
-// its redis-server's temp folder. It once exited 1 after its success line and left both
-// (issue 9): nothing ran it, so nothing noticed.
+// its redis-server's temp folder. A script that no test runs can break unnoticed: an exit 1
+// after its success line, or a redis-server left behind.
 'use strict';
 
 const assert = require('node:assert/strict');

@@ -15,7 +15,8 @@ use crate::queue::commands::{Commands, Fetched, now_ms};
 use crate::queue::config::WorkerConfig;
 use crate::queue::job::Job;
 
-/// BullMQ's ceiling on one blocking wait (#1658) and on a rate-limit sleep.
+/// BullMQ's ceiling on one blocking wait (its worker's `maximumBlockTimeout`: a longer block
+/// risks trouble on reconnection) and on a rate-limit sleep.
 const MAX_BLOCK: Duration = Duration::from_secs(10);
 const MAX_RATE_LIMIT_DELAY: Duration = Duration::from_secs(30);
 /// Redis ≥ 7.0.8 accepts a 1 ms BZPOPMIN timeout; 0 would block forever.

@@ -97,7 +97,7 @@ pub struct JobContext {
 }
 
 /// A processor's last write, folded into the call that completes its job, and its first step for
-/// the next job, folded into the same call's fetch (issue 12: one Redis round trip per job).
+/// the next job, folded into the same call's fetch: one Redis round trip per job.
 ///
 /// When an attempt completes and its processor gave a step ([`JobContext::finish_with`]), the
 /// worker runs `script` in place of `move_to_finished.lua`: it takes that script's KEYS\[1..14\]

@@ -1,4 +1,4 @@
-//! Group commit of finishing calls (issue 12): when jobs finish while an earlier finishing call
+//! Group commit of finishing calls: when jobs finish while an earlier finishing call
 //! is still on its way to Redis, their calls go together, as one call of the step script's batch
 //! counterpart (`finish_sent_batch.lua` for `finish_sent.lua`).
 //!

@@ -4,14 +4,14 @@
 //! Classification follows Twilio's advice to decide on the HTTP status first (twilio.md §1.3,
 //! §1.4): accepted (2xx), retry later (429, and 21611 "queue full": Twilio did not take the
 //! message), auth refused (401, 403: Twilio refused *our* credentials and created nothing, a
-//! fault of this worker's configuration, not of the message; issue 10 §4), permanent (other
+//! fault of this worker's configuration, not of the message: the callback waits), permanent (other
 //! 4xx: retrying cannot help), ambiguous (5xx, timeouts, a connection lost after the request was
 //! sent: Twilio may have created the message, and there is no idempotency key, so it must be
 //! reconciled, never blindly resent).
 //!
 //! Lookups read the list by creation time ([`TwilioClient::list_messages_since`]), never by
 //! `DateSent`: `date_sent` stays null until a message leaves Twilio, so a `DateSent` filter
-//! misses the very messages an ambiguous create may have left queued (issue 10 §5).
+//! misses the very messages an ambiguous create may have left queued.
 
 use std::fmt;
 use std::time::Duration;

@@ -15,8 +15,8 @@
 //! ```
 //! The first create or callback rule that matches (recipient, rate roll, uses left) applies.
 //!
-//! `auth` refuses the credentials as Twilio does when a key is revoked or a token rotated
-//! (issue 10 §4): every request it covers is answered 401 with Twilio's code 20003
+//! `auth` refuses the credentials as Twilio does when a key is revoked or a token rotated:
+//! every request it covers is answered 401 with Twilio's code 20003
 //! `{"code":20003,"message":"Authenticate",...}` and nothing is created. `refuse` says which:
 //! `"all"` (create, fetch and list) or `"lookups"` (fetch and list only: a key that may create
 //! but not read, so lookups keep failing while creates succeed); `"none"` is the default. With

@@ -1,7 +1,7 @@
 //! The list call (`GET …/Messages.json`) as Twilio answers it: filters by `To`, `From` and the
 //! `DateSent` family, newest first by creation, and cursor paging.
 //!
-//! Twilio's behaviour kept here on purpose (issue 10 §5):
+//! Twilio's behaviour kept here on purpose, so ringback's lookups are tested against it:
 //! - `date_sent` stays null until a message has left Twilio, and every `DateSent` filter drops
 //!   messages whose `date_sent` is null: a `DateSent>` lookup misses a message still queued.
 //! - Pages are cut by a cursor, `PageToken=PA<sid of the last message on this page>` (the shape

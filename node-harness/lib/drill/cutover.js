@@ -1,7 +1,7 @@
 // The cutover drill: the legacy service (its `/api/notify/send` API and two legacy workers) is
 // replaced by ringback, worker first, while an agent fleet keeps calling ONE fixed address, the
-// legacy API's port 3000 on 127.0.0.1 and ::1, from the first call to the last (issue 15: the
-// real caller is an old app posting to localhost:3000 that can be neither reconfigured nor made
+// legacy API's port 3000 on 127.0.0.1 and ::1, from the first call to the last (the real
+// caller is an old app posting to localhost:3000 that can be neither reconfigured nor made
 // to retry):
 //   1. legacy API (on [::]:3000, both families) + legacy workers take the traffic;
 //   2. ringback workers join the same queue (they share the claim keys with the legacy ones);
@@ -11,7 +11,7 @@
 //      an nftables redirect (port-handover.nft) sends new connections to port 3000 to it; the
 //      legacy API stops gracefully, answering what its open (keep-alive) connections still carry;
 //      at the end `ringback serve` answers on port 3000 and the legacy API is gone.
-// Then the handover the seed rejected, on a second fixed port (4000): the legacy API stops, then
+// Then, for comparison, the naive handover on a second fixed port (4000): the legacy API stops, then
 // `ringback serve` starts on its port; the calls it refused are counted.
 // The fleet's callers take turns: fetch (keep-alive, Node's pool), node:http with a keep-alive
 // Agent, node:http without keep-alive; each to 127.0.0.1 and to ::1. Each call is made for a
@@ -239,7 +239,7 @@ async function cutoverHere({ runs = 200, version = '6', timings = 'compressed', 
     await answeredBy(LEGACY_PORT, 'ringback serve');
     mark(`the fleet made ${main.calls} calls for ${main.runs} runs to port ${LEGACY_PORT}; ringback serve answers there, the legacy API is gone`);
 
-    // The handover the seed rejected: stop the legacy API, then start ringback serve on its port.
+    // The naive handover: stop the legacy API, then start ringback serve on its port.
     const naiveApi = await lab.legacyApi(QUEUE, { listen: `[::]:${NAIVE_PORT}`, label: 'legacy-api-naive' });
     let gap = null;
     const naiveRuns = Math.max(MIN_RUNS, at(0.5));

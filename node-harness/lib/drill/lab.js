@@ -29,11 +29,11 @@ const OPEN_ATTEMPTS = `ringback:open-attempts:${CLAIM_PREFIX}`;
 
 /**
  * Timing profiles: the window and BullMQ settings every worker of a lab gets (legacy workers get
- * the same lock and stall settings). `compressed` is the drills' historical one, the lock
- * SHORTER than ringback's claim, so stall recovery hands a dead worker's job back while its claim
+ * the same lock and stall settings). `compressed` has the lock SHORTER than ringback's claim, so stall recovery hands a dead worker's job back while its claim
  * still stands. `prod` keeps the defaults' order (15 s claim < 30 s lock, stall sweep every 30 s)
  * at a drill's scale: the claim (RINGBACK_PENDING_TTL_MS) is shorter than the lock, so stall
- * recovery hands the job back after the dead attempt's claim expired: the case of issue 10.
+ * recovery hands the job back after the dead attempt's claim expired: the mixed-fleet case of
+ * the model's v1 counterexample (docs/model-counterexample.md).
  */
 const TIMINGS = Object.freeze({
   compressed: Object.freeze({ pendingTtlMs: 3000, lockMs: 1000, stalledIntervalMs: 300 }),

@@ -1,12 +1,12 @@
-// The mixed-fleet drill (issue 10): a ringback worker dies at one of the worst instants with
+// The mixed-fleet drill: a ringback worker dies at one of the worst instants with
 // several callbacks in flight; ONLY legacy Node workers are alive while stall recovery hands the
 // jobs back (the legacy worker drops a run whose claim it finds: `if (!claimed) return;`); once
 // stall recovery has happened, a ringback worker joins again and its orphan sweep must text what
 // the legacy worker dropped. Verdict per case: every run texted exactly once, none lost.
 //
-// At the `prod` timings (claim shorter than the lock) this is the exact case of the bug: on the
-// v1 window the dead attempt's claim had expired before stall recovery, the legacy worker's
-// SET NX succeeded and it texted a second time (3 of 12 runs at after-provider-accept).
+// At the `prod` timings (claim shorter than the lock) this is the model's v1 counterexample
+// (docs/model-counterexample.md): a window whose claim expires with the dead attempt's liveness
+// lets the legacy worker's SET NX succeed after stall recovery, and the run is texted twice.
 //
 // The legacy cases (a legacy worker dies after Twilio took its message, the recovery again by a
 // legacy worker, then ringback joins) are only those where the legacy design does not lose by its
@@ -22,18 +22,18 @@ const { JOB_NAME, JOB_OPTIONS } = require('../legacy');
 const { waitFor } = require('../harness/wait');
 
 // At least 4 callbacks in flight in the worker that dies; the default --runs gives 12 per case,
-// as in the issue's report (3 of 12 runs texted twice on v1).
+// enough for that flaw to show as runs texted twice.
 const MIN_IN_FLIGHT = 4;
 
 const CASES = [
   { id: 'ringback@after-claim', dies: 'ringback', point: 'after-claim' },
   { id: 'ringback@after-provider-accept', dies: 'ringback', point: 'after-provider-accept' },
   { id: 'ringback@after-sent-marker', dies: 'ringback', point: 'after-sent-marker' },
-  // Issue 10 section 4: the stall limit fails the jobs (maxStalledCount 0 on the legacy worker
+  // The stall limit fails the jobs (maxStalledCount 0 on the legacy worker
   // that runs the stall check) with an attempt open or before any attempt; the rejoining ringback
-  // worker must still text each run once. The last one is the callback lost on v1: the sweep's
-  // create answered 429 (the first create of each run untexted when ringback rejoins is), and nothing was left
-  // to retry it.
+  // worker must still text each run once. The last one throttles the sweep's create (429: the
+  // first create of each run untexted when ringback rejoins): the sweep must retry it, since no
+  // job is left to.
   { id: 'ringback@after-claim+stall-limit', dies: 'ringback', point: 'after-claim', maxStalled: 0 },
   { id: 'ringback@after-provider-accept+stall-limit', dies: 'ringback', point: 'after-provider-accept', maxStalled: 0 },
   { id: 'ringback@after-claim+stall-limit+429', dies: 'ringback', point: 'after-claim', maxStalled: 0, throttle: true },

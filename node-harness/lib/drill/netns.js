@@ -1,5 +1,5 @@
-// The cutover drill's network namespace of its own and the port handover's nftables redirect
-// (issue 15): what the drill needs from the machine is checked up front, every missing piece
+// The cutover drill's network namespace of its own and the port handover's nftables redirect:
+// what the drill needs from the machine is checked up front, every missing piece
 // named at once; the drill then runs inside `unshare --net`, where port 3000 and the nftables
 // ruleset are its own and nothing on the machine is touched.
 'use strict';

@@ -1,4 +1,4 @@
-// The rollback drill (issue 10, "A rollback loses nothing"): ringback crashes at one of the worst
+// The rollback drill (a rollback loses nothing): ringback crashes at one of the worst
 // instants with several callbacks in flight; the operator runs `ringback drain` (which must
 // refuse, exit 3 naming it, while a ringback worker is alive: checked first, before the crash),
 // then goes back to the legacy worker alone. Verdict per case: the drain exits 0 and leaves no

@@ -1,4 +1,4 @@
-//! The single-Redis finish (issue 12): the sent marker rides on the job's completion, and the
+//! The single-Redis finish: the sent marker rides on the job's completion, and the
 //! completion's fetch claims the next job's run, so a steady stream of SMS jobs costs one Redis
 //! call per job plus the Twilio call (`lua/finish_sent.lua`).
 //!

@@ -62,7 +62,7 @@ pub struct ApiState {
     pub send_policy: SendPolicy,
     /// When a refused signature, and a readiness failure, were last logged (ms).
     pub logged: LoggedAt,
-    /// The operators' console (issue 17): its settings and session key.
+    /// The operators' console: its settings and session key.
     pub console: crate::edge::console::Console,
 }
 

@@ -1,4 +1,4 @@
-//! The operators' console of `ringback serve` (issue 17): a read-only page for people, at
+//! The operators' console of `ringback serve`: a read-only page for people, at
 //! `/console`, answering "did my callback reach me, and if not, why?".
 //!
 //! - `/console/callbacks`: the most recent runs, newest first (the recent-runs index

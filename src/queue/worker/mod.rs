@@ -2,7 +2,7 @@
 //! stall recovery beside them, and a graceful stop.
 //!
 //! Life of a job: a concurrency permit is taken *before* the job is moved to active (taking a
-//! job first and waiting for a permit later lets locks expire: bullmq-rs PR #21); the job runs
+//! job first and waiting for a permit later lets its lock expire while it waits); the job runs
 //! in its own task under its own tracing span; the finishing script records the outcome and,
 //! unless we are stopping, takes the next job in the same round trip, which the same task then
 //! runs with the same permit.
