@@ -1,8 +1,8 @@
 /*
  * ringback's exactly-once window, as a protocol, for Spin.
  *
- *   spin -a -DV1 model/window.pml   the protocol before the production-timings fix
- *   spin -a -DV2 model/window.pml   the fix of docs/window-protocol.md (v2)
+ *   spin -a -DV1 model/window.pml   the rejected short-claim design (the claim expires with the attempt)
+ *   spin -a -DV2 model/window.pml   the design of docs/window-protocol.md (v2)
  *
  * Switches (see docs/model.md for the assumptions, in one place):
  *   MAXCRASH n   crashes in a run, all processes together (default 2)
@@ -12,10 +12,10 @@
  *   LEASE_MAX    (v2) the ringback fleet may be lost for a whole lease without a drain
  *   F1_AS_WRITTEN (v2) window_release as the v2 design first wrote it (lua/window_release.lua
  *                at 2898d05: a release with a queue job behind it deletes C and leaves the index);
- *                without it, the fix of docs/model-findings.md F1 as the tree runs it (a "released"
+ *                without it, rule F1 of docs/model-findings.md as the tree runs it (a "released"
  *                attempt keeps C and stays in the index as `retry`)
  *   F2_AS_WRITTEN (v2) a permanent refusal releases (send-failed) before it escalates, as
- *                src/sms.rs did at 2898d05; without it, the fix of F2 as the tree runs it (escalate first)
+ *                src/sms.rs did at 2898d05; without it, rule F2 as the tree runs it (escalate first)
  *   AS_WRITTEN   both of the above
  *   EDGES        (v2) what Twilio does to a stored message: the account may rewrite stored bodies
  *                (a Messaging Service's Smart Encoding, link shortening, appended text: chosen
