@@ -10,12 +10,14 @@
  *   ATTEMPTS n   the job's BullMQ attempts (default 2: one retry)
  *   DRAIN        (v2) an operator drains, then rolls back to the legacy fleet (leases may end)
  *   LEASE_MAX    (v2) the ringback fleet may be lost for a whole lease without a drain
- *   F1_AS_WRITTEN (v2) window_release as the v2 design first wrote it (lua/window_release.lua
- *                at 2898d05: a release with a queue job behind it deletes C and leaves the index);
+ *   F1_AS_WRITTEN (v2) window_release as the v2 design first wrote it
+ *                (model/v1/window_release_draft.lua: a release with a queue job behind it
+ *                deletes C and leaves the index);
  *                without it, rule F1 of docs/model-findings.md as the tree runs it (a "released"
  *                attempt keeps C and stays in the index as `retry`)
- *   F2_AS_WRITTEN (v2) a permanent refusal releases (send-failed) before it escalates, as
- *                src/sms.rs did at 2898d05; without it, rule F2 as the tree runs it (escalate first)
+ *   F2_AS_WRITTEN (v2) a permanent refusal releases (send-failed) before it escalates, as the
+ *                v2 design's worker first did (model/v1/README.md); without it, rule F2 as the
+ *                tree runs it (escalate first)
  *   AS_WRITTEN   both of the above
  *   EDGES        (v2) what Twilio does to a stored message: the account may rewrite stored bodies
  *                (a Messaging Service's Smart Encoding, link shortening, appended text: chosen
@@ -47,8 +49,8 @@
  * d_step is deterministic (first true branch, like Lua's if/elseif); steps with a real choice
  * (Twilio's answer, a lookup) are atomic.
  * Every step names the script and lines or the Rust function it stands for: for v2, lua/ and
- * src/ of this tree (the final scripts, F1 and F2 included); for v1, the scripts and sms.rs of
- * commit 0350ea0 (`git show 0350ea0:lua/window_claim.lua`), written "@0350ea0". A Lua script is
+ * src/ of this tree (the final scripts, F1 and F2 included); for v1, the short-claim design's
+ * scripts, kept in model/v1/ (model/v1/README.md, which also describes its worker). A Lua script is
  * one d_step; between two steps anything interleaves, and a process may crash between any two
  * of its steps.
  */
@@ -87,7 +89,7 @@
 #define C_SENT 3                /* "sent" | "sent:<sid>" */
 byte C;
 byte ctok;
-bit  cshort;                    /* v1: C carries the pending TTL (window_claim.lua@0350ea0:96), not the hold */
+bit  cshort;                    /* v1: C carries the pending TTL (model/v1/window_claim.lua:96) */
 
 /* ---- the attempt record A = ringback:attempt:{C} ---- */
 #define A_NONE 0
@@ -171,7 +173,7 @@ inline newtoken(t) {
   od
 }
 
-/* a new attempt: v1 lua/window_claim.lua@0350ea0:96-103 (claim TTL = pending TTL);
+/* a new attempt: v1 model/v1/window_claim.lua:96-103 (claim TTL = pending TTL);
  * v2 fresh() of lua/window_claim.lua:69-78 (C a lease; due in I at claimed_at + pending TTL) */
 inline fresh(t) {
   C = C_RP; ctok = t;
@@ -184,7 +186,7 @@ inline fresh(t) {
   tok[me] = t; sending[me] = 1; res = 3; rbClaimed = 1
 }
 
-/* resolveWith: v1 lua/window_claim.lua@0350ea0:48-57 (C held for `hold`);
+/* resolveWith: v1 model/v1/window_claim.lua:48-57 (C held for `hold`);
  * v2 lua/window_claim.lua:57-66 (C held with the lease, record `ambiguous`, due at now + hold/2) */
 inline resolveWith(t, keepSince) {
   C = C_RP; ctok = t; cshort = 0;
@@ -199,7 +201,7 @@ inline window_claim(sup) {
   d_step {
     tok[me] = 0; newtoken(nt);
 #ifndef V2
-    /* lua/window_claim.lua@0350ea0:63-103 */
+    /* model/v1/window_claim.lua:63-103 */
     if
     :: C == C_SENT -> inI = 0; res = 1                                   /* :64-69 */
     :: C == C_LP -> ast = A_NONE; resolveWith(nt, 0)                      /* :70-77 */
@@ -245,7 +247,7 @@ inline window_claim(sup) {
   }
 }
 
-/* window_mark_sent (Window::mark_sent): v1 lua/window_mark_sent.lua@0350ea0:26-37; v2
+/* window_mark_sent (Window::mark_sent): v1 model/v1/window_mark_sent.lua:26-37; v2
  * lua/window_mark_sent.lua:33-40 (written whatever C holds; the "found" refusal of :29-32, a
  * message linked to another run, is outside the one-run model) */
 inline window_mark_sent(t) {
@@ -256,11 +258,11 @@ inline window_mark_sent(t) {
   }
 }
 
-/* window_release (Window::release): v1 lua/window_release.lua@0350ea0:18-27 (deletes C, writes
+/* window_release (Window::release): v1 model/v1/window_release.lua:18-27 (deletes C, writes
  * the state, out of I). v2 lua/window_release.lua:26-46, the F1 fix for every caller: "released"
  * refreshes C (:28-35) and makes the record `retry`, in I at the retry time (:36-44);
  * "send-failed" deletes C (:30-31) and takes the run out of I (:37-39). F1_AS_WRITTEN:
- * lua/window_release.lua@2898d05:22-38 (C deleted; `retry` only for a caller with no queue job) */
+ * model/v1/window_release_draft.lua:22-38 (C deleted; `retry` only for a caller with no queue job) */
 inline window_release(t, st, jobless) {
   d_step {
     res = (C == C_RP && ctok == t);          /* PER_SLOT: Window::release's `released == 1` */
@@ -291,7 +293,7 @@ inline window_release(t, st, jobless) {
   }
 }
 
-/* window_hold (Window::hold): v1 lua/window_hold.lua@0350ea0:18-26; v2 lua/window_hold.lua:19-29,
+/* window_hold (Window::hold): v1 model/v1/window_hold.lua:18-26; v2 lua/window_hold.lua:19-29,
  * which also requires the record's token (:22) */
 inline window_hold(t) {
   d_step {
@@ -428,7 +430,7 @@ end_idle2:
   :: d_step { alive[me] && !rolledBack && inI ->       /* src/callbacks/orphans.rs sweep → Window::sweep */
        jobless = 0;
 #ifndef V2
-       /* lua/window_sweep.lua@0350ea0:18-36: an open attempt is re-fenced with the hold */
+       /* model/v1/window_sweep.lua:18-36: an open attempt is re-fenced with the hold */
        if
        :: !OPEN || C == C_SENT -> inI = 0                                  /* :22-30 settled */
        :: else ->
@@ -557,9 +559,9 @@ send:
      window_release(tok[me], A_SFAILED, jobless);
      idx_after_release(A_SFAILED);
 #else
-     window_release(tok[me], A_SFAILED, jobless); sending[me] = 0;       /* src/sms.rs@2898d05: release, */
+     window_release(tok[me], A_SFAILED, jobless); sending[me] = 0;       /* v1, first v2 worker: release, */
      CRASHPOINT;
-     d_step { escalated = 1 }                                            /* then escalation.rs escalate */
+     d_step { escalated = 1 }                                            /* then escalate */
 #endif
      CRASHPOINT;
      finish(O_FAIL); goto end_idle
@@ -625,7 +627,7 @@ resolve:          /* src/callbacks/sms/evidence.rs SmsProcessor::resolve */
      finish(O_DONE); goto end_idle
   :: !found && res == 1 ->                                               /* Resolution::Lost */
 #ifndef V2
-     window_release(tok[me], A_RELEASED, jobless);      /* src/sms.rs@0350ea0 attempt: release, claim anew */
+     window_release(tok[me], A_RELEASED, jobless);      /* v1 worker: release, claim anew */
      CRASHPOINT;
      sup = 0;
 #else
@@ -710,7 +712,7 @@ end_env:
    * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, src/callbacks/sms/config.rs SmsConfig::validate) */
   :: d_step { ast == A_CLAIMED && !aged && !(sending[0] && tok[0] == atok) && !(sending[1] && tok[1] == atok) -> aged = 1 }
 #ifndef V2
-  /* v1: the claim written by window_claim.lua@0350ea0:96 expires with the pending TTL */
+  /* v1: the claim written by model/v1/window_claim.lua:96 expires with the pending TTL */
   :: d_step { C == C_RP && cshort && aged && ctok == atok -> C = C_NONE; cshort = 0 }
   /* v1: a held claim (hold = reconcile window + pending TTL) expires only untouched: no ringback alive */
   :: d_step { C == C_RP && !cshort && !alive[0] && !alive[1] -> C = C_NONE }
