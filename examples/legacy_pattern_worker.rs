@@ -4,13 +4,13 @@
 //! `SET … sent XX EX 86400`, with no window, no attempt record and no receipts. It does exactly
 //! the work the Node legacy worker and the official port's subject (`benches/official`) do, so
 //! `scripts/bench sms` can show, in one run, what ringback's engine costs against theirs and what
-//! the window costs on top (issue 12). A crash between the create and the `SET XX` texts twice,
+//! the window costs on top. A crash between the create and the `SET XX` texts twice,
 //! as it does for the legacy worker: that is why ringback never runs this way.
 //!
 //! Configured like `ringback worker` (`RINGBACK_*`, `REDIS_URL`, `TWILIO_*`).
 
 use clap::Parser;
-use ringback::edge::cli::{TwilioArgs, WorkerArgs, init_logging, shutdown_on_signals};
+use ringback::edge::cli::{LogArgs, TwilioArgs, WorkerArgs, init_logging, shutdown_on_signals};
 use ringback::twilio::{CreateMessage, SendOutcome, TwilioClient};
 use ringback::{Job, JobContext, Outcome, Processor};
 
@@ -21,6 +21,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(about = "ringback's worker core running the legacy SET NX / create / SET XX pattern")]
 struct Cli {
+    #[command(flatten)]
+    log: LogArgs,
     #[command(flatten)]
     worker: WorkerArgs,
     #[command(flatten)]
@@ -90,8 +92,8 @@ impl Processor for LegacyPattern {
 /// One runtime thread, as `ringback worker` runs by default (`RINGBACK_THREADS`).
 #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() -> std::process::ExitCode {
-    init_logging();
     let cli = Cli::parse();
+    init_logging(cli.log.log_format);
     let (config, twilio) = match (cli.worker.to_config(), cli.twilio.to_config()) {
         (Ok(c), Ok(t)) => (c, t),
         (c, t) => {

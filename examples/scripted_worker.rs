@@ -2,7 +2,7 @@
 //! configured like `ringback worker`. Used by the Node interop tests and the drills.
 
 use clap::Parser;
-use ringback::edge::cli::{WorkerArgs, init_logging, shutdown_on_signals};
+use ringback::edge::cli::{LogArgs, WorkerArgs, init_logging, shutdown_on_signals};
 use ringback::{Worker, queue::scripted::ScriptedProcessor};
 
 /// The allocator `ringback worker` runs with (src/bin/ringback/main.rs says why), so the no-op
@@ -14,13 +14,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(about = "ringback worker with the scripted processor")]
 struct Cli {
     #[command(flatten)]
+    log: LogArgs,
+    #[command(flatten)]
     worker: WorkerArgs,
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    init_logging();
     let cli = Cli::parse();
+    init_logging(cli.log.log_format);
     let config = match cli.worker.to_config() {
         Ok(c) => c,
         Err(e) => {

@@ -1,5 +1,5 @@
 --[[
-  finish_sent: the single-Redis SMS finish (issue 12): the sent marker, the job's completion, the
+  finish_sent: the single-Redis SMS finish: the sent marker, the job's completion, the
   next job's fetch and that job's claim, in one call: one Redis round trip per SMS job.
 
   1. The sent marker (window_mark_sent.lua's step), when ARGV[18] = "1": written first and

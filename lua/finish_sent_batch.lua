@@ -1,5 +1,5 @@
 --[[
-  finish_sent_batch: several finish_sent calls in one (issue 12's group commit). When SMS jobs
+  finish_sent_batch: several finish_sent calls in one (a group commit). When SMS jobs
   finish while an earlier finishing call is still on its way, the worker sends their finishes
   together: each job's part is exactly finish_sent.lua's KEYS/ARGV (that header is the contract),
   run in the order given, so Node sees what the same finish_sent calls one after another would

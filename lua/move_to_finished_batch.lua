@@ -1,5 +1,5 @@
 --[[
-  move_to_finished_batch: several move_to_finished calls in one (issue 12's group commit, for
+  move_to_finished_batch: several move_to_finished calls in one (a group commit, for
   any job a processor completes or fails without a step of its own). Each job's part is exactly
   move_to_finished.lua's KEYS/ARGV (that header is the contract), run in the order given, so
   Node sees what the same calls one after another would leave. Shared within the call: the

@@ -71,6 +71,17 @@ pub enum Error {
     Config(#[from] ConfigError),
     #[error("twilio client: {0}")]
     Twilio(String),
+    /// The records on this Redis have a layout this build does not read
+    /// (`crate::callbacks::layout`): refused before any record is read or written.
+    #[error(
+        "{key} says record layout {found:?}; this ringback reads layout {reads} only \
+         (CHANGELOG.md, \"Rolling upgrades\", says how to move between layouts)"
+    )]
+    Layout {
+        key: String,
+        found: String,
+        reads: u32,
+    },
 }
 
 impl Error {
@@ -97,6 +108,69 @@ pub fn connection_failed(e: &redis::RedisError) -> bool {
         || e.is_connection_refusal()
         || e.is_timeout()
         || e.is_unrecoverable_error()
+}
+
+/// One rule between settings and whether a configuration keeps it: what `check-config` prints,
+/// one line each, so a person sees every rule the deployment relies on, kept or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invariant {
+    /// The setting to change when the rule is broken.
+    pub setting: &'static str,
+    /// The rule, with this configuration's values.
+    pub rule: String,
+    /// What goes wrong when it does not hold (a warning's text is read alone: it names the
+    /// setting and values).
+    pub problem: String,
+    pub holds: bool,
+    /// A broken rule refuses the configuration (`Error`), or is printed and tolerated (`Warning`).
+    pub severity: Severity,
+}
+
+/// How a broken [`Invariant`] is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Invariant {
+    pub fn new(
+        setting: &'static str,
+        holds: bool,
+        severity: Severity,
+        rule: impl Into<String>,
+        problem: impl Into<String>,
+    ) -> Self {
+        Self {
+            setting,
+            rule: rule.into(),
+            problem: problem.into(),
+            holds,
+            severity,
+        }
+    }
+
+    /// `ok`, `broken` or `warning`: the verdict's word.
+    pub fn verdict(&self) -> &'static str {
+        match (self.holds, self.severity) {
+            (true, _) => "ok",
+            (false, Severity::Error) => "broken",
+            (false, Severity::Warning) => "warning",
+        }
+    }
+}
+
+/// Broken invariants sorted: the errors noted in `errors`, the warnings' texts returned. A
+/// problem's text names its setting and values, so it reads alone in a log.
+pub fn judge(invariants: &[Invariant], errors: &mut ConfigErrors) -> Vec<String> {
+    let mut warnings = vec![];
+    for i in invariants.iter().filter(|i| !i.holds) {
+        match i.severity {
+            Severity::Error => errors.push(ConfigError::new(i.setting, i.problem.clone())),
+            Severity::Warning => warnings.push(i.problem.clone()),
+        }
+    }
+    warnings
 }
 
 /// A configuration that breaks an invariant; the message names the setting.

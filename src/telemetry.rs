@@ -81,7 +81,9 @@ pub struct Telemetry {
     /// `ringback_twilio_request_duration_seconds{operation}`: create, fetch, list.
     pub twilio_seconds: HistogramFamily<OperationLabel>,
     /// `ringback_twilio_errors_total{code}`: Twilio's error code, `http_<status>` when the body
-    /// carries none, `timeout` or `connect` when no answer came.
+    /// carries none; when no answer came, `connect` (a create that could not connect), `no_answer`
+    /// (a create timed out or cut off after sending) or `transport` (a lookup); `request` for a
+    /// create that could not be built (`src/twilio/classify.rs`).
     pub twilio_errors: Family<CodeLabel, Counter>,
     /// `ringback_delivery_errors_total{code}`: messages whose delivery ended failed, by the error
     /// code Twilio reported (a status callback's or a poll's), once per message.

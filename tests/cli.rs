@@ -1,4 +1,4 @@
-//! The `ringback` binary as a newcomer meets it (issue 9): every missing setting named in one
+//! The `ringback` binary as a newcomer meets it: every missing setting named in one
 //! run, the Redis tried named in every connection error, a quick failure on a refused port,
 //! retry waits as logged, SIGTERM a clean stop while Redis is down, and `serve` listening at
 //! once while Redis is down, its refused status callbacks recovered by the worker's poll.
@@ -189,7 +189,12 @@ fn check_config_names_every_missing_setting_in_one_run() {
     );
     assert_eq!(out.status.code(), Some(2), "{stdout}\n{stderr}");
     for name in ["TWILIO_ACCOUNT_SID", "TWILIO_AUTH_TOKEN", "TWILIO_FROM"] {
-        assert!(stderr.contains(&format!("  {name}: required")), "{stderr}");
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("  {name} (--")) && l.contains("): required")),
+            "{stderr}"
+        );
     }
     // the effective values it could read, printed anyway, secrets masked
     assert!(
@@ -218,7 +223,12 @@ fn check_config_names_every_missing_setting_in_one_run() {
         // a crash hook outside drill mode
         "RINGBACK_CRASH_AT",
     ] {
-        assert!(stderr.contains(&format!("  {name}: ")), "{stderr}");
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with(&format!("  {name} (--"))),
+            "{stderr}"
+        );
     }
     assert!(stdout.contains("REDIS_URL=redis://:***@127.0.0.1:6379"));
     assert!(stdout.contains("TWILIO_AUTH_TOKEN=*** (set)"));
@@ -249,11 +259,11 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("  TWILIO_FROM: required"),
+        stderr.contains("  TWILIO_FROM (--twilio-from): required"),
         "the example leaves the sender empty: {stderr}"
     );
 
-    // What the example used to ship: Twilio's test-credential number and example.com URLs.
+    // The traps an env example could hold: Twilio's test-credential number and example.com URLs.
     let out = twilio_env(&mut ringback(&["check-config"]))
         .env("TWILIO_FROM", "+15005550006")
         .env(
@@ -271,7 +281,7 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
         assert!(
             stderr
                 .lines()
-                .any(|l| l.starts_with(&format!("  {name}: ")) && l.contains(says)),
+                .any(|l| l.starts_with(&format!("  {name} (--")) && l.contains(says)),
             "{name} ({says}) not named: {stderr}"
         );
     }
@@ -282,7 +292,7 @@ fn check_config_refuses_the_env_examples_traps_against_twilio() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("  TWILIO_FROM: \"5558675310\" is not a sender"),
+        stderr.contains("  TWILIO_FROM (--twilio-from): \"5558675310\" is not a sender"),
         "{stderr}"
     );
     let out = twilio_env(&mut ringback(&["check-config"]))
@@ -338,14 +348,14 @@ fn check_config_ties_validity_to_the_deadline_and_checks_the_sender_list() {
             .env("RINGBACK_SENDERS", "+15550199999, 5558675310,+1-555,Acme"),
     );
     assert!(
-        stderr
-            .lines()
-            .any(|l| l.starts_with("  TWILIO_VALIDITY_PERIOD_S: ")
-                && l.contains("RINGBACK_DELIVERY_DEADLINE_MS (900 s)")),
+        stderr.lines().any(
+            |l| l.starts_with("  TWILIO_VALIDITY_PERIOD_S (--validity-period-s): ")
+                && l.contains("RINGBACK_DELIVERY_DEADLINE_MS (900 s)")
+        ),
         "{stderr}"
     );
     assert!(
-        stderr.contains("  RINGBACK_SENDERS: 5558675310, +1-555 are not a sender"),
+        stderr.contains("  RINGBACK_SENDERS (--senders): 5558675310, +1-555 are not a sender"),
         "{stderr}"
     );
     let stdout = passes(
@@ -404,7 +414,9 @@ fn check_config_refuses_a_worker_name_redis_would_refuse() {
     let stderr =
         refused(twilio_env(&mut ringback(&["check-config"])).env("RINGBACK_WORKER_NAME", "rb 1"));
     assert!(
-        stderr.contains("  RINGBACK_WORKER_NAME: ' ' is not allowed in a Redis client name"),
+        stderr.contains(
+            "  RINGBACK_WORKER_NAME (--worker-name): ' ' is not allowed in a Redis client name"
+        ),
         "{stderr}"
     );
 }
@@ -420,7 +432,9 @@ fn serve_refuses_a_documentation_public_url() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
-        stderr.contains("  RINGBACK_PUBLIC_URL: ringback.example.com is a documentation host"),
+        stderr.contains(
+            "  RINGBACK_PUBLIC_URL (--public-url): ringback.example.com is a documentation host"
+        ),
         "{stderr}"
     );
 }

@@ -17,12 +17,12 @@ end
 
 -- A whole number as the string a command argument needs. Lua turns a number argument into a
 -- string with "%.14g", a floating-point conversion that costs more than most commands' own work
--- (issue 12's profile of Redis: ~4 % of its CPU per SMS job went to it); "%d" is an integer one.
+-- (a profile of Redis put ~4 % of its CPU per SMS job in it); "%d" is an integer one.
 -- Hot paths pass strings: ARGV as they came, literals quoted, and computed numbers through here.
 -- Each number's text is kept for the rest of the call (the table is the script call's: a few
 -- dozen numbers at most): a batch's jobs share one `now` and a few sums of it, each converted
 -- several times per job, and a `%d` format costs more than a table lookup (an SMS job made ~6
--- conversions when only the last text was kept; callgrind of Redis, session 11).
+-- conversions when only the last text was kept, by callgrind of Redis).
 local intText = {}
 local function int(n)
   local text = intText[n]

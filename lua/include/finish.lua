@@ -1,6 +1,6 @@
 --[[
   finish: BullMQ's moveToFinished as functions, shared by move_to_finished.lua and the fused
-  finish_sent.lua (issue 12), so both leave exactly what a Node worker leaves. Needs common.lua.
+  finish_sent.lua, so both leave exactly what a Node worker leaves. Needs common.lua.
 
   Both scripts take the same KEYS[1..14] and ARGV[1..17] (move_to_finished.lua's header is the
   contract); `finishedArgs()` reads them, so the layout is written down once.

@@ -176,13 +176,13 @@ end
 -- attempts in flight at concurrency 50, the index's ZADD (claim) and ZREM (marker) cost Redis
 -- ~34,500 instructions per text, against ~11,700 in the skiplist encoding (a dict and a
 -- skiplist; scripts/bench-window-steps); whole SMS jobs through the worker, 1.35 % fewer
--- (scripts/bench-instructions, README "Benchmarks"). A member over `zset-max-listpack-value`
--- (64 bytes) converts the set for as long as it exists (Redis never converts a sorted set back;
--- it deletes an empty one): the claim adds one and removes it in the same step, once per call,
--- so no reader ever sees it. The pad cannot be a runId (braces, and longer than a runId may
--- be). Nothing of the operator's configuration changes; "ziplist" is Redis 5/6's name for the
--- compact encoding; a server that refuses OBJECT (an ACL without it, a Redis-like server
--- without it) keeps the compact encoding, and the claim goes on (redis.pcall).
+-- (scripts/bench-instructions; docs/benchmarks.md, "The window taken apart"). A member over
+-- `zset-max-listpack-value` (64 bytes) converts the set for as long as it exists (Redis never
+-- converts a sorted set back; it deletes an empty one): the claim adds one and removes it in the
+-- same step, once per call, so no reader ever sees it. The pad cannot be a runId (braces, and
+-- longer than a runId may be). Nothing of the operator's configuration changes; "ziplist" is
+-- Redis 5/6's name for the compact encoding; a server that refuses OBJECT (an ACL without it, a
+-- Redis-like server without it) keeps the compact encoding, and the claim goes on (redis.pcall).
 local WIDE_PAD = "{ringback:index-encoding}" .. string.rep("=", 112)
 local widened = {}
 local function keepIndexWide(index)

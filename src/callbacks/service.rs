@@ -22,7 +22,8 @@ pub async fn connect(
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<SmsProcessor, crate::error::Error> {
     let client = crate::store::connection::client(redis_url, redis_tls)?.with_wait(redis_wait);
-    let conn = crate::queue::worker::connect_until(&client, shutdown).await?;
+    let mut conn = crate::queue::worker::connect_until(&client, shutdown).await?;
+    crate::callbacks::layout::check(&mut conn, &config.claim_prefix).await?;
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
     Ok(SmsProcessor::new(config, conn, twilio, prefix, queue))

@@ -216,7 +216,7 @@ async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(Str
 /// `replicas: None` (the default) is 1 on a cluster when the key's master has a live replica
 /// now, and 0 (no `WAIT`) otherwise and on one Redis. A `WAIT` that times out is logged and the
 /// caller goes on: the write is on the master and will most likely reach a replica; what a
-/// failover in that window can lose is said in README.
+/// failover in that window can lose is said in docs/cluster.md ("Durability").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaWait {
     pub replicas: Option<usize>,

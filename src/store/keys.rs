@@ -169,7 +169,7 @@ pub fn open_attempts(claim_prefix: &str) -> String {
 }
 
 /// ZSET runId → when its latest fresh attempt was claimed (ms), capped at
-/// [`RECENT_RUNS_CAP`]: the operators' console lists runs newest first from it (issue 17). Like
+/// [`RECENT_RUNS_CAP`]: the operators' console lists runs newest first from it. Like
 /// [`open_attempts`] it is global to the claim prefix, so under Redis Cluster it lives in another
 /// slot than the per-run keys `window_claim.lua` writes with it: a separate call there.
 pub fn recent_runs(claim_prefix: &str) -> String {
@@ -201,6 +201,12 @@ pub fn run_key_link(claim_prefix: &str, short_key: &str) -> String {
 /// call after its reply was lost; it lives for seconds.
 pub fn finish_record(claim_prefix: &str, call_id: &str) -> String {
     format!("ringback:finished:{claim_prefix}{call_id}")
+}
+
+/// `ringback:layout:<claim prefix>` → the record layout written beside the queue
+/// ([`crate::callbacks::layout`]).
+pub fn record_layout(claim_prefix: &str) -> String {
+    format!("ringback:layout:{claim_prefix}")
 }
 
 /// `ringback:message:<MessageSid>` → the runId it was sent for.

@@ -52,9 +52,35 @@ pub(crate) async fn worker(args: &RunArgs) -> ExitCode {
     }
 }
 
-/// A runtime failure exits 1; a stop asked for before Redis answered is a clean stop (0).
+/// What `serve` needs, validated; every broken or missing setting at once.
+pub(crate) fn serve_config(
+    queue: &QueueArgs,
+    sms: &SmsArgs,
+    serve: &ServeArgs,
+) -> Result<
+    (
+        ringback::callbacks::sms::SmsConfig,
+        ringback::edge::cli::ServeConfig,
+        ringback::store::connection::Client,
+    ),
+    ConfigErrors,
+> {
+    let mut errors = ConfigErrors::default();
+    let sms = errors.take(sms.to_config());
+    let serve = errors.take(serve.to_config());
+    let client = errors.take(queue.client());
+    let ((sms, serve), client) = errors.or(sms.zip(serve).zip(client))?;
+    Ok((sms, serve, client))
+}
+
+/// A runtime failure exits 1; records of a layout this build does not read, 2 (nothing was
+/// read or written); a stop asked for before Redis answered is a clean stop (0).
 pub(crate) fn failed(e: ringback::Error) -> ExitCode {
     match e {
+        e @ ringback::Error::Layout { .. } => {
+            eprintln!("ringback: {e}");
+            ExitCode::from(2)
+        }
         ringback::Error::Stopped => {
             tracing::info!("stopped before Redis answered");
             ExitCode::SUCCESS
@@ -68,11 +94,7 @@ pub(crate) fn failed(e: ringback::Error) -> ExitCode {
 
 /// Listens at once; the API opens when Redis answers (see `api::Startup`).
 pub(crate) async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode {
-    let mut errors = ConfigErrors::default();
-    let sms = errors.take(sms.to_config());
-    let serve = errors.take(serve.to_config());
-    let client = errors.take(queue.client());
-    let ((sms, serve), client) = match errors.or(sms.zip(serve).zip(client)) {
+    let (sms, serve, client) = match serve_config(&queue, &sms, &serve) {
         Ok(p) => p,
         Err(e) => return bad_config(e),
     };
@@ -222,10 +244,25 @@ pub(crate) fn drill(
 }
 
 /// Exit 2, naming every broken setting, one a line.
+/// Every problem, each setting named by its variable and its flag.
 pub(crate) fn bad_config(errors: ConfigErrors) -> ExitCode {
+    bad_config_with(&[], errors)
+}
+
+/// Every problem: the values that did not parse (`unparsable`, already named with their
+/// flags), then `errors`, each setting named by its variable and its flag; exit 2.
+pub(crate) fn bad_config_with(unparsable: &[String], errors: ConfigErrors) -> ExitCode {
+    use clap::CommandFactory;
+    let root = Cli::command();
     eprintln!("ringback: bad configuration:");
+    for u in unparsable {
+        eprintln!("  {u}");
+    }
     for e in &errors {
-        eprintln!("  {e}");
+        match ringback::edge::cli::reference::flag_of(&root, e.setting) {
+            Some(flag) => eprintln!("  {} ({flag}): {}", e.setting, e.problem),
+            None => eprintln!("  {e}"),
+        }
     }
     ExitCode::from(2)
 }
@@ -275,9 +312,12 @@ pub(crate) async fn sending_processor(
         shutdown,
     )
     .await
-    .map_err(|e| {
-        eprintln!("ringback {command}: {e}");
-        ExitCode::FAILURE
+    .map_err(|e| match e {
+        e @ ringback::Error::Layout { .. } => failed(e),
+        e => {
+            eprintln!("ringback {command}: {e}");
+            ExitCode::FAILURE
+        }
     })
 }
 

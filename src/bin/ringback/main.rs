@@ -5,9 +5,9 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use ringback::edge::cli::{
-    QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
+    LogArgs, QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
 };
 use ringback::{ConfigError, ConfigErrors, WorkerConfig};
 
@@ -22,17 +22,19 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[derive(Parser)]
 #[command(
     name = "ringback",
-    version,
+    version = VERSION,
     about = "Text a human exactly once when an autonomous job is finished"
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    #[command(flatten)]
+    log: LogArgs,
     /// Threads of the async runtime. One by default: the worker and the status webhook wait on
     /// Redis and Twilio, and one thread keeps up with what one Redis can do (see README,
     /// "Configuration"); more only add cross-thread wake-ups.
     #[arg(long, env = "RINGBACK_THREADS", global = true, default_value_t = 1,
-        value_parser = parse_threads)]
+        value_parser = parse_threads, help_heading = "Process")]
     threads: u16,
 }
 
@@ -60,11 +62,26 @@ enum Command {
         run_id: String,
         #[command(flatten)]
         queue: QueueArgs,
+        /// The prefix of the claim and sent keys, shared with the legacy worker.
         #[arg(long, env = "RINGBACK_CLAIM_PREFIX", default_value = "agent-callback:")]
         claim_prefix: String,
     },
-    /// Print the effective configuration and every invariant's verdict; exit 2 when one is broken.
-    CheckConfig(RunArgs),
+    /// Check the settings a subcommand needs (the worker's by default): print the effective
+    /// values (secrets masked), every rule between them with its verdict, and every broken or
+    /// missing setting by variable and flag; exit 2 when one is broken. The flags after the
+    /// subcommand's name are read as that subcommand reads them.
+    CheckConfig {
+        /// Print the configuration reference (Markdown, `docs/configuration.md`) and exit.
+        #[arg(long)]
+        reference: bool,
+        /// `worker` (default), `serve` or `drain`, then that subcommand's flags.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "SUBCOMMAND [FLAGS]"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Before a rollback to the legacy worker: resolve every open attempt (receipt, lookup,
     /// reconcile window, send). Run it after the ringback workers are stopped (it refuses while
     /// one is alive: exit 3). Exit 0 when none is left open; 4 at `--timeout-ms` with attempts
@@ -104,11 +121,11 @@ enum Command {
         /// stall | cutover | chaos | mixed | rollback | edges | all
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(ringback::edge::drill::DRILLS))]
         name: String,
-        /// Callbacks per drill (defaults: stall 20, cutover 200, chaos 300).
-        #[arg(long, env = "RINGBACK_DRILL_RUNS")]
+        /// Callbacks per drill (default: each drill's own, `docs/drills.md`).
+        #[arg(long, env = "RINGBACK_DRILL_RUNS", help_heading = "Drills")]
         runs: Option<u32>,
         /// The bullmq major the Node side runs: 5 (5.81.5) or 6 (6.7.0).
-        #[arg(long, env = "BULLMQ_VERSION", value_parser = ["5", "6"])]
+        #[arg(long, env = "BULLMQ_VERSION", value_parser = ["5", "6"], help_heading = "Drills")]
         bullmq: Option<String>,
         /// Print the report as JSON.
         #[arg(long)]
@@ -118,7 +135,7 @@ enum Command {
         #[arg(long)]
         cluster: bool,
         /// The node-harness directory (default: ./node-harness, else the checkout's).
-        #[arg(long, env = "RINGBACK_HARNESS_DIR")]
+        #[arg(long, env = "RINGBACK_HARNESS_DIR", help_heading = "Drills")]
         harness: Option<std::path::PathBuf>,
     },
 }
@@ -133,13 +150,15 @@ struct RunArgs {
     twilio: TwilioArgs,
     /// What each job does: `sms` texts the callback; `scripted` runs the job-data-driven test
     /// processor (drills).
-    #[arg(long, env = "RINGBACK_PROCESSOR", value_enum, default_value_t = ProcessorKind::Sms)]
+    #[arg(long, env = "RINGBACK_PROCESSOR", value_enum, default_value_t = ProcessorKind::Sms,
+        hide = true)]
     processor: ProcessorKind,
     /// `/metrics`, `/healthz`, `/readyz` of the worker (`off` to disable).
     #[arg(
         long,
         env = "RINGBACK_METRICS_LISTEN",
-        default_value = "127.0.0.1:9464"
+        default_value = "127.0.0.1:9464",
+        help_heading = "Worker (BullMQ options)"
     )]
     metrics_listen: String,
 }
@@ -184,16 +203,21 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
             if let Some(twilio) = &mut twilio {
                 twilio.validity_period = validity;
             }
-            // checked against the timeout as given, so it is judged even when other Twilio
-            // settings are missing
-            let warnings = match (&sms, &worker) {
-                (Some(sms), Some(w)) => errors.take(sms.validate(
-                    std::time::Duration::from_millis(args.twilio.timeout_ms),
-                    w.lock_duration,
-                    w.stalled_interval,
-                )),
-                _ => None,
-            };
+            // judged on the timings as given, so every broken rule is named even when another
+            // setting (a Redis URL, a Twilio secret) is broken too
+            let mut warnings = errors.take(args.sms.window().validate(
+                Duration::from_millis(args.twilio.timeout_ms),
+                Duration::from_millis(args.worker.lock_duration_ms),
+                Duration::from_millis(args.worker.stalled_interval_ms),
+            ));
+            if let (Some(w), Some(sms)) = (warnings.as_mut(), &sms)
+                && sms.crash_at.is_some()
+            {
+                w.push(
+                    "RINGBACK_CRASH_AT is set: this process will abort on purpose (drills only)"
+                        .into(),
+                );
+            }
             sms.zip(twilio).zip(warnings).map(Some)
         }
     };
@@ -228,14 +252,18 @@ fn parse_threads(v: &str) -> Result<u16, String> {
     }
 }
 
+/// `ringback --version`: the release and the on-Redis record layout it writes.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (record layout 1)");
+
 fn main() -> ExitCode {
+    let unparsable = unparsable_settings();
     let cli = Cli::parse();
     match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(cli.threads))
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(run(cli)),
+        Ok(runtime) => runtime.block_on(run(cli, unparsable)),
         Err(e) => {
             eprintln!("ringback: cannot start the async runtime: {e}");
             ExitCode::FAILURE
@@ -243,10 +271,58 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> ExitCode {
-    init_logging();
+/// Every variable the named subcommand reads whose value does not parse, named with its flag
+/// (clap would stop at the first and name only the flag). Each is then removed from the
+/// environment, so the rest of the configuration is still checked in the same run and every
+/// problem named at once.
+fn unparsable_settings() -> Vec<String> {
+    let Some(sub) = subcommand_named() else {
+        return vec![];
+    };
+    let unparsable = ringback::edge::cli::reference::unparsable_env(&Cli::command(), &sub);
+    for (name, _) in &unparsable {
+        // SAFETY: the process has one thread here (the runtime is not built yet), so nothing
+        // reads the environment while it changes.
+        unsafe { std::env::remove_var(name) };
+    }
+    unparsable.into_iter().map(|(_, line)| line).collect()
+}
+
+/// The subcommand the command line names (the first argument that is one); for
+/// `check-config`, the subcommand it checks.
+fn subcommand_named() -> Option<String> {
+    let root = Cli::command();
+    let mut args = std::env::args().skip_while(|a| root.find_subcommand(a).is_none());
+    let sub = args.next()?;
+    if sub != "check-config" {
+        return Some(sub);
+    }
+    match args.find(|a| a != "--reference").as_deref() {
+        Some(t @ ("worker" | "serve" | "drain")) => Some(t.to_string()),
+        _ => Some("worker".to_string()),
+    }
+}
+
+async fn run(cli: Cli, unparsable: Vec<String>) -> ExitCode {
+    init_logging(cli.log.log_format);
+    if !unparsable.is_empty() {
+        // refused, with every other problem of the same configuration named too
+        let checked = match &cli.command {
+            Command::CheckConfig {
+                reference: false,
+                args,
+            } => return check_config(false, args.clone(), unparsable),
+            Command::Worker(args) => check_worker(args).2,
+            Command::Serve { queue, sms, serve } => check_serve(queue, sms, serve).2,
+            Command::Drain {
+                queue, sms, twilio, ..
+            } => check_drain(queue, sms, twilio).2,
+            _ => Ok(vec![]),
+        };
+        return bad_config_with(&unparsable, checked.err().unwrap_or_default());
+    }
     match cli.command {
-        Command::CheckConfig(args) => check_config(&args),
+        Command::CheckConfig { reference, args } => check_config(reference, args, vec![]),
         Command::TwilioSim { args } => twilio_sim(args).await,
         Command::Drill {
             name,
@@ -291,27 +367,140 @@ async fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// Prints the effective values (secrets masked) whatever their verdict, then every problem.
-fn check_config(args: &RunArgs) -> ExitCode {
-    let mut settings = args.worker.effective();
-    settings.push(("RINGBACK_METRICS_LISTEN", args.metrics_listen.clone()));
-    if args.processor == ProcessorKind::Sms {
-        settings.extend(args.sms.effective());
-        settings.extend(args.twilio.effective());
-    } else {
-        settings.push(("RINGBACK_PROCESSOR", "scripted".into()));
+/// `check-config [worker|serve|drain] [flags]`: the settings printed whatever their verdict
+/// (secrets masked), the test knobs that are set, every invariant with its verdict, then every
+/// problem; exit 2 when one is an error.
+fn check_config(
+    reference: bool,
+    args: Vec<std::ffi::OsString>,
+    unparsable: Vec<String>,
+) -> ExitCode {
+    let root = Cli::command();
+    if reference {
+        print!("{}", ringback::edge::cli::reference::markdown(&root));
+        return ExitCode::SUCCESS;
     }
+    let (target, rest) = match args.first().and_then(|a| a.to_str()) {
+        Some(t @ ("worker" | "serve" | "drain")) => (t.to_string(), &args[1..]),
+        Some(other) if !other.starts_with('-') => {
+            eprintln!("ringback check-config: checks worker, serve or drain, not {other:?}");
+            return ExitCode::from(2);
+        }
+        _ => ("worker".to_string(), &args[..]),
+    };
+    let argv = ["ringback".into(), target.clone().into()]
+        .into_iter()
+        .chain(rest.iter().cloned());
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+    };
+    let (settings, invariants, checked) = match &cli.command {
+        Command::Worker(args) => check_worker(args),
+        Command::Serve { queue, sms, serve } => check_serve(queue, sms, serve),
+        Command::Drain {
+            queue, sms, twilio, ..
+        } => check_drain(queue, sms, twilio),
+        _ => return ExitCode::from(2),
+    };
+    println!("# ringback {target}: effective settings");
     for (name, value) in settings {
         println!("{name}={value}");
     }
-    match validate(args) {
-        Ok(v) => {
-            for w in &v.warnings {
+    for knob in ringback::edge::cli::reference::test_knobs_set(&root) {
+        println!("warning: test and drill knob set: {knob} (never in production)");
+    }
+    println!("# invariants");
+    for i in &invariants {
+        println!("{:<8} {}", i.verdict(), i.rule);
+    }
+    match checked {
+        Ok(warnings) if unparsable.is_empty() => {
+            for w in &warnings {
                 println!("warning: {w}");
             }
             println!("all invariants hold");
             ExitCode::SUCCESS
         }
-        Err(errors) => bad_config(errors),
+        Ok(_) => bad_config_with(&unparsable, ConfigErrors::default()),
+        Err(errors) => bad_config_with(&unparsable, errors),
     }
+}
+
+type Checked = (
+    Vec<(&'static str, String)>,
+    Vec<ringback::error::Invariant>,
+    Result<Vec<String>, ConfigErrors>,
+);
+
+/// The rule between TWILIO_VALIDITY_PERIOD_S and the delivery deadline.
+fn validity_invariant(twilio: &TwilioArgs, sms: &SmsArgs) -> ringback::error::Invariant {
+    let deadline_s = sms.delivery_deadline_ms / 1000;
+    let given = twilio.validity_period_s.map(u64::from);
+    ringback::error::Invariant::new(
+        "TWILIO_VALIDITY_PERIOD_S",
+        given.is_none_or(|v| v <= deadline_s),
+        ringback::error::Severity::Error,
+        format!(
+            "TWILIO_VALIDITY_PERIOD_S ({}) <= RINGBACK_DELIVERY_DEADLINE_MS ({deadline_s} s)",
+            given.map_or("unset: the deadline".into(), |v| format!("{v} s"))
+        ),
+        "Twilio could deliver a text after ringback escalated it as not delivered",
+    )
+}
+
+fn check_worker(args: &RunArgs) -> Checked {
+    let mut settings = args.worker.effective();
+    settings.push(("RINGBACK_METRICS_LISTEN", args.metrics_listen.clone()));
+    let mut invariants = vec![{
+        let lock = args.worker.lock_duration_ms;
+        let renew = args.worker.lock_renew_time_ms.unwrap_or(lock / 2);
+        ringback::error::Invariant::new(
+            "RINGBACK_LOCK_RENEW_TIME_MS",
+            renew > 0 && renew < lock,
+            ringback::error::Severity::Error,
+            format!(
+                "0 < RINGBACK_LOCK_RENEW_TIME_MS ({renew}) < RINGBACK_LOCK_DURATION_MS ({lock})"
+            ),
+            "locks would expire under running jobs",
+        )
+    }];
+    if args.processor == ProcessorKind::Sms {
+        settings.extend(args.sms.effective());
+        settings.extend(args.twilio.effective());
+        invariants.extend(args.sms.window().invariants(
+            Duration::from_millis(args.twilio.timeout_ms),
+            Duration::from_millis(args.worker.lock_duration_ms),
+            Duration::from_millis(args.worker.stalled_interval_ms),
+        ));
+        invariants.push(validity_invariant(&args.twilio, &args.sms));
+    } else {
+        settings.push(("RINGBACK_PROCESSOR", "scripted".into()));
+    }
+    let checked = validate(args).map(|v| v.warnings);
+    (settings, invariants, checked)
+}
+
+fn check_serve(queue: &QueueArgs, sms: &SmsArgs, serve: &ServeArgs) -> Checked {
+    let mut settings = WorkerArgs::effective_queue(queue);
+    settings.extend(sms.effective());
+    settings.extend(serve.effective());
+    let invariants = serve.invariants();
+    let checked = serve_config(queue, sms, serve).map(|_| vec![]);
+    (settings, invariants, checked)
+}
+
+fn check_drain(queue: &QueueArgs, sms: &SmsArgs, twilio: &TwilioArgs) -> Checked {
+    let mut settings = WorkerArgs::effective_queue(queue);
+    settings.extend(sms.effective());
+    settings.extend(twilio.effective());
+    let invariants = vec![validity_invariant(twilio, sms)];
+    let mut errors = ConfigErrors::default();
+    let sending = errors.take(sending_config(sms, twilio));
+    let client = errors.take(queue.client());
+    let checked = errors.or(sending.zip(client)).map(|_| vec![]);
+    (settings, invariants, checked)
 }

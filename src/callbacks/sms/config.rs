@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::CrashAt;
 use crate::callbacks::window::WindowTimes;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, ConfigErrors, Invariant, Severity, judge};
 
 /// What must fit between a provider call's timeout and the pending TTL: Redis round trips and
 /// scheduling after Twilio answered, so a live attempt always marks sent before its claim expires.
@@ -130,113 +130,176 @@ impl Default for SmsConfig {
 }
 
 impl SmsConfig {
-    /// Check the window's invariants against the provider timeout and the worker's lock
-    /// timings; returns warnings worth logging. These invariants are the assumptions of the
-    /// protocol's model (`docs/window-protocol.md`, `model/`).
+    /// The window's invariants against the provider timeout and the worker's lock timings,
+    /// each with its verdict. They are the assumptions of the protocol's model
+    /// (`docs/window-protocol.md`, `model/`); `check-config` prints them all.
+    pub fn invariants(
+        &self,
+        provider_timeout: Duration,
+        lock_duration: Duration,
+        stalled_interval: Duration,
+    ) -> Vec<Invariant> {
+        let ms = |d: Duration| d.as_millis();
+        let handback = lock_duration + stalled_interval * 2 + self.pending_ttl;
+        let legacy_lock = self.legacy.lock_duration.unwrap_or(lock_duration);
+        let legacy_stalled = self.legacy.stalled_interval.unwrap_or(stalled_interval);
+        let legacy_handback = legacy_lock + legacy_stalled * 2 + self.pending_ttl;
+        vec![
+            Invariant::new(
+                "RINGBACK_PENDING_TTL_MS",
+                provider_timeout + SAFETY_MARGIN < self.pending_ttl,
+                Severity::Error,
+                format!(
+                    "RINGBACK_PENDING_TTL_MS ({}) > TWILIO_TIMEOUT_MS + {} ms ({})",
+                    ms(self.pending_ttl),
+                    ms(SAFETY_MARGIN),
+                    ms(provider_timeout + SAFETY_MARGIN)
+                ),
+                format!(
+                    "must exceed TWILIO_TIMEOUT_MS ({} ms) plus a {} ms safety margin: otherwise a live \
+                     attempt's claim can expire mid-call and a duplicate job send a second text",
+                    ms(provider_timeout),
+                    ms(SAFETY_MARGIN)
+                ),
+            ),
+            Invariant::new(
+                "RINGBACK_SENT_TTL_MS",
+                self.pending_ttl < self.sent_ttl,
+                Severity::Error,
+                format!(
+                    "RINGBACK_SENT_TTL_MS ({}) > RINGBACK_PENDING_TTL_MS ({})",
+                    ms(self.sent_ttl),
+                    ms(self.pending_ttl)
+                ),
+                "must be longer than RINGBACK_PENDING_TTL_MS",
+            ),
+            Invariant::new(
+                "RINGBACK_RECONCILE_WINDOW_MS",
+                !self.reconcile_poll.is_zero() && !self.reconcile_window.is_zero(),
+                Severity::Error,
+                format!(
+                    "RINGBACK_RECONCILE_WINDOW_MS ({}) and RINGBACK_RECONCILE_POLL_MS ({}) > 0",
+                    ms(self.reconcile_window),
+                    ms(self.reconcile_poll)
+                ),
+                "the reconcile window and poll must be positive",
+            ),
+            Invariant::new(
+                "RINGBACK_CLAIM_LEASE_MS",
+                self.claim_lease > handback,
+                Severity::Error,
+                format!(
+                    "RINGBACK_CLAIM_LEASE_MS ({}) > lock duration + 2 × stalled interval + RINGBACK_PENDING_TTL_MS ({})",
+                    ms(self.claim_lease),
+                    ms(handback)
+                ),
+                format!(
+                    "must exceed the lock duration + 2 × the stalled interval + RINGBACK_PENDING_TTL_MS \
+                     ({} ms): stall recovery must hand a dead attempt's job back while its claim still \
+                     fences the legacy worker off",
+                    ms(handback)
+                ),
+            ),
+            Invariant::new(
+                "RINGBACK_CLAIM_LEASE_MS",
+                self.claim_lease <= self.sent_ttl,
+                Severity::Error,
+                format!(
+                    "RINGBACK_CLAIM_LEASE_MS ({}) <= RINGBACK_SENT_TTL_MS ({})",
+                    ms(self.claim_lease),
+                    ms(self.sent_ttl)
+                ),
+                "must not exceed RINGBACK_SENT_TTL_MS (the attempt record must outlive the claim)",
+            ),
+            Invariant::new(
+                "RINGBACK_UNKNOWN_ESCALATE_MS",
+                !self.unknown_escalate.is_zero(),
+                Severity::Error,
+                format!(
+                    "RINGBACK_UNKNOWN_ESCALATE_MS ({}) > 0",
+                    ms(self.unknown_escalate)
+                ),
+                "must be positive",
+            ),
+            // A4 for the legacy fleet: a legacy create that started before the reconcile window
+            // must have returned when it closes, or ringback may resend beside a legacy send
+            // still in flight. (A warning: a unit that ran before must not stop starting.)
+            Invariant::new(
+                "RINGBACK_RECONCILE_WINDOW_MS",
+                self.reconcile_window > self.legacy.create_timeout,
+                Severity::Warning,
+                format!(
+                    "RINGBACK_RECONCILE_WINDOW_MS ({} ms) > RINGBACK_LEGACY_CREATE_TIMEOUT_MS ({} ms)",
+                    ms(self.reconcile_window),
+                    ms(self.legacy.create_timeout)
+                ),
+                format!(
+                    "RINGBACK_RECONCILE_WINDOW_MS ({} ms) should exceed RINGBACK_LEGACY_CREATE_TIMEOUT_MS ({} ms): a legacy worker's create still in flight when the window closes could be followed by ringback's resend (a second text)",
+                    ms(self.reconcile_window),
+                    ms(self.legacy.create_timeout)
+                ),
+            ),
+            // A3 for the legacy fleet's timings: stall recovery must hand a dead attempt's job
+            // back while its claim still fences the legacy worker off, whichever fleet's checker
+            // runs
+            Invariant::new(
+                "RINGBACK_CLAIM_LEASE_MS",
+                self.claim_lease > legacy_handback,
+                Severity::Warning,
+                format!(
+                    "RINGBACK_CLAIM_LEASE_MS ({} ms) > the legacy fleet's lock duration + 2 × its stalled interval + RINGBACK_PENDING_TTL_MS ({} ms)",
+                    ms(self.claim_lease),
+                    ms(legacy_handback)
+                ),
+                format!(
+                    "RINGBACK_CLAIM_LEASE_MS ({} ms) should exceed the legacy fleet's lock duration + 2 × its stalled interval + RINGBACK_PENDING_TTL_MS ({} ms, RINGBACK_LEGACY_LOCK_DURATION_MS / RINGBACK_LEGACY_STALLED_INTERVAL_MS): a legacy stall check could hand a dead attempt's job back after its claim ended",
+                    ms(self.claim_lease),
+                    ms(legacy_handback)
+                ),
+            ),
+            Invariant::new(
+                "RINGBACK_STATUS_CALLBACK_URL",
+                self.status_callback_url.is_some(),
+                Severity::Warning,
+                "RINGBACK_STATUS_CALLBACK_URL is set (receipts prove a send whose answer was lost)",
+                "RINGBACK_STATUS_CALLBACK_URL is not set: no receipt can prove a send whose answer was lost, so each such callback \
+                 is settled unknown and escalated for a person to check (set it to serve's \
+                 /api/notify/webhook/status)",
+            ),
+        ]
+    }
+
+    /// Check the settings and every invariant; every broken one at once, or the warnings worth
+    /// logging.
     pub fn validate(
         &self,
         provider_timeout: Duration,
         lock_duration: Duration,
         stalled_interval: Duration,
-    ) -> Result<Vec<String>, ConfigError> {
+    ) -> Result<Vec<String>, ConfigErrors> {
+        let mut errors = ConfigErrors::default();
         if self.claim_prefix.is_empty() {
-            return Err(ConfigError::new(
+            errors.push(ConfigError::new(
                 "RINGBACK_CLAIM_PREFIX",
                 "must not be empty",
-            ));
-        }
-        if provider_timeout + SAFETY_MARGIN >= self.pending_ttl {
-            return Err(ConfigError::new(
-                "RINGBACK_PENDING_TTL_MS",
-                format!(
-                    "must exceed TWILIO_TIMEOUT_MS ({} ms) plus a {} ms safety margin: otherwise a live \
-                     attempt's claim can expire mid-call and a duplicate job send a second text",
-                    provider_timeout.as_millis(),
-                    SAFETY_MARGIN.as_millis()
-                ),
-            ));
-        }
-        if self.pending_ttl >= self.sent_ttl {
-            return Err(ConfigError::new(
-                "RINGBACK_SENT_TTL_MS",
-                "must be longer than RINGBACK_PENDING_TTL_MS",
-            ));
-        }
-        if self.reconcile_poll.is_zero() || self.reconcile_window.is_zero() {
-            return Err(ConfigError::new(
-                "RINGBACK_RECONCILE_WINDOW_MS",
-                "the reconcile window and poll must be positive",
             ));
         }
         if let Some(url) = &self.status_callback_url
             && !(url.starts_with("https://") || url.starts_with("http://"))
         {
-            return Err(ConfigError::new(
+            errors.push(ConfigError::new(
                 "RINGBACK_STATUS_CALLBACK_URL",
                 "must be an http(s) URL",
             ));
         }
-        let handback = lock_duration + stalled_interval * 2 + self.pending_ttl;
-        if self.claim_lease <= handback {
-            return Err(ConfigError::new(
-                "RINGBACK_CLAIM_LEASE_MS",
-                format!(
-                    "must exceed the lock duration + 2 × the stalled interval + RINGBACK_PENDING_TTL_MS \
-                     ({} ms): stall recovery must hand a dead attempt's job back while its claim still \
-                     fences the legacy worker off",
-                    handback.as_millis()
-                ),
-            ));
-        }
-        if self.claim_lease > self.sent_ttl {
-            return Err(ConfigError::new(
-                "RINGBACK_CLAIM_LEASE_MS",
-                "must not exceed RINGBACK_SENT_TTL_MS (the attempt record must outlive the claim)",
-            ));
-        }
-        if self.unknown_escalate.is_zero() {
-            return Err(ConfigError::new(
-                "RINGBACK_UNKNOWN_ESCALATE_MS",
-                "must be positive",
-            ));
-        }
-        let mut warnings = vec![];
-        // A4 for the legacy fleet: a legacy create that started before the reconcile window
-        // must have returned when it closes, or ringback may resend beside a legacy send still
-        // in flight. (A warning first: a unit that ran before must not stop starting.)
-        if self.reconcile_window <= self.legacy.create_timeout {
-            warnings.push(format!(
-                "RINGBACK_RECONCILE_WINDOW_MS ({} ms) should exceed RINGBACK_LEGACY_CREATE_TIMEOUT_MS ({} ms): a legacy worker's create still in flight when the window closes could be followed by ringback's resend (a second text)",
-                self.reconcile_window.as_millis(),
-                self.legacy.create_timeout.as_millis()
-            ));
-        }
-        // A3 for the legacy fleet's timings: stall recovery must hand a dead attempt's job back
-        // while its claim still fences the legacy worker off, whichever fleet's checker runs
-        let legacy_lock = self.legacy.lock_duration.unwrap_or(lock_duration);
-        let legacy_stalled = self.legacy.stalled_interval.unwrap_or(stalled_interval);
-        let legacy_handback = legacy_lock + legacy_stalled * 2 + self.pending_ttl;
-        if self.claim_lease <= legacy_handback {
-            warnings.push(format!(
-                "RINGBACK_CLAIM_LEASE_MS ({} ms) should exceed the legacy fleet's lock duration + 2 × its stalled interval + RINGBACK_PENDING_TTL_MS ({} ms, RINGBACK_LEGACY_LOCK_DURATION_MS / RINGBACK_LEGACY_STALLED_INTERVAL_MS): a legacy stall check could hand a dead attempt's job back after its claim ended",
-                self.claim_lease.as_millis(),
-                legacy_handback.as_millis()
-            ));
-        }
-        if self.status_callback_url.is_none() {
-            warnings.push(
-                "RINGBACK_STATUS_CALLBACK_URL is not set: no receipt can prove a send whose answer \
-                 was lost, so each such callback is settled unknown and escalated for a person to \
-                 check (set it to serve's /api/notify/webhook/status)"
-                    .into(),
-            );
-        }
+        let invariants = self.invariants(provider_timeout, lock_duration, stalled_interval);
+        let mut warnings = judge(&invariants, &mut errors);
         if self.crash_at.is_some() {
             warnings.push(
                 "RINGBACK_CRASH_AT is set: this process will abort on purpose (drills only)".into(),
             );
         }
-        Ok(warnings)
+        errors.or(Some(warnings))
     }
 
     /// The receipt store and the escalator of callbacks on queue `prefix`/`queue`.

@@ -342,31 +342,37 @@ mod tests {
             no_receipts[0].starts_with("RINGBACK_STATUS_CALLBACK_URL is not set"),
             "{no_receipts:?}"
         );
+        let settings =
+            |e: crate::error::ConfigErrors| e.iter().map(|e| e.setting).collect::<Vec<_>>();
         let err = ok
             .validate(Duration::from_secs(13), lock.0, lock.1)
             .unwrap_err();
-        assert_eq!(err.setting, "RINGBACK_PENDING_TTL_MS");
+        assert_eq!(settings(err), ["RINGBACK_PENDING_TTL_MS"]);
         let short_sent = SmsConfig {
             sent_ttl: Duration::from_secs(10),
             ..SmsConfig::default()
         };
+        // every broken invariant at once: the sent TTL under the pending TTL, and the lease
+        // above the sent TTL
         assert_eq!(
-            short_sent
-                .validate(Duration::from_secs(1), lock.0, lock.1)
-                .unwrap_err()
-                .setting,
-            "RINGBACK_SENT_TTL_MS"
+            settings(
+                short_sent
+                    .validate(Duration::from_secs(1), lock.0, lock.1)
+                    .unwrap_err()
+            ),
+            ["RINGBACK_SENT_TTL_MS", "RINGBACK_CLAIM_LEASE_MS"]
         );
         let short_lease = SmsConfig {
             claim_lease: Duration::from_secs(100),
             ..SmsConfig::default()
         };
         assert_eq!(
-            short_lease
-                .validate(Duration::from_secs(8), lock.0, lock.1)
-                .unwrap_err()
-                .setting,
-            "RINGBACK_CLAIM_LEASE_MS",
+            settings(
+                short_lease
+                    .validate(Duration::from_secs(8), lock.0, lock.1)
+                    .unwrap_err()
+            ),
+            ["RINGBACK_CLAIM_LEASE_MS"],
             "30 s lock + 2 × 30 s sweep + 15 s claim = 105 s: a 100 s lease could lapse before stall recovery"
         );
     }

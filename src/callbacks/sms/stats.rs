@@ -14,9 +14,11 @@ pub enum SmsEvent {
     Deduplicated,
     /// An earlier attempt's send was found (receipt or lookup) and recorded.
     Reconciled,
-    /// Twilio refused the message for good: failed, claim released, escalated.
+    /// Twilio refused the message for good: escalated, then the claim deleted and the attempt
+    /// closed (`send-failed`); the job fails.
     Permanent,
-    /// Twilio did not take it (429, 21611): claim released, retried later.
+    /// Twilio did not take it (429, 21611): the claim kept (lease refreshed) and the attempt
+    /// left open as `retry`, the job delayed to the retry time.
     RetryLater,
     /// Twilio may or may not have it: claim held, resolved later.
     Ambiguous,
@@ -26,7 +28,8 @@ pub enum SmsEvent {
     AuthRefused,
     /// The send could not be proven either way: escalated, never resent.
     Unknown,
-    /// No evidence of an earlier send within the reconcile window: claim released to send.
+    /// No evidence of an earlier send within the reconcile window: the next claim replaces the
+    /// attempt in the same step (the claim never lapses) and sends.
     Lost,
     /// The job's data is not a valid callback: failed at once.
     Invalid,

@@ -1,6 +1,7 @@
 //! The command-line surface shared by the `ringback` binary and the examples: flags that also
 //! read environment variables (names from `../shared/CLI.md`), turned into a validated config.
 
+pub mod reference;
 mod serve;
 mod sim;
 mod sms;
@@ -13,8 +14,27 @@ pub use sms::SmsArgs;
 pub use twilio::TwilioArgs;
 pub use worker::{QueueArgs, WorkerArgs};
 
-/// Logs to stderr, `text` or `json` (`RINGBACK_LOG_FORMAT`), filtered by `RUST_LOG` (default info).
-pub fn init_logging() {
+/// The log line format (`RINGBACK_LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line, for a log collector.
+    Json,
+}
+
+/// Process settings every subcommand reads.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Process")]
+pub struct LogArgs {
+    /// The log line format on stderr; RUST_LOG filters (default info).
+    #[arg(long, env = "RINGBACK_LOG_FORMAT", global = true, value_enum,
+        default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// Logs to stderr in `format`, filtered by `RUST_LOG` (default info).
+pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     use std::io::IsTerminal;
@@ -24,10 +44,9 @@ pub fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(ansi);
-    if std::env::var("RINGBACK_LOG_FORMAT").as_deref() == Ok("json") {
-        builder.json().init();
-    } else {
-        builder.init();
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
     }
 }
 

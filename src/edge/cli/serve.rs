@@ -5,7 +5,9 @@ use clap::Args;
 
 /// Settings of `ringback serve`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "HTTP API (serve)")]
 pub struct ServeArgs {
+    /// The address serve listens on (loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true).
     #[arg(long, env = "RINGBACK_LISTEN", default_value = "127.0.0.1:3000")]
     pub listen: std::net::SocketAddr,
     /// Bind to a non-loopback address (behind a proxy that terminates TLS).
@@ -18,15 +20,11 @@ pub struct ServeArgs {
     #[arg(long, env = "RINGBACK_API_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
     /// The Twilio auth token status callbacks are signed with.
-    #[arg(
-        long = "twilio-auth-token",
-        env = "TWILIO_AUTH_TOKEN",
-        hide_env_values = true
-    )]
+    #[arg(long = "auth-token", env = "TWILIO_AUTH_TOKEN", hide_env_values = true)]
     pub twilio_auth_token: Option<String>,
     /// During a Twilio auth-token rotation: the other token signatures may be made with.
     #[arg(
-        long = "twilio-auth-token-secondary",
+        long = "auth-token-secondary",
         env = "TWILIO_AUTH_TOKEN_SECONDARY",
         hide_env_values = true
     )]
@@ -164,5 +162,85 @@ impl ServeArgs {
             send_policy,
             drill_reports,
         })
+    }
+
+    /// The effective settings, tokens masked, for `check-config` (read even when invalid).
+    pub fn effective(&self) -> Vec<(&'static str, String)> {
+        let secret = |v: &Option<String>| match v.as_deref() {
+            Some(s) if !s.is_empty() => "*** (set)".to_string(),
+            _ => "(not set)".to_string(),
+        };
+        let set = |v: &Option<String>| v.clone().unwrap_or_else(|| "(not set)".into());
+        let mut out = vec![
+            ("RINGBACK_LISTEN", self.listen.to_string()),
+            (
+                "RINGBACK_ALLOW_PUBLIC_BIND",
+                self.allow_public_bind.to_string(),
+            ),
+            ("RINGBACK_PUBLIC_URL", set(&self.public_url)),
+            ("RINGBACK_API_TOKEN", secret(&self.api_token)),
+            ("TWILIO_AUTH_TOKEN", secret(&self.twilio_auth_token)),
+        ];
+        for (name, v) in [
+            (
+                "TWILIO_AUTH_TOKEN_SECONDARY",
+                &self.twilio_auth_token_secondary,
+            ),
+            ("RINGBACK_READ_TOKEN", &self.read_token),
+            ("RINGBACK_SEND_TOKEN", &self.send_token),
+        ] {
+            if v.is_some() {
+                out.push((name, secret(v)));
+            }
+        }
+        for (name, v) in [
+            ("RINGBACK_SEND_ALLOW_TO", &self.send_allow_to),
+            ("RINGBACK_SEND_RATE_PER_TOKEN", &self.send_rate_per_token),
+            (
+                "RINGBACK_SEND_RATE_PER_DESTINATION",
+                &self.send_rate_per_destination,
+            ),
+        ] {
+            if let Some(v) = v {
+                out.push((name, v.clone()));
+            }
+        }
+        out.push((
+            "RINGBACK_SEND_LIMITS_LEGACY",
+            self.send_limits_legacy.to_string(),
+        ));
+        if let Some(d) = &self.drill_reports {
+            out.push(("RINGBACK_DRILL_REPORTS", d.display().to_string()));
+        }
+        out
+    }
+
+    /// The rules between serve's settings, each with its verdict.
+    pub fn invariants(&self) -> Vec<crate::error::Invariant> {
+        use crate::error::{Invariant, Severity};
+        let tokens: Vec<&String> = [&self.api_token, &self.read_token, &self.send_token]
+            .into_iter()
+            .flatten()
+            .filter(|t| !t.is_empty())
+            .collect();
+        vec![
+            Invariant::new(
+                "RINGBACK_LISTEN",
+                self.listen.ip().is_loopback() || self.allow_public_bind,
+                Severity::Error,
+                format!(
+                    "RINGBACK_LISTEN ({}) is loopback, or RINGBACK_ALLOW_PUBLIC_BIND=true",
+                    self.listen
+                ),
+                "binds to loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true (put a TLS proxy in front)",
+            ),
+            Invariant::new(
+                "RINGBACK_READ_TOKEN",
+                !(1..tokens.len()).any(|i| tokens[..i].contains(&tokens[i])),
+                Severity::Error,
+                "RINGBACK_API_TOKEN, RINGBACK_READ_TOKEN and RINGBACK_SEND_TOKEN differ",
+                "RINGBACK_API_TOKEN, RINGBACK_READ_TOKEN and RINGBACK_SEND_TOKEN must differ",
+            ),
+        ]
     }
 }

@@ -5,15 +5,19 @@ use clap::Args;
 
 /// Settings of `ringback twilio-sim`.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Twilio simulator")]
 pub struct SimArgs {
+    /// The simulator's address (loopback only).
     #[arg(long, env = "RINGBACK_SIM_LISTEN", default_value = "127.0.0.1:4010")]
     pub listen: std::net::SocketAddr,
+    /// The account SID the simulator accepts.
     #[arg(
         long,
         env = "TWILIO_ACCOUNT_SID",
         default_value = "AC00000000000000000000000000000000"
     )]
     pub account_sid: String,
+    /// The auth token the simulator accepts and signs status callbacks with.
     #[arg(
         long,
         env = "TWILIO_AUTH_TOKEN",

@@ -6,9 +6,13 @@ use std::time::Duration;
 
 /// The claim/sent window's settings.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Callbacks: the claim/sent window, receipts, escalation")]
 pub struct SmsArgs {
+    /// The prefix of the claim and sent keys, shared with the legacy worker (`<prefix><runId>`).
     #[arg(long, env = "RINGBACK_CLAIM_PREFIX", default_value = "agent-callback:")]
     pub claim_prefix: String,
+    /// How long a claimed attempt is alive: past it, with no sent marker, it is dead. Must
+    /// exceed TWILIO_TIMEOUT_MS plus 2 s.
     #[arg(long, env = "RINGBACK_PENDING_TTL_MS", default_value_t = 15_000)]
     pub pending_ttl_ms: u64,
     /// The claim key's lease while an attempt may be unresolved (refreshed by every step).
@@ -17,23 +21,32 @@ pub struct SmsArgs {
     /// Escalate an attempt whose outcome stays unknown this long (once; still resolved).
     #[arg(long, env = "RINGBACK_UNKNOWN_ESCALATE_MS", default_value_t = 300_000)]
     pub unknown_escalate_ms: u64,
+    /// How long a run's sent marker and attempt records live: a re-added run within it is not
+    /// texted again.
     #[arg(long, env = "RINGBACK_SENT_TTL_MS", default_value_t = 86_400_000)]
     pub sent_ttl_ms: u64,
+    /// How long a send whose answer was lost is looked for (receipt, lookup) before it is
+    /// settled; must exceed the legacy workers' create timeout.
     #[arg(long, env = "RINGBACK_RECONCILE_WINDOW_MS", default_value_t = 60_000)]
     pub reconcile_window_ms: u64,
+    /// How often, within the reconcile window, the evidence is looked at again.
     #[arg(long, env = "RINGBACK_RECONCILE_POLL_MS", default_value_t = 5_000)]
     pub reconcile_poll_ms: u64,
     /// Delay after a "retry later" answer without `Retry-After`.
     #[arg(long, env = "RINGBACK_RETRY_LATER_MS", default_value_t = 2_000)]
     pub retry_later_ms: u64,
+    /// The public URL of serve's status webhook (`https://<host>/api/notify/webhook/status`);
+    /// runId and attempt are added to its query. Unset: receipts come from polling alone, and a
+    /// send whose answer was lost cannot be proven.
     #[arg(long, env = "RINGBACK_STATUS_CALLBACK_URL")]
     pub status_callback_url: Option<String>,
     /// Drills only: `<point>[:<probability>]`; honoured only with `RINGBACK_DRILL=1`.
-    #[arg(long, env = "RINGBACK_CRASH_AT")]
+    #[arg(long, env = "RINGBACK_CRASH_AT", hide = true)]
     pub crash_at: Option<String>,
     /// Drill mode: allows `RINGBACK_CRASH_AT` (a process that aborts on purpose).
     #[arg(
         long,
+        hide = true,
         env = "RINGBACK_DRILL",
         action = clap::ArgAction::SetTrue,
         value_parser = clap::builder::FalseyValueParser::new()
@@ -45,6 +58,8 @@ pub struct SmsArgs {
     /// Also text this number when a callback is escalated.
     #[arg(long, env = "RINGBACK_FALLBACK_TO")]
     pub fallback_to: Option<String>,
+    /// A text not delivered this long after it was accepted is escalated; Twilio's
+    /// `ValidityPeriod` defaults to it.
     #[arg(long, env = "RINGBACK_DELIVERY_DEADLINE_MS", default_value_t = 900_000)]
     pub delivery_deadline_ms: u64,
     /// Look an accepted message up when no terminal receipt came within this long.
@@ -63,15 +78,24 @@ pub struct SmsArgs {
     /// must outlast it.
     #[arg(
         long,
+        help_heading = "The legacy fleet beside ringback",
         env = "RINGBACK_LEGACY_CREATE_TIMEOUT_MS",
         default_value_t = 30_000
     )]
     pub legacy_create_timeout_ms: u64,
     /// The legacy workers' BullMQ lock duration, when it differs from ringback's.
-    #[arg(long, env = "RINGBACK_LEGACY_LOCK_DURATION_MS")]
+    #[arg(
+        long,
+        help_heading = "The legacy fleet beside ringback",
+        env = "RINGBACK_LEGACY_LOCK_DURATION_MS"
+    )]
     pub legacy_lock_duration_ms: Option<u64>,
     /// The legacy workers' BullMQ stalled interval, when it differs from ringback's.
-    #[arg(long, env = "RINGBACK_LEGACY_STALLED_INTERVAL_MS")]
+    #[arg(
+        long,
+        help_heading = "The legacy fleet beside ringback",
+        env = "RINGBACK_LEGACY_STALLED_INTERVAL_MS"
+    )]
     pub legacy_stalled_interval_ms: Option<u64>,
     /// The job names that are callbacks, comma-separated. A job of any other name is not
     /// ringback's: it goes back to delayed for a few seconds, its attempts untouched, for the
@@ -167,6 +191,18 @@ impl SmsArgs {
         }
         let crash_at = errors.or(crash_at)?;
         Ok(crate::callbacks::sms::SmsConfig {
+            crash_at,
+            fallback_to,
+            senders,
+            callback_job_names,
+            ..self.window()
+        })
+    }
+
+    /// The window's timings and names as given, with nothing that can fail to parse: what
+    /// `check-config` judges the invariants on even when another setting is broken.
+    pub fn window(&self) -> crate::callbacks::sms::SmsConfig {
+        crate::callbacks::sms::SmsConfig {
             claim_prefix: self.claim_prefix.clone(),
             pending_ttl: Duration::from_millis(self.pending_ttl_ms),
             claim_lease: Duration::from_millis(self.claim_lease_ms),
@@ -176,20 +212,20 @@ impl SmsArgs {
             reconcile_poll: Duration::from_millis(self.reconcile_poll_ms),
             retry_later_default: Duration::from_millis(self.retry_later_ms),
             status_callback_url: self.status_callback_url.clone().filter(|u| !u.is_empty()),
-            crash_at,
+            crash_at: None,
             escalation_queue: self.escalation_queue.clone().filter(|q| !q.is_empty()),
-            fallback_to,
+            fallback_to: None,
             delivery_deadline: Duration::from_millis(self.delivery_deadline_ms),
             receipt_poll_after: Duration::from_millis(self.receipt_poll_after_ms),
-            senders,
-            callback_job_names,
+            senders: vec![],
+            callback_job_names: vec![],
             hold_escalate: Duration::from_millis(self.hold_escalate_ms),
             legacy: crate::callbacks::sms::LegacyFleet {
                 create_timeout: Duration::from_millis(self.legacy_create_timeout_ms),
                 lock_duration: self.legacy_lock_duration_ms.map(Duration::from_millis),
                 stalled_interval: self.legacy_stalled_interval_ms.map(Duration::from_millis),
             },
-        })
+        }
     }
 
     /// The effective settings, for `check-config` (read even when invalid). The fallback

@@ -7,38 +7,50 @@ use std::time::Duration;
 
 /// Twilio client settings (`TWILIO_*`).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Twilio")]
 pub struct TwilioArgs {
+    /// The account's SID (`AC` and 32 hex digits).
     #[arg(long, env = "TWILIO_ACCOUNT_SID")]
     pub account_sid: Option<String>,
+    /// The account's auth token (or set TWILIO_API_KEY and TWILIO_API_SECRET instead).
     #[arg(long, env = "TWILIO_AUTH_TOKEN", hide_env_values = true)]
     pub auth_token: Option<String>,
+    /// An API key's SID (`SK…`), with TWILIO_API_SECRET, instead of the auth token.
     #[arg(long, env = "TWILIO_API_KEY")]
     pub api_key: Option<String>,
+    /// The API key's secret.
     #[arg(long, env = "TWILIO_API_SECRET", hide_env_values = true)]
     pub api_secret: Option<String>,
+    /// The sender: the account's E.164 number, short code or alphanumeric sender ID (or set
+    /// TWILIO_MESSAGING_SERVICE_SID).
     #[arg(long = "twilio-from", env = "TWILIO_FROM")]
     pub from: Option<String>,
+    /// A Messaging Service SID (`MG…`) to send from, instead of TWILIO_FROM.
     #[arg(long, env = "TWILIO_MESSAGING_SERVICE_SID")]
     pub messaging_service_sid: Option<String>,
+    /// Twilio's REST API base (the simulator's URL in tests and drills).
     #[arg(
         long,
         env = "TWILIO_API_BASE",
         default_value = "https://api.twilio.com"
     )]
     pub api_base: String,
+    /// Connect timeout of a Twilio request.
     #[arg(
         long = "twilio-connect-timeout-ms",
         env = "TWILIO_CONNECT_TIMEOUT_MS",
         default_value_t = 3_000
     )]
     pub connect_timeout_ms: u64,
+    /// Total timeout of a Twilio request; RINGBACK_PENDING_TTL_MS must exceed it plus 2 s.
     #[arg(
         long = "twilio-timeout-ms",
         env = "TWILIO_TIMEOUT_MS",
         default_value_t = 8_000
     )]
     pub timeout_ms: u64,
-    /// Seconds Twilio may queue a message (1–36000).
+    /// Seconds Twilio may queue a message (1–36000); default and upper bound: the delivery
+    /// deadline.
     #[arg(long, env = "TWILIO_VALIDITY_PERIOD_S")]
     pub validity_period_s: Option<u32>,
 }

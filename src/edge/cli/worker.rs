@@ -8,11 +8,16 @@ use std::time::Duration;
 
 /// Redis and queue settings.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Redis and queue")]
 pub struct QueueArgs {
+    /// The Redis the legacy Node side uses: `redis://`, `rediss://` (TLS), or
+    /// `redis+cluster://host:port,host:port` (`rediss+cluster://`) for a Redis Cluster.
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
+    /// BullMQ's key prefix, as the Node producer's `prefix` (`{bull}` on a Redis Cluster).
     #[arg(long, env = "RINGBACK_PREFIX", default_value = "bull")]
     pub prefix: String,
+    /// The BullMQ queue the callbacks are added to (the Node producer's `Queue` name).
     #[arg(long, env = "RINGBACK_QUEUE", default_value = "notify")]
     pub queue: String,
     /// PEM CA to trust for rediss:// (instead of the system's roots).
@@ -66,25 +71,33 @@ impl QueueArgs {
 
 /// Worker settings (BullMQ Worker options).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Worker (BullMQ options)")]
 pub struct WorkerArgs {
-    #[command(flatten)]
-    pub queue: QueueArgs,
+    /// Jobs run at once (BullMQ's `concurrency`), 1 to 10000.
     #[arg(long, env = "RINGBACK_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
     /// BullMQ's `maxStartedAttempts` (0 or unset: no limit).
     #[arg(long, env = "RINGBACK_MAX_STARTED_ATTEMPTS")]
     pub max_started_attempts: Option<u32>,
+    /// BullMQ's `lockDuration`: keep it equal to the legacy workers'.
     #[arg(long, env = "RINGBACK_LOCK_DURATION_MS", default_value_t = 30_000)]
     pub lock_duration_ms: u64,
-    /// Default: half the lock duration, as BullMQ.
+    /// BullMQ's `lockRenewTime`: how often a running job's lock is renewed (default: half the
+    /// lock duration, as BullMQ).
     #[arg(long, env = "RINGBACK_LOCK_RENEW_TIME_MS")]
     pub lock_renew_time_ms: Option<u64>,
+    /// BullMQ's `stalledInterval`: how often stalled jobs are looked for (keep it equal to the
+    /// legacy workers').
     #[arg(long, env = "RINGBACK_STALLED_INTERVAL_MS", default_value_t = 30_000)]
     pub stalled_interval_ms: u64,
+    /// BullMQ's `maxStalledCount`: stalls a job survives before it is failed.
     #[arg(long, env = "RINGBACK_MAX_STALLED_COUNT", default_value_t = 1)]
     pub max_stalled_count: u32,
+    /// How long running jobs may finish after SIGTERM (a send in flight always gets its sent
+    /// marker); the unit's stop timeout must exceed it plus TWILIO_TIMEOUT_MS.
     #[arg(long, env = "RINGBACK_SHUTDOWN_GRACE_MS", default_value_t = 30_000)]
     pub shutdown_grace_ms: u64,
+    /// BullMQ's `drainDelay`: how long a blocking fetch waits on an empty queue.
     #[arg(long, env = "RINGBACK_DRAIN_DELAY_MS", default_value_t = 5_000)]
     pub drain_delay_ms: u64,
     /// Written on each job as `pb` (processedBy), and the `:w:<name>` part of the blocking
@@ -94,6 +107,7 @@ pub struct WorkerArgs {
     /// Worker default for jobs without the option: `true`, `false`, a count, or JSON `{"age":s,"count":n}`.
     #[arg(long, env = "RINGBACK_REMOVE_ON_COMPLETE")]
     pub remove_on_complete: Option<String>,
+    /// As RINGBACK_REMOVE_ON_COMPLETE, for failed jobs.
     #[arg(long, env = "RINGBACK_REMOVE_ON_FAIL")]
     pub remove_on_fail: Option<String>,
     /// Worker rate limit as `<max>/<duration_ms>`, e.g. `10/1000`.
@@ -102,6 +116,9 @@ pub struct WorkerArgs {
     /// Keep BullMQ metrics with this many per-minute data points.
     #[arg(long, env = "RINGBACK_METRICS_DATA_POINTS")]
     pub metrics_data_points: Option<u32>,
+    // last: the flattened struct's heading then holds for what follows it, not for these
+    #[command(flatten)]
+    pub queue: QueueArgs,
 }
 
 impl WorkerArgs {
@@ -188,32 +205,9 @@ impl WorkerArgs {
     /// The effective settings, the Redis password masked, for `check-config` (read even when
     /// invalid).
     pub fn effective(&self) -> Vec<(&'static str, String)> {
-        let q = &self.queue;
         let lock_renew = self.lock_renew_time_ms.unwrap_or(self.lock_duration_ms / 2);
-        let mut out = vec![("REDIS_URL", crate::redact::url(&q.redis_url))];
-        for (name, file) in [
-            ("RINGBACK_REDIS_CA_FILE", &q.redis_ca_file),
-            ("RINGBACK_REDIS_CLIENT_CERT", &q.redis_client_cert),
-            ("RINGBACK_REDIS_CLIENT_KEY", &q.redis_client_key),
-        ] {
-            if let Some(f) = file {
-                out.push((name, f.display().to_string()));
-            }
-        }
+        let mut out = Self::effective_queue(&self.queue);
         out.extend([
-            (
-                "RINGBACK_REDIS_WAIT_REPLICAS",
-                q.redis_wait_replicas.map_or(
-                    "auto (1 on a cluster when the master has a replica, 0 on one Redis)".into(),
-                    |n| n.to_string(),
-                ),
-            ),
-            (
-                "RINGBACK_REDIS_WAIT_TIMEOUT_MS",
-                q.redis_wait_timeout_ms.to_string(),
-            ),
-            ("RINGBACK_PREFIX", q.prefix.clone()),
-            ("RINGBACK_QUEUE", q.queue.clone()),
             ("RINGBACK_CONCURRENCY", self.concurrency.to_string()),
             (
                 "RINGBACK_MAX_STARTED_ATTEMPTS",
@@ -250,6 +244,36 @@ impl WorkerArgs {
                 out.push((name, v.clone()));
             }
         }
+        out
+    }
+
+    /// The effective Redis and queue settings, the password masked.
+    pub fn effective_queue(q: &QueueArgs) -> Vec<(&'static str, String)> {
+        let mut out = vec![("REDIS_URL", crate::redact::url(&q.redis_url))];
+        for (name, file) in [
+            ("RINGBACK_REDIS_CA_FILE", &q.redis_ca_file),
+            ("RINGBACK_REDIS_CLIENT_CERT", &q.redis_client_cert),
+            ("RINGBACK_REDIS_CLIENT_KEY", &q.redis_client_key),
+        ] {
+            if let Some(f) = file {
+                out.push((name, f.display().to_string()));
+            }
+        }
+        out.extend([
+            (
+                "RINGBACK_REDIS_WAIT_REPLICAS",
+                q.redis_wait_replicas.map_or(
+                    "auto (1 on a cluster when the master has a replica, 0 on one Redis)".into(),
+                    |n| n.to_string(),
+                ),
+            ),
+            (
+                "RINGBACK_REDIS_WAIT_TIMEOUT_MS",
+                q.redis_wait_timeout_ms.to_string(),
+            ),
+            ("RINGBACK_PREFIX", q.prefix.clone()),
+            ("RINGBACK_QUEUE", q.queue.clone()),
+        ]);
         out
     }
 }

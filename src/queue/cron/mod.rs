@@ -2,7 +2,8 @@
 //! with a `pattern`, by the cron-parser major the queue's BullMQ release ships (4.x for bullmq
 //! 5, 5.x for bullmq 6), with its options (`tz`, `utc` for 4.x, `startDate`, `endDate`,
 //! `immediately`, `hashSeed` for 5.x's `H`). Our own port of both parsers: no crate computes what cron-parser computes
-//! (its day-of-month/day-of-week rule, its DST steps, what it accepts), see README "Schedules".
+//! (its day-of-month/day-of-week rule, its DST steps, what it accepts), see docs/compatibility.md,
+//! "Schedules: cron and every".
 
 mod js;
 pub mod luxon;

@@ -124,7 +124,8 @@ impl Conn {
     /// wait). A short count is logged, not an error: the write stands on the master.
     ///
     /// A round trip of its own: [`Conn::write_durably`] sends the `WAIT` in the write's
-    /// pipeline instead, which costs far less (README has both figures).
+    /// pipeline instead, which costs far less: no round trip of its own (docs/cluster.md,
+    /// "Durability").
     pub async fn wait_for_replicas(&mut self, key: &str) -> Result<usize, crate::error::Error> {
         let wanted = self.replicas_wanted(key).await;
         if wanted == 0 {

@@ -1,0 +1,54 @@
+//! The on-Redis record layout: the shape of the records ringback keeps beside BullMQ's keys
+//! (claims, sent markers, attempt records, receipts, escalation markers, links). BullMQ's own
+//! keys follow BullMQ; these follow ringback, and a rolling upgrade may run two versions of
+//! ringback on one Redis only while both read the layout written there.
+//!
+//! The layout is written once, at `ringback:layout:<claim prefix>`, by the first process that
+//! finds it missing; a process that finds another one refuses to start (exit 2), naming the key
+//! and both layouts, before it reads or writes a record it might misread. A new layout comes
+//! with an upgrade note (`CHANGELOG.md`) saying how to move the records or drain them first.
+
+use crate::error::Error;
+use crate::store::connection::Conn;
+
+/// The layout this build writes.
+pub const RECORD_LAYOUT: u32 = 1;
+
+/// The layouts this build reads (and then leaves as they are).
+pub const READS: &[u32] = &[RECORD_LAYOUT];
+
+/// Reads the layout written for `claim_prefix`, writing this build's when none is; an error
+/// naming the key when it is one this build does not read.
+pub async fn check(conn: &mut Conn, claim_prefix: &str) -> Result<u32, Error> {
+    let key = crate::store::keys::record_layout(claim_prefix);
+    // SET NX, then GET: `SET … NX GET` needs Redis 7, and a layout once written never changes
+    let wrote: Option<String> = redis::cmd("SET")
+        .arg(&key)
+        .arg(RECORD_LAYOUT)
+        .arg("NX")
+        .query_async(conn)
+        .await?;
+    if wrote.is_some() {
+        return Ok(RECORD_LAYOUT);
+    }
+    let found: Option<String> = redis::cmd("GET").arg(&key).query_async(conn).await?;
+    let Some(found) = found else {
+        return Ok(RECORD_LAYOUT);
+    };
+    match found.trim().parse::<u32>() {
+        Ok(n) if READS.contains(&n) => Ok(n),
+        _ => Err(Error::Layout {
+            key,
+            found,
+            reads: RECORD_LAYOUT,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn this_build_reads_what_it_writes() {
+        assert!(super::READS.contains(&super::RECORD_LAYOUT));
+    }
+}

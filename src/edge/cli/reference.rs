@@ -1,0 +1,243 @@
+//! The settings the binary reads, read off its own command-line definitions, so the reference,
+//! the error messages and the definitions cannot disagree: the configuration reference
+//! (`ringback check-config --reference`, committed as `docs/configuration.md`), the flag that
+//! goes with each variable in an error, and every variable whose value does not parse, all
+//! named in one run (clap itself stops at the first and names only the flag).
+
+use clap::Command;
+
+/// A variable read straight from the environment, outside the command-line definitions.
+pub struct EnvOnly {
+    pub name: &'static str,
+    /// A test or drill knob: never set in production; `check-config` reports it when set.
+    pub test_knob: bool,
+    pub meaning: &'static str,
+}
+
+/// Every variable ringback reads that is not a flag's.
+pub const ENVIRONMENT_ONLY: &[EnvOnly] = &[
+    EnvOnly {
+        name: "RUST_LOG",
+        test_knob: false,
+        meaning: "Which log lines are written (tracing's filter syntax, e.g. `info,ringback=debug`); default `info`.",
+    },
+    EnvOnly {
+        name: "NO_COLOR",
+        test_knob: false,
+        meaning: "Set: no colours in log lines, also on a terminal (off a terminal there are none).",
+    },
+    EnvOnly {
+        name: "HOSTNAME",
+        test_knob: false,
+        meaning: "Names this host when `drain` refuses beside a live worker.",
+    },
+    EnvOnly {
+        name: "RINGBACK_CLOCK_SKEW_MS",
+        test_knob: true,
+        meaning: "Shifts this process's clock (the BullMQ timestamps it writes) by this many ms, to prove that no window decision uses it.",
+    },
+    EnvOnly {
+        name: "RINGBACK_DRILL_PER_SLOT",
+        test_knob: true,
+        meaning: "`1`: lays the window's Redis calls out as on a Redis Cluster, on one Redis.",
+    },
+];
+
+/// One setting: a flag with its variable.
+#[derive(Debug, Clone)]
+pub struct Setting {
+    pub env: String,
+    pub flag: Option<String>,
+    pub default: Option<String>,
+    pub help: String,
+    pub heading: String,
+    /// A test or drill knob, hidden from `--help`.
+    pub hidden: bool,
+    /// The subcommands that read it.
+    pub commands: Vec<String>,
+}
+
+/// The subcommands whose settings the reference lists (`check-config` reads those of the one it
+/// checks).
+fn listed(sub: &Command) -> bool {
+    !matches!(sub.get_name(), "check-config" | "help")
+}
+
+/// `root` with its global arguments propagated into every subcommand.
+fn built(root: &Command) -> Command {
+    let mut root = root.clone();
+    root.build();
+    root
+}
+
+/// One line of help text: Markdown table cells hold no line breaks or bars.
+fn one_line(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
+}
+
+/// Every setting of `root`'s subcommands, each variable once, in the order the definitions
+/// give them.
+pub fn settings(root: &Command) -> Vec<Setting> {
+    let root = built(root);
+    let mut out: Vec<Setting> = vec![];
+    for sub in root.get_subcommands().filter(|s| listed(s)) {
+        for arg in sub.get_arguments() {
+            let Some(env) = arg.get_env().and_then(|e| e.to_str()) else {
+                continue;
+            };
+            if let Some(known) = out.iter_mut().find(|s| s.env == env) {
+                known.commands.push(sub.get_name().to_string());
+                continue;
+            }
+            let help = arg
+                .get_long_help()
+                .or_else(|| arg.get_help())
+                .map(|h| one_line(&h.to_string()))
+                .unwrap_or_default();
+            let defaults: Vec<String> = arg
+                .get_default_values()
+                .iter()
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect();
+            out.push(Setting {
+                env: env.to_string(),
+                flag: arg.get_long().map(|l| format!("--{l}")),
+                default: (!defaults.is_empty()).then(|| defaults.join(",")),
+                help,
+                heading: arg.get_help_heading().unwrap_or("Options").to_string(),
+                hidden: arg.is_hide_set(),
+                commands: vec![sub.get_name().to_string()],
+            });
+        }
+    }
+    out
+}
+
+/// The flag that sets `env`, for messages that name both.
+pub fn flag_of(root: &Command, env: &str) -> Option<String> {
+    let root = built(root);
+    root.get_arguments()
+        .chain(root.get_subcommands().flat_map(|s| s.get_arguments()))
+        .find(|a| a.get_env().is_some_and(|e| e == env))
+        .and_then(|a| a.get_long().map(|l| format!("--{l}")))
+}
+
+/// Every variable `subcommand` reads whose value does not parse, each with a line naming it, its
+/// flag and the reason, in one pass. Empty values count as unset, as clap treats them.
+pub fn unparsable_env(root: &Command, subcommand: &str) -> Vec<(String, String)> {
+    let root = built(root);
+    let Some(sub) = root.find_subcommand(subcommand) else {
+        return vec![];
+    };
+    let mut out = vec![];
+    for arg in sub.get_arguments() {
+        let Some(env) = arg.get_env() else { continue };
+        if !arg.get_action().takes_values() {
+            continue;
+        }
+        if std::env::var_os(env).is_none_or(|v| v.is_empty()) {
+            continue;
+        }
+        // the argument alone, read by clap from the environment as the subcommand would
+        let alone = Command::new("ringback").arg(arg.clone().global(false));
+        if let Err(e) = alone.try_get_matches_from(["ringback"]) {
+            let reason = e.to_string();
+            let reason: Vec<&str> = reason
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+                .collect();
+            let reason = reason.join(" ");
+            let reason = reason.strip_prefix("error: ").unwrap_or(&reason);
+            let flag = arg
+                .get_long()
+                .map(|l| format!(" (--{l})"))
+                .unwrap_or_default();
+            let name = env.to_string_lossy().into_owned();
+            out.push((name.clone(), format!("{name}{flag}: {reason}")));
+        }
+    }
+    out
+}
+
+/// The configuration reference as Markdown: every setting grouped by heading, the test knobs
+/// apart, and the variables read outside the flags.
+pub fn markdown(root: &Command) -> String {
+    let all = settings(root);
+    let mut md = String::from(
+        "# Configuration reference\n\n\
+         Every setting ringback reads, generated by `ringback check-config --reference` from the \
+         binary's own definitions (`tests/cli.rs` fails when this file and the command differ). \
+         Each is an environment variable and a flag of the same meaning; a flag given on the \
+         command line wins. `ringback check-config [worker|serve|drain]` checks the settings a \
+         subcommand needs and prints every rule between them with its verdict. An empty value \
+         (`NAME=` in an env file) is the same as unset.\n",
+    );
+    let table_head = "\n| Variable | Flag | Default | Read by | Meaning |\n|---|---|---|---|---|\n";
+    let row = |s: &Setting| {
+        format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            s.env,
+            s.flag.as_deref().map_or("—".into(), |f| format!("`{f}`")),
+            s.default
+                .as_deref()
+                .map_or("—".into(), |d| format!("`{}`", one_line(d))),
+            s.commands.join(", "),
+            s.help
+        )
+    };
+    let mut headings: Vec<&str> = vec![];
+    for s in all.iter().filter(|s| !s.hidden) {
+        if !headings.contains(&s.heading.as_str()) {
+            headings.push(&s.heading);
+        }
+    }
+    for heading in headings {
+        md.push_str(&format!("\n## {heading}\n"));
+        md.push_str(table_head);
+        for s in all.iter().filter(|s| !s.hidden && s.heading == heading) {
+            md.push_str(&row(s));
+        }
+    }
+    md.push_str("\n## Read from the environment only\n\n| Variable | Meaning |\n|---|---|\n");
+    for e in ENVIRONMENT_ONLY.iter().filter(|e| !e.test_knob) {
+        md.push_str(&format!("| `{}` | {} |\n", e.name, e.meaning));
+    }
+    md.push_str(
+        "\n## Test and drill knobs\n\nNever set in production. Hidden from `--help`; \
+         `check-config` reports each one that is set.\n",
+    );
+    md.push_str(table_head);
+    for s in all.iter().filter(|s| s.hidden) {
+        md.push_str(&row(s));
+    }
+    for e in ENVIRONMENT_ONLY.iter().filter(|e| e.test_knob) {
+        md.push_str(&format!("| `{}` | — | — | all | {} |\n", e.name, e.meaning));
+    }
+    md
+}
+
+/// The test and drill knobs set in this environment, as `NAME=value`.
+pub fn test_knobs_set(root: &Command) -> Vec<String> {
+    let mut names: Vec<String> = settings(root)
+        .into_iter()
+        .filter(|s| s.hidden)
+        .map(|s| s.env)
+        .collect();
+    names.extend(
+        ENVIRONMENT_ONLY
+            .iter()
+            .filter(|e| e.test_knob)
+            .map(|e| e.name.to_string()),
+    );
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let v = std::env::var(&n).ok().filter(|v| !v.is_empty())?;
+            Some(format!("{n}={v}"))
+        })
+        .collect()
+}
