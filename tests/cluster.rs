@@ -449,7 +449,8 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
     let key = "agent-callback:run-1";
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
 
-    // the cost: a write alone, then a write and its WAIT (the figure README quotes)
+    // the cost, printed: a write alone, then a write and its WAIT in a round trip of its own, then
+    // both in one pipeline (docs/cluster.md, "Durability")
     let rounds = 1000;
     let started = Instant::now();
     for i in 0..rounds {

@@ -672,8 +672,8 @@ async fn stream_of_jobs(fused: bool) -> f64 {
     scripts as f64 / ids.len() as f64
 }
 
-/// Whether this run forces the cluster layout (`RINGBACK_DRILL_PER_SLOT=1`, which README's
-/// "Redis Cluster" runs the exactly-once suites with): the single-Redis finish's own tests
+/// Whether this run forces the cluster layout (`RINGBACK_DRILL_PER_SLOT=1`, which `scripts/test`
+/// runs the exactly-once suites with; docs/testing.md): the single-Redis finish's own tests
 /// (fused calls, the group commit of SMS finishes) have nothing to measure there.
 fn per_slot_forced() -> bool {
     std::env::var("RINGBACK_DRILL_PER_SLOT").as_deref() == Ok("1")

@@ -1,6 +1,6 @@
 // X-Twilio-Signature test vectors computed with the official `twilio` SDK, written to
 // fixtures/signature-vectors.json (bin/signature-vectors.js) so the Rust side can check its
-// implementation against the SDK. See README.md "fixtures/signature-vectors.json".
+// implementation against the SDK. See node-harness/README.md, "fixtures/signature-vectors.json".
 'use strict';
 
 const twilio = require('twilio');
@@ -10,7 +10,11 @@ const SDK_VERSION = require('twilio/package.json').version;
 /**
  * What each vector states, before the SDK fills in signatures and URL checks:
  * `url` is the URL that was signed; `also_valid` / `invalid` are other URL forms a receiver might
- * rebuild; `expected` (optional) pins a signature written in /work/shared/reference/twilio.md §3.3.
+ * rebuild; `expected` (optional) pins a signature written down in advance, not computed by the SDK:
+ * for the `reference` vectors, the worked example of Twilio's security documentation
+ * (https://www.twilio.com/docs/usage/security#validating-requests: auth token 12345, the
+ * mycompany.com URL and its call parameters, and the JSON-body form with `bodySHA256`) and
+ * variants of it (the vector names' "twilio.md 3.3" means that example).
  */
 const SPECS = [
   {

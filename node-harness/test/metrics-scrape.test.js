@@ -36,7 +36,8 @@ const PUBLIC_URL = 'https://ringback.test';
 // The drill lab's simulator account (lib/drill/lab.js).
 const AUTH_TOKEN = 'drill-auth-token';
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef';
-// Every reason an escalation can have (README; the metrics contract).
+// Every reason an escalation can have (docs/metrics.md, `ringback_escalations_total`; the
+// metrics contract).
 const ESCALATION_REASONS = ['undelivered', 'permanent', 'unknown', 'unknown_settled', 'receipt_missing', 'drain', 'held', 'invalid'];
 
 function promtoolMissing() {
