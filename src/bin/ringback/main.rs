@@ -31,8 +31,8 @@ struct Cli {
     #[command(flatten)]
     log: LogArgs,
     /// Threads of the async runtime. One by default: the worker and the status webhook wait on
-    /// Redis and Twilio, and one thread keeps up with what one Redis can do (see README,
-    /// "Configuration"); more only add cross-thread wake-ups.
+    /// Redis and Twilio, and one thread keeps up with what one Redis can do
+    /// (`docs/benchmarks.md`); more only add cross-thread wake-ups.
     #[arg(long, env = "RINGBACK_THREADS", global = true, default_value_t = 1,
         value_parser = parse_threads, help_heading = "Process")]
     threads: u16,

@@ -47,7 +47,7 @@ pub struct SmsConfig {
     /// A claimed attempt is alive this long (past it, with no sent marker, it is dead).
     pub pending_ttl: Duration,
     /// The claim key's lease: it exists while an attempt may be unresolved, up to this long
-    /// after the last ringback step on it (see README, "Why the defaults").
+    /// after the last ringback step on it (`docs/exactly-once.md`, "Why the defaults").
     pub claim_lease: Duration,
     /// An attempt whose outcome stays unknown this long is escalated once (still resolved).
     pub unknown_escalate: Duration,
