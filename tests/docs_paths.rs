@@ -11,6 +11,7 @@ fn every_path_the_docs_cite_exists() {
     let mut docs: Vec<std::path::PathBuf> = [
         "README.md",
         "CHANGELOG.md",
+        "CONTRIBUTING.md",
         "node-harness/COMPATIBILITY.md",
         "node-harness/README.md",
         "model/window.pml",

@@ -256,6 +256,15 @@ fn parse_threads(v: &str) -> Result<u16, String> {
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (record layout 1)");
 
 fn main() -> ExitCode {
+    if std::env::args().any(|a| a == "check-config") && std::env::args().any(|a| a == "--reference")
+    {
+        // the reference gives the defaults, whatever this environment sets
+        for s in ringback::edge::cli::reference::settings(&Cli::command()) {
+            // SAFETY: one thread (the runtime is not built yet): nothing reads the environment
+            // while it changes.
+            unsafe { std::env::remove_var(&s.env) };
+        }
+    }
     let unparsable = unparsable_settings();
     let cli = Cli::parse();
     match tokio::runtime::Builder::new_multi_thread()
@@ -377,7 +386,26 @@ fn check_config(
 ) -> ExitCode {
     let root = Cli::command();
     if reference {
-        print!("{}", ringback::edge::cli::reference::markdown(&root));
+        // the rules, judged on the defaults (`main` cleared the environment)
+        let mut rules = vec![];
+        if let Ok(Cli {
+            command: Command::Worker(args),
+            ..
+        }) = Cli::try_parse_from(["ringback", "worker"])
+        {
+            rules.extend(check_worker(&args).1);
+        }
+        if let Ok(Cli {
+            command: Command::Serve { queue, sms, serve },
+            ..
+        }) = Cli::try_parse_from(["ringback", "serve"])
+        {
+            rules.extend(check_serve(&queue, &sms, &serve).1);
+        }
+        print!(
+            "{}",
+            ringback::edge::cli::reference::markdown(&root, &rules)
+        );
         return ExitCode::SUCCESS;
     }
     let (target, rest) = match args.first().and_then(|a| a.to_str()) {
@@ -436,38 +464,10 @@ type Checked = (
     Result<Vec<String>, ConfigErrors>,
 );
 
-/// The rule between TWILIO_VALIDITY_PERIOD_S and the delivery deadline.
-fn validity_invariant(twilio: &TwilioArgs, sms: &SmsArgs) -> ringback::error::Invariant {
-    let deadline_s = sms.delivery_deadline_ms / 1000;
-    let given = twilio.validity_period_s.map(u64::from);
-    ringback::error::Invariant::new(
-        "TWILIO_VALIDITY_PERIOD_S",
-        given.is_none_or(|v| v <= deadline_s),
-        ringback::error::Severity::Error,
-        format!(
-            "TWILIO_VALIDITY_PERIOD_S ({}) <= RINGBACK_DELIVERY_DEADLINE_MS ({deadline_s} s)",
-            given.map_or("unset: the deadline".into(), |v| format!("{v} s"))
-        ),
-        "Twilio could deliver a text after ringback escalated it as not delivered",
-    )
-}
-
 fn check_worker(args: &RunArgs) -> Checked {
     let mut settings = args.worker.effective();
     settings.push(("RINGBACK_METRICS_LISTEN", args.metrics_listen.clone()));
-    let mut invariants = vec![{
-        let lock = args.worker.lock_duration_ms;
-        let renew = args.worker.lock_renew_time_ms.unwrap_or(lock / 2);
-        ringback::error::Invariant::new(
-            "RINGBACK_LOCK_RENEW_TIME_MS",
-            renew > 0 && renew < lock,
-            ringback::error::Severity::Error,
-            format!(
-                "0 < RINGBACK_LOCK_RENEW_TIME_MS ({renew}) < RINGBACK_LOCK_DURATION_MS ({lock})"
-            ),
-            "locks would expire under running jobs",
-        )
-    }];
+    let mut invariants = args.worker.invariants();
     if args.processor == ProcessorKind::Sms {
         settings.extend(args.sms.effective());
         settings.extend(args.twilio.effective());
@@ -476,7 +476,7 @@ fn check_worker(args: &RunArgs) -> Checked {
             Duration::from_millis(args.worker.lock_duration_ms),
             Duration::from_millis(args.worker.stalled_interval_ms),
         ));
-        invariants.push(validity_invariant(&args.twilio, &args.sms));
+        invariants.push(args.sms.validity_invariant(&args.twilio));
     } else {
         settings.push(("RINGBACK_PROCESSOR", "scripted".into()));
     }
@@ -497,7 +497,7 @@ fn check_drain(queue: &QueueArgs, sms: &SmsArgs, twilio: &TwilioArgs) -> Checked
     let mut settings = WorkerArgs::effective_queue(queue);
     settings.extend(sms.effective());
     settings.extend(twilio.effective());
-    let invariants = vec![validity_invariant(twilio, sms)];
+    let invariants = vec![sms.validity_invariant(twilio)];
     let mut errors = ConfigErrors::default();
     let sending = errors.take(sending_config(sms, twilio));
     let client = errors.take(queue.client());

@@ -163,9 +163,10 @@ pub fn unparsable_env(root: &Command, subcommand: &str) -> Vec<(String, String)>
     out
 }
 
-/// The configuration reference as Markdown: every setting grouped by heading, the test knobs
-/// apart, and the variables read outside the flags.
-pub fn markdown(root: &Command) -> String {
+/// The configuration reference as Markdown: every setting grouped by heading, the rules between
+/// settings (`rules`, judged on the defaults), the test knobs apart, and the variables read
+/// outside the flags.
+pub fn markdown(root: &Command, rules: &[crate::error::Invariant]) -> String {
     let all = settings(root);
     let mut md = String::from(
         "# Configuration reference\n\n\
@@ -201,6 +202,24 @@ pub fn markdown(root: &Command) -> String {
         for s in all.iter().filter(|s| !s.hidden && s.heading == heading) {
             md.push_str(&row(s));
         }
+    }
+    md.push_str(
+        "\n## Rules between settings\n\n`check-config` prints each rule with its verdict: `ok`, \
+         `broken` (an error: every subcommand that needs the setting refuses to start, exit 2) or \
+         `warning` (printed, and the process runs). Here with the defaults' values.\n\n\
+         | Rule | Setting to change | Broken | What goes wrong |\n|---|---|---|---|\n",
+    );
+    for r in rules {
+        let severity = match r.severity {
+            crate::error::Severity::Error => "error",
+            crate::error::Severity::Warning => "warning",
+        };
+        md.push_str(&format!(
+            "| {} | `{}` | {severity} | {} |\n",
+            one_line(&r.rule),
+            r.setting,
+            one_line(&r.problem)
+        ));
     }
     md.push_str("\n## Read from the environment only\n\n| Variable | Meaning |\n|---|---|\n");
     for e in ENVIRONMENT_ONLY.iter().filter(|e| !e.test_knob) {

@@ -199,6 +199,22 @@ impl SmsArgs {
         })
     }
 
+    /// The rule between `TWILIO_VALIDITY_PERIOD_S` and the delivery deadline, with its verdict.
+    pub fn validity_invariant(&self, twilio: &super::TwilioArgs) -> crate::error::Invariant {
+        let deadline_s = self.delivery_deadline_ms / 1000;
+        let given = twilio.validity_period_s.map(u64::from);
+        crate::error::Invariant::new(
+            "TWILIO_VALIDITY_PERIOD_S",
+            given.is_none_or(|v| v <= deadline_s),
+            crate::error::Severity::Error,
+            format!(
+                "TWILIO_VALIDITY_PERIOD_S ({}) <= RINGBACK_DELIVERY_DEADLINE_MS ({deadline_s} s)",
+                given.map_or("unset: the deadline".into(), |v| format!("{v} s"))
+            ),
+            "Twilio could deliver a text after ringback escalated it as not delivered",
+        )
+    }
+
     /// The window's timings and names as given, with nothing that can fail to parse: what
     /// `check-config` judges the invariants on even when another setting is broken.
     pub fn window(&self) -> crate::callbacks::sms::SmsConfig {

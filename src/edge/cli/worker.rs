@@ -247,6 +247,21 @@ impl WorkerArgs {
         out
     }
 
+    /// The rules between the worker's settings, each with its verdict.
+    pub fn invariants(&self) -> Vec<crate::error::Invariant> {
+        let lock = self.lock_duration_ms;
+        let renew = self.lock_renew_time_ms.unwrap_or(lock / 2);
+        vec![crate::error::Invariant::new(
+            "RINGBACK_LOCK_RENEW_TIME_MS",
+            renew > 0 && renew < lock,
+            crate::error::Severity::Error,
+            format!(
+                "0 < RINGBACK_LOCK_RENEW_TIME_MS ({renew}) < RINGBACK_LOCK_DURATION_MS ({lock})"
+            ),
+            "locks would expire under running jobs",
+        )]
+    }
+
     /// The effective Redis and queue settings, the password masked.
     pub fn effective_queue(q: &QueueArgs) -> Vec<(&'static str, String)> {
         let mut out = vec![("REDIS_URL", crate::redact::url(&q.redis_url))];
