@@ -1,12 +1,13 @@
 // Runs one differential scenario: two fresh queues get the same jobs from the real Node `Queue`;
 // one is processed by the Node reference worker, the other by the subject (ringback's
 // scripted_worker), both child processes with the same RINGBACK_* settings; then both keyspaces,
-// the QueueEvents each queue produced and what Node's Queue/Job API reports are normalized and
-// compared.
+// the QueueEvents each queue produced and what Node's Queue/Job API reports (job counts, each
+// job, and the connected workers read while they ran) are normalized and compared.
 //
 // Timeline (both sides in parallel): queue paused -> workers started and idle -> anchor time ->
 // scenario.produce() -> queue resumed (the gate opens for both at once) -> scenario.during() ->
-// scenario.done() holds on both -> workers stopped with SIGTERM -> QueueEvents caught up -> dump.
+// scenario.done() holds on both -> Queue.getWorkers()/getWorkersCount() read -> workers stopped
+// with SIGTERM -> QueueEvents caught up -> dump.
 // The pause gate makes the start deterministic: every job is in place before either worker can
 // take one, and both workers start at the same instant, so timestamps share one anchor.
 'use strict';
@@ -133,6 +134,25 @@ class Side {
     return Object.values(c).every((n) => n === 0);
   }
 
+  /**
+   * What `Queue.getWorkersCount()` and `Queue.getWorkers()` report while this side's workers run
+   * (what Bull Board's and Taskforce's worker views read), once as many workers are listed as
+   * processes run (a started worker names its connection a moment after it says so; a killed
+   * one's connection is closed a moment after it died), or at the deadline whatever is listed.
+   * Only what a tool reads of an entry is kept: the queue `name`, and the connection name
+   * `rawname` with the queue's base64 name written as `<base64 Q>`; address, port, id, age,
+   * idle time, last command and client library are the connection's, not the worker's.
+   */
+  async workersView(timeoutMs = 5000) {
+    const running = this.processes.filter((p) => p.running).length;
+    await waitFor(async () => (await this.queue.getWorkersCount()) === running, timeoutMs, `[${this.label}] ${running} worker(s) listed`).catch(() => {});
+    const base = `${this.prefix}:${Buffer.from(this.queueName).toString('base64')}`;
+    const rawname = (name) => (name === base || String(name).startsWith(`${base}:`) ? `${this.prefix}:<base64 Q>${name.slice(base.length)}` : name);
+    const workers = (await this.queue.getWorkers()).map((c) => ({ name: c.name, rawname: rawname(c.rawname) }));
+    workers.sort((a, b) => (a.rawname < b.rawname ? -1 : a.rawname > b.rawname ? 1 : 0));
+    return { getWorkersCount: await this.queue.getWorkersCount(), getWorkers: workers, processesRunning: running };
+  }
+
   async stopWorkers() {
     await Promise.all(
       this.processes
@@ -172,6 +192,7 @@ async function apiView(side, jobIds, anchor) {
   const view = {};
   const counts = await side.queue.getJobCounts('active', 'completed', 'delayed', 'failed', 'paused', 'prioritized', 'waiting', 'waiting-children');
   view['api:getJobCounts'] = { type: 'api', ttl: false, value: counts };
+  if (side.workersSeen) view['api:getWorkers'] = { type: 'api', ttl: false, value: side.workersSeen };
   for (const id of jobIds) {
     let job;
     let value = null;
@@ -306,6 +327,10 @@ async function runScenario({ redisUrl, version, scenario, log = () => {} }) {
     if (scenario.during) await both((s) => scenario.during(s));
     const done = scenario.done || ((s) => s.idle());
     await both((s) => waitFor(() => done(s), scenario.timeoutMs || 20_000, `[${s.label}] scenario ${scenario.name} to finish`));
+    // the connected-workers view, while the workers still run
+    await both(async (s) => {
+      s.workersSeen = await s.workersView();
+    });
     await both((s) => s.stopWorkers());
     await both(async (s) => {
       const [last] = await s.redis.xrevrange(s.key('events'), '+', '-', 'COUNT', 1);

@@ -1,5 +1,8 @@
-// Plain, delayed, prioritized, lifo and custom-id jobs; big and unicode data; worker name.
+// Plain, delayed, prioritized, lifo and custom-id jobs; big and unicode data; worker name; the
+// connected workers Node's Queue lists.
 'use strict';
+
+const assert = require('node:assert/strict');
 
 const UNICODE = 'é ü ß — “quotes” 日本語 中文 한국어 עברית العربية 🙂👍🏽 e\u0301 \u2028\u2029 \\ / \t';
 
@@ -46,6 +49,30 @@ module.exports = [
     worker: { workerName: undefined },
     async produce(s) {
       await s.add('a', { script: ['complete'] });
+    },
+  },
+  {
+    name: 'connected-workers',
+    covers: [
+      'Queue.getWorkers() and getWorkersCount() while the workers run (what Bull Board and Taskforce show): one entry per worker process, its connection named `<prefix>:<base64 queue>:w:<name>`, or `<prefix>:<base64 queue>` without a name',
+    ],
+    async produce(s) {
+      await s.add('a', { script: ['complete'] });
+    },
+    async during(s) {
+      // a second, unnamed worker once the job is done, so which worker ran it is not timing
+      await s.waitState(s.added[0], 'completed');
+      await s.startWorker({ workerName: undefined });
+    },
+    async check({ node, ringback }) {
+      // what run.js recorded while both workers ran (the diff compares the sides; this also
+      // holds the Node reference to what BullMQ documents)
+      for (const side of [node, ringback]) {
+        const seen = side.workersSeen;
+        assert.equal(seen.getWorkersCount, 2, `[${side.label}] two workers counted: ${JSON.stringify(seen)}`);
+        const names = seen.getWorkers.map((w) => w.rawname);
+        assert.deepEqual(names, [`${side.prefix}:<base64 Q>`, `${side.prefix}:<base64 Q>:w:diff-worker`], `[${side.label}] connection names`);
+      }
     },
   },
   {

@@ -178,4 +178,4 @@ function spawnNodeWorker(settings, label = 'node-worker child') {
   return new WorkerProcess(label, cmd, args, workerEnv(settings));
 }
 
-module.exports = { spawnSubject, spawnNodeWorker, describeSubject, subjectIsNode, WorkerProcess };
+module.exports = { spawnSubject, spawnNodeWorker, describeSubject, subjectIsNode, subjectCommand, workerEnv, WorkerProcess };
