@@ -2,7 +2,7 @@
 //! configured like `ringback worker`. Used by the Node interop tests and the drills.
 
 use clap::Parser;
-use ringback::edge::cli::{LogArgs, WorkerArgs, init_logging, shutdown_on_signals};
+use ringback::edge::cli::{LogArgs, OtelArgs, WorkerArgs, init_logging, shutdown_on_signals};
 use ringback::{Worker, queue::scripted::ScriptedProcessor};
 
 /// The allocator `ringback worker` runs with (src/bin/ringback/main.rs says why), so the no-op
@@ -17,6 +17,8 @@ struct Cli {
     log: LogArgs,
     #[command(flatten)]
     worker: WorkerArgs,
+    #[command(flatten)]
+    otel: OtelArgs,
 }
 
 #[tokio::main]
@@ -30,6 +32,19 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    // traces as `ringback worker` takes them (the differential's telemetry scenario)
+    let traces = match cli.otel.to_config().map(|c| c.map(|c| c.install())) {
+        Ok(None) => None,
+        Ok(Some(Ok(provider))) => Some(provider),
+        Ok(Some(Err(e))) => {
+            eprintln!("ringback: traces: {e}");
+            return std::process::ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("ringback: bad configuration: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
     let worker = match Worker::new(config, ScriptedProcessor) {
         Ok(w) => w,
         Err(e) => {
@@ -37,7 +52,11 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    match worker.run(shutdown_on_signals()).await {
+    let ran = worker.run(shutdown_on_signals()).await;
+    if let Some(provider) = traces {
+        let _ = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+    }
+    match ran {
         Ok(_) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringback: {e}");

@@ -71,6 +71,9 @@ pub enum Error {
     Config(#[from] ConfigError),
     #[error("twilio client: {0}")]
     Twilio(String),
+    /// The HTTP listener failed.
+    #[error("listener: {0}")]
+    Listener(#[source] std::io::Error),
     /// The records on this Redis have a layout this build does not read
     /// (`crate::callbacks::layout`): refused before any record is read or written.
     #[error(

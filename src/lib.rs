@@ -39,6 +39,7 @@ pub mod queue;
 pub mod redact;
 pub mod store;
 pub mod telemetry;
+pub mod trace;
 pub mod twilio;
 pub mod twilio_sim;
 

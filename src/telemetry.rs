@@ -60,6 +60,15 @@ pub struct ScopeLabel {
     pub scope: &'static str,
 }
 
+/// The attributes BullMQ's own job metrics carry (`bullmq.queue.name`, `bullmq.job.name`,
+/// `bullmq.job.state`), as OpenTelemetry's Prometheus exporter names them.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BullmqJobLabels {
+    pub bullmq_queue_name: String,
+    pub bullmq_job_name: String,
+    pub bullmq_job_state: &'static str,
+}
+
 /// The `reason` values of `ringback_escalations_total`, pre-created at zero: the labels of the
 /// callback floor's `EscalationKind` (its tests keep the two lists equal).
 pub const ESCALATION_REASONS: [&str; 8] = [
@@ -103,6 +112,22 @@ pub struct Telemetry {
     /// `ringback_redis_errors_total{script,kind}`: script calls Redis refused or never
     /// answered (`oom` at `maxmemory`, `readonly` on a replica, `io`, `timeout`, …).
     pub redis_errors: Family<RedisErrorLabels, Counter>,
+    /// BullMQ's OpenTelemetry job metrics under the names its Prometheus exporter gives them,
+    /// so the charts a team keeps for Node workers count ringback's jobs too:
+    /// `bullmq_jobs_{completed,failed,delayed,retried}_total` and
+    /// `bullmq_job_duration_milliseconds` (from `processedOn` to the finishing call).
+    pub bullmq_completed: Family<BullmqJobLabels, Counter>,
+    pub bullmq_failed: Family<BullmqJobLabels, Counter>,
+    pub bullmq_delayed: Family<BullmqJobLabels, Counter>,
+    pub bullmq_retried: Family<BullmqJobLabels, Counter>,
+    pub bullmq_duration_ms: HistogramFamily<BullmqJobLabels>,
+}
+
+fn duration_ms_buckets() -> Histogram {
+    // 1 ms … ~65 s: a callback takes one Twilio call; the tail is retries and slow answers
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1.0, 2.0, 17,
+    ))
 }
 
 fn twilio_buckets() -> Histogram {
@@ -163,6 +188,36 @@ impl Telemetry {
             bad_signatures: Default::default(),
             rate_limited: Default::default(),
             redis_errors: Default::default(),
+            bullmq_completed: Default::default(),
+            bullmq_failed: Default::default(),
+            bullmq_delayed: Default::default(),
+            bullmq_retried: Default::default(),
+            bullmq_duration_ms: Family::new_with_constructor(duration_ms_buckets),
+        }
+    }
+
+    /// A job this worker finished as `state` (`completed`, `failed`, `delayed`, `retried`),
+    /// counted and timed as BullMQ's `recordJobMetrics` counts and times it.
+    pub fn bullmq_job(&self, queue: &str, job_name: &str, state: &'static str, processed_on: i64) {
+        let labels = BullmqJobLabels {
+            bullmq_queue_name: queue.to_string(),
+            bullmq_job_name: job_name.to_string(),
+            bullmq_job_state: state,
+        };
+        let counter = match state {
+            "completed" => &self.bullmq_completed,
+            "failed" => &self.bullmq_failed,
+            "retried" => &self.bullmq_retried,
+            _ => &self.bullmq_delayed,
+        };
+        counter.get_or_create(&labels).inc();
+        if processed_on > 0 {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            self.bullmq_duration_ms
+                .get_or_create(&labels)
+                .observe((now - processed_on).max(0) as f64);
         }
     }
 

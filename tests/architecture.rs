@@ -4,7 +4,7 @@
 //!
 //! | floor | folder | may use |
 //! |---|---|---|
-//! | shared | `config.rs`, `error.rs`, `redact.rs`, `telemetry.rs` | shared |
+//! | shared | `config.rs`, `error.rs`, `redact.rs`, `telemetry.rs`, `trace.rs` | shared |
 //! | storage | `store/` | shared |
 //! | provider | `twilio/` | shared |
 //! | queue | `queue/` | shared, storage |
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// The floor each top-level module of the crate stands on.
 fn floor_of(top: &str) -> Option<&'static str> {
     Some(match top {
-        "config" | "error" | "redact" | "telemetry" => "shared",
+        "config" | "error" | "redact" | "telemetry" | "trace" => "shared",
         "store" => "storage",
         "twilio" => "provider",
         "queue" => "queue",

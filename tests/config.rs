@@ -261,7 +261,8 @@ fn the_version_names_the_record_layout() {
     );
 }
 
-/// A Redis whose records say another layout is refused before anything is read or written:
+/// A Redis whose records say another layout is refused before anything is read or written
+/// (worker, drain, resend at start; serve when Redis first answers, before its API opens):
 /// exit 2 naming the key and the layout. A fresh Redis gets this build's layout written.
 #[test]
 fn records_of_another_layout_are_refused_at_start() {
@@ -291,13 +292,22 @@ fn records_of_another_layout_are_refused_at_start() {
                 .as_str()
         )
     );
-    for (found, args) in [("0", &["drain"][..]), ("2", &["worker"][..])] {
+    for (found, args) in [
+        ("0", &["drain"][..]),
+        ("2", &["worker"][..]),
+        ("0", &["serve"][..]),
+    ] {
         let () = redis::cmd("SET")
             .arg(key)
             .arg(found)
             .query(&mut conn)
             .unwrap();
-        let (code, _, stderr) = run(&mut sending(args));
+        let mut cmd = sending(args);
+        // serve listens at once and stops when Redis first answers with another layout
+        cmd.env("RINGBACK_PUBLIC_URL", "https://ringback.acme.test")
+            .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+            .env("RINGBACK_LISTEN", "127.0.0.1:0");
+        let (code, _, stderr) = run(&mut cmd);
         assert_eq!(code, Some(2), "{args:?} with layout {found}: {stderr}");
         assert!(
             stderr.contains(&format!("{key} says record layout \"{found}\"")),

@@ -698,6 +698,7 @@ async fn every_script_runs_after_script_flush() {
                 ringback::queue::job::KeepJobs::KEEP_ALL,
                 None,
                 None,
+                None,
             )
             .await
             .unwrap();

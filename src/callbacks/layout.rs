@@ -4,8 +4,9 @@
 //! ringback on one Redis only while both read the layout written there.
 //!
 //! The layout is written once, at `ringback:layout:<claim prefix>`, by the first process that
-//! finds it missing; a process that finds another one refuses to start (exit 2), naming the key
-//! and both layouts, before it reads or writes a record it might misread. A new layout comes
+//! finds it missing; a process that finds another one refuses to start (exit 2; `serve` stops
+//! when Redis first answers, before its API opens), naming the key and both layouts, before it
+//! reads or writes a record it might misread. A new layout comes
 //! with an upgrade note (`CHANGELOG.md`) saying how to move the records or drain them first.
 
 use crate::error::Error;

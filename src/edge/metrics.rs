@@ -90,6 +90,35 @@ pub fn encode(queue: &str, collectors: Vec<Box<dyn Collector>>) -> String {
         "Script calls Redis refused or did not answer, by script and kind (oom, readonly, io, timeout, ...)",
         t.redis_errors,
     );
+    for (name, help, family) in [
+        (
+            "bullmq_jobs_completed",
+            "Number of jobs completed (BullMQ's bullmq.jobs.completed)",
+            t.bullmq_completed,
+        ),
+        (
+            "bullmq_jobs_failed",
+            "Number of jobs failed (BullMQ's bullmq.jobs.failed)",
+            t.bullmq_failed,
+        ),
+        (
+            "bullmq_jobs_delayed",
+            "Number of jobs delayed (BullMQ's bullmq.jobs.delayed)",
+            t.bullmq_delayed,
+        ),
+        (
+            "bullmq_jobs_retried",
+            "Number of jobs retried (BullMQ's bullmq.jobs.retried)",
+            t.bullmq_retried,
+        ),
+    ] {
+        registry.register(name, help, family);
+    }
+    registry.register(
+        "bullmq_job_duration_milliseconds",
+        "Job processing duration (BullMQ's bullmq.job.duration, ms)",
+        t.bullmq_duration_ms,
+    );
     for c in collectors {
         registry.register_collector(c);
     }

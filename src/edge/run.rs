@@ -108,7 +108,8 @@ async fn serve_metrics<P: Processor>(
 
 /// Serve the HTTP API on `listener` until `shutdown`: answering at once (503 until Redis
 /// answers, see [`crate::edge::api::Startup`]), the full router from then on. `queue` is (prefix,
-/// queue name).
+/// queue name). Records of a layout this build does not read stop it with
+/// [`Error::Layout`] when Redis first answers.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     client: crate::store::connection::Client,
@@ -116,7 +117,8 @@ pub async fn serve(
     sms: SmsConfig,
     serve: ServeConfig,
     shutdown: CancellationToken,
-) -> std::io::Result<()> {
+) -> Result<(), Error> {
+    let claim_prefix = sms.claim_prefix.clone();
     let startup = crate::edge::api::Startup::new(crate::store::connection::describe(&client));
     let state = move |conn: crate::store::connection::Conn| {
         let (prefix, name) = &queue;
@@ -127,13 +129,20 @@ pub async fn serve(
         state.console.delivery_deadline = sms.delivery_deadline;
         Arc::new(state)
     };
-    tokio::spawn(crate::edge::api::open_when_redis_answers(
+    let opening = tokio::spawn(crate::edge::api::open_when_redis_answers(
         startup.clone(),
         client,
+        claim_prefix,
         state,
         shutdown.clone(),
     ));
-    axum::serve(listener, crate::edge::api::app_starting(startup))
+    let served = axum::serve(listener, crate::edge::api::app_starting(startup))
         .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+        .await;
+    if opening.is_finished()
+        && let Ok(Err(e)) = opening.await
+    {
+        return Err(e);
+    }
+    served.map_err(Error::Listener)
 }

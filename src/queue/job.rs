@@ -101,6 +101,10 @@ pub struct JobOptions {
     pub keep_logs: Option<u64>,
     /// Set when `opts` was present but not a JSON object.
     pub invalid: Option<String>,
+    /// The trace context a producer with BullMQ's OpenTelemetry add-on stored (`tm`, a JSON
+    /// carrier), and whether the job asks workers to omit it (`omc`).
+    pub telemetry: Option<String>,
+    pub omit_context: bool,
 }
 
 impl JobOptions {
@@ -134,6 +138,8 @@ impl JobOptions {
                 .and_then(number)
                 .map(|n| n.max(0.0) as u64),
             invalid: None,
+            telemetry: v.get("tm").and_then(Value::as_str).map(str::to_string),
+            omit_context: v.get("omc").and_then(Value::as_bool).unwrap_or(false),
         }
     }
 }

@@ -94,6 +94,8 @@ pub struct JobContext {
     pub(crate) prepared: Option<redis::Value>,
     /// Set by [`JobContext::finish_with`].
     pub(crate) finish_step: Arc<Mutex<Option<FinishStep>>>,
+    /// The span the job is processed in (a no-op when traces are off).
+    pub(crate) trace: crate::trace::Step,
 }
 
 /// A processor's last write, folded into the call that completes its job, and its first step for
@@ -147,7 +149,14 @@ impl JobContext {
             waiting_children: Arc::new(AtomicBool::new(false)),
             prepared: None,
             finish_step: Arc::default(),
+            trace: crate::trace::Step::default(),
         }
+    }
+
+    /// The span the job is processed in: a processor opens its steps' spans under it (a no-op
+    /// when traces are off).
+    pub fn trace(&self) -> &crate::trace::Step {
+        &self.trace
     }
 
     /// What the previous job's [`FinishStep`] prepared for this job when its finishing call

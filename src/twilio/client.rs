@@ -63,6 +63,21 @@ pub enum SendOutcome {
     },
 }
 
+impl SendOutcome {
+    /// One word for the answer (`accepted`, `permanent`, `auth_refused`, `held`, `retry_later`,
+    /// `ambiguous`), for a trace attribute.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SendOutcome::Accepted(_) => "accepted",
+            SendOutcome::Permanent(_) => "permanent",
+            SendOutcome::AuthRefused(_) => "auth_refused",
+            SendOutcome::Held { .. } => "held",
+            SendOutcome::RetryLater { .. } => "retry_later",
+            SendOutcome::Ambiguous { .. } => "ambiguous",
+        }
+    }
+}
+
 /// Failures of the fetch and list calls.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -28,9 +28,12 @@ module.exports = [
       await s.add('old-ok', { script: ['complete'] }, { removeOnComplete: { age: 1, count: 10 } });
       await s.add('old-bad', { script: ['fail:old'] }, { removeOnFail: { age: 1, count: 10 } });
       // Finish more than a second later: the first two are then older than `age` and pruned.
+      // Due 300 ms apart, so each has finished before the next is promoted: on a loaded
+      // machine, two jobs due within a few ms of each other interleave their events in an
+      // order that depends on each worker's speed, not on what it does.
       await s.add('late-ok', { script: ['complete'] }, { delay: 1300, removeOnComplete: { age: 1, count: 10 } });
-      await s.add('late-bad', { script: ['fail:late'] }, { delay: 1300, removeOnFail: { age: 1 } });
-      await s.add('count-only', { script: ['complete'] }, { delay: 1350, removeOnComplete: { count: 1 } });
+      await s.add('late-bad', { script: ['fail:late'] }, { delay: 1600, removeOnFail: { age: 1 } });
+      await s.add('count-only', { script: ['complete'] }, { delay: 1900, removeOnComplete: { count: 1 } });
     },
   },
   {

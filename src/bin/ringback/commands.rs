@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ringback::edge::cli::{
-    QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, shutdown_on_signals,
+    OtelArgs, QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, shutdown_on_signals,
 };
 use ringback::{ConfigErrors, WorkerConfig};
 
@@ -17,6 +17,9 @@ pub(crate) async fn worker(args: &RunArgs) -> ExitCode {
     };
     for w in &v.warnings {
         tracing::warn!("{w}");
+    }
+    if let Err(code) = start_traces(v.otel.as_ref()) {
+        return code;
     }
     let shutdown = shutdown_on_signals();
     match v.sms {
@@ -93,11 +96,22 @@ pub(crate) fn failed(e: ringback::Error) -> ExitCode {
 }
 
 /// Listens at once; the API opens when Redis answers (see `api::Startup`).
-pub(crate) async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) -> ExitCode {
-    let (sms, serve, client) = match serve_config(&queue, &sms, &serve) {
+pub(crate) async fn serve_api(
+    queue: QueueArgs,
+    sms: SmsArgs,
+    serve: ServeArgs,
+    otel: OtelArgs,
+) -> ExitCode {
+    let mut errors = ConfigErrors::default();
+    let served = errors.take(serve_config(&queue, &sms, &serve));
+    let traced = errors.take(otel.to_config());
+    let ((sms, serve, client), traced) = match errors.or(served.zip(traced)) {
         Ok(p) => p,
         Err(e) => return bad_config(e),
     };
+    if let Err(code) = start_traces(traced.as_ref()) {
+        return code;
+    }
     let listener = match tokio::net::TcpListener::bind(serve.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -112,6 +126,7 @@ pub(crate) async fn serve_api(queue: QueueArgs, sms: SmsArgs, serve: ServeArgs) 
         .await
     {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e @ ringback::Error::Layout { .. }) => failed(e),
         Err(e) => {
             eprintln!("ringback: serve: {e}");
             ExitCode::FAILURE

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use ringback::edge::cli::{
-    LogArgs, QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
+    LogArgs, OtelArgs, QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, WorkerArgs, init_logging,
 };
 use ringback::{ConfigError, ConfigErrors, WorkerConfig};
 
@@ -55,6 +55,8 @@ enum Command {
         sms: SmsArgs,
         #[command(flatten)]
         serve: ServeArgs,
+        #[command(flatten)]
+        otel: OtelArgs,
     },
     /// Print one callback's record for a person.
     Status {
@@ -148,6 +150,8 @@ struct RunArgs {
     sms: SmsArgs,
     #[command(flatten)]
     twilio: TwilioArgs,
+    #[command(flatten)]
+    otel: OtelArgs,
     /// What each job does: `sms` texts the callback; `scripted` runs the job-data-driven test
     /// processor (drills).
     #[arg(long, env = "RINGBACK_PROCESSOR", value_enum, default_value_t = ProcessorKind::Sms,
@@ -178,6 +182,8 @@ struct Validated {
     )>,
     warnings: Vec<String>,
     metrics: Option<std::net::SocketAddr>,
+    /// Where traces go (`None`: off).
+    otel: Option<ringback::edge::cli::OtelConfig>,
 }
 
 /// Every part is checked, so one run names every broken or missing setting.
@@ -221,7 +227,8 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
             sms.zip(twilio).zip(warnings).map(Some)
         }
     };
-    let ((worker, metrics), sms) = errors.or(worker.zip(metrics).zip(sms))?;
+    let otel = errors.take(args.otel.to_config());
+    let (((worker, metrics), sms), otel) = errors.or(worker.zip(metrics).zip(sms).zip(otel))?;
     let (sms, mut warnings) = match sms {
         Some((sms, warnings)) => (Some(sms), warnings),
         None => (None, vec![]),
@@ -240,6 +247,7 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
         sms,
         warnings,
         metrics,
+        otel,
     })
 }
 
@@ -249,6 +257,26 @@ fn parse_threads(v: &str) -> Result<u16, String> {
     match v.trim().parse::<u16>() {
         Ok(n) if (1..=256).contains(&n) => Ok(n),
         _ => Err("RINGBACK_THREADS (--threads) must be a whole number from 1 to 256".into()),
+    }
+}
+
+/// The trace exporter, when `worker` or `serve` turned traces on: shut down at exit.
+static TRACES: std::sync::OnceLock<opentelemetry_sdk::trace::SdkTracerProvider> =
+    std::sync::OnceLock::new();
+
+/// Turns traces on when `otel` says where they go.
+fn start_traces(otel: Option<&ringback::edge::cli::OtelConfig>) -> Result<(), ExitCode> {
+    let Some(otel) = otel else { return Ok(()) };
+    match otel.install() {
+        Ok(provider) => {
+            tracing::info!(endpoint = %otel.traces_endpoint, "traces on, over OTLP/HTTP");
+            let _ = TRACES.set(provider);
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("ringback: traces: {e}");
+            Err(ExitCode::from(2))
+        }
     }
 }
 
@@ -272,7 +300,17 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(run(cli, unparsable)),
+        Ok(runtime) => {
+            let code = runtime.block_on(run(cli, unparsable));
+            drop(runtime);
+            // the last spans, sent after every task stopped
+            if let Some(provider) = TRACES.get()
+                && let Err(e) = provider.shutdown()
+            {
+                eprintln!("ringback: the last traces could not be sent: {e}");
+            }
+            code
+        }
         Err(e) => {
             eprintln!("ringback: cannot start the async runtime: {e}");
             ExitCode::FAILURE
@@ -322,7 +360,12 @@ async fn run(cli: Cli, unparsable: Vec<String>) -> ExitCode {
                 args,
             } => return check_config(false, args.clone(), unparsable),
             Command::Worker(args) => check_worker(args).2,
-            Command::Serve { queue, sms, serve } => check_serve(queue, sms, serve).2,
+            Command::Serve {
+                queue,
+                sms,
+                serve,
+                otel,
+            } => check_serve(queue, sms, serve, otel).2,
             Command::Drain {
                 queue, sms, twilio, ..
             } => check_drain(queue, sms, twilio).2,
@@ -350,7 +393,12 @@ async fn run(cli: Cli, unparsable: Vec<String>) -> ExitCode {
                 cluster,
             },
         ),
-        Command::Serve { queue, sms, serve } => serve_api(queue, sms, serve).await,
+        Command::Serve {
+            queue,
+            sms,
+            serve,
+            otel,
+        } => serve_api(queue, sms, serve, otel).await,
         Command::Drain {
             queue,
             sms,
@@ -396,11 +444,17 @@ fn check_config(
             rules.extend(check_worker(&args).1);
         }
         if let Ok(Cli {
-            command: Command::Serve { queue, sms, serve },
+            command:
+                Command::Serve {
+                    queue,
+                    sms,
+                    serve,
+                    otel,
+                },
             ..
         }) = Cli::try_parse_from(["ringback", "serve"])
         {
-            rules.extend(check_serve(&queue, &sms, &serve).1);
+            rules.extend(check_serve(&queue, &sms, &serve, &otel).1);
         }
         print!(
             "{}",
@@ -428,7 +482,12 @@ fn check_config(
     };
     let (settings, invariants, checked) = match &cli.command {
         Command::Worker(args) => check_worker(args),
-        Command::Serve { queue, sms, serve } => check_serve(queue, sms, serve),
+        Command::Serve {
+            queue,
+            sms,
+            serve,
+            otel,
+        } => check_serve(queue, sms, serve, otel),
         Command::Drain {
             queue, sms, twilio, ..
         } => check_drain(queue, sms, twilio),
@@ -471,6 +530,7 @@ fn check_worker(args: &RunArgs) -> Checked {
     if args.processor == ProcessorKind::Sms {
         settings.extend(args.sms.effective());
         settings.extend(args.twilio.effective());
+        settings.extend(args.otel.effective());
         invariants.extend(args.sms.window().invariants(
             Duration::from_millis(args.twilio.timeout_ms),
             Duration::from_millis(args.worker.lock_duration_ms),
@@ -484,12 +544,16 @@ fn check_worker(args: &RunArgs) -> Checked {
     (settings, invariants, checked)
 }
 
-fn check_serve(queue: &QueueArgs, sms: &SmsArgs, serve: &ServeArgs) -> Checked {
+fn check_serve(queue: &QueueArgs, sms: &SmsArgs, serve: &ServeArgs, otel: &OtelArgs) -> Checked {
     let mut settings = WorkerArgs::effective_queue(queue);
     settings.extend(sms.effective());
     settings.extend(serve.effective());
+    settings.extend(otel.effective());
     let invariants = serve.invariants();
-    let checked = serve_config(queue, sms, serve).map(|_| vec![]);
+    let mut errors = ConfigErrors::default();
+    let served = errors.take(serve_config(queue, sms, serve));
+    let traced = errors.take(otel.to_config());
+    let checked = errors.or(served.zip(traced)).map(|_| vec![]);
     (settings, invariants, checked)
 }
 

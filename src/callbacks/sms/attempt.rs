@@ -33,12 +33,17 @@ impl SmsProcessor {
         // an attempt escalated as still resolving was proven never sent: its resend is notified
         let mut escalated_before = false;
         let mut prepared = self.prepared_claim(ctx, &req.run_id).await;
+        let trace = ctx.map_or(&crate::trace::OFF, |c| c.trace());
         let ctx = self.fused_ctx(ctx);
         // At most: resolve an unknown send, find it unproven past the window, claim anew.
         for _ in 0..3 {
             let token = uuid::Uuid::new_v4().simple().to_string();
+            let claiming = trace.child("claim");
             let claim = match prepared.take() {
-                Some(claim) => Ok(claim),
+                Some(claim) => {
+                    claiming.event("claimed by the previous job's finishing call");
+                    Ok(claim)
+                }
                 None => {
                     self.window
                         .claim(
@@ -54,6 +59,17 @@ impl SmsProcessor {
                         .await
                 }
             };
+            claiming.attribute(
+                "ringback.claim",
+                match &claim {
+                    Err(_) => "error",
+                    Ok(Claim::Sent(_)) => "sent",
+                    Ok(Claim::Busy(_)) => "busy",
+                    Ok(Claim::Claimed { .. }) => "claimed",
+                    Ok(Claim::Resolve(_)) => "resolve",
+                },
+            );
+            drop(claiming);
             match claim {
                 Err(e) => {
                     tracing::warn!(error = %e, "claim failed; will try again");
@@ -85,7 +101,7 @@ impl SmsProcessor {
                     {
                         return self.held(req, &token, since, &reason).await;
                     }
-                    let outcome = self.send(req, &token, ctx).await;
+                    let outcome = self.send(req, &token, ctx, trace).await;
                     if escalated_before && matches!(outcome, Outcome::Completed(_)) {
                         self.notify_resolved(req, "sent", None).await;
                     }

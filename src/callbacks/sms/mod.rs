@@ -136,12 +136,17 @@ impl SmsProcessor {
     }
 
     /// The StatusCallback URL: the run and the attempt token, so a receipt names the attempt
-    /// that sent.
-    fn status_callback(&self, run_id: &str, token: &str) -> Option<String> {
+    /// that sent; with traces on, the run's span (`tp`), so the receipt's span links to it.
+    fn status_callback(
+        &self,
+        run_id: &str,
+        token: &str,
+        traceparent: Option<&str>,
+    ) -> Option<String> {
         self.config
             .status_callback_url
             .as_deref()
-            .map(|url| status_callback_url(url, run_id, token))
+            .map(|url| status_callback_url(url, run_id, token, traceparent))
     }
 
     /// A job delay of `d`, on Redis's clock (as the window last read it).
@@ -192,16 +197,20 @@ fn indistinct_reason(found: evidence::LookAlikes) -> String {
 /// `url` with the run and the attempt token in its query. The query goes before any
 /// `#rc=…&rp=…` fragment: that part is Twilio's own connection overrides, which must stay last.
 /// A long runId goes as its short key (`runKey`, [`crate::callbacks::callback::short_key`]).
-fn status_callback_url(url: &str, run_id: &str, token: &str) -> String {
+/// `tp`: the W3C `traceparent` of the run's span, with traces on: the trace context rides in
+/// the URL Twilio posts back (55 bytes of the create request), not in Redis.
+fn status_callback_url(url: &str, run_id: &str, token: &str, tp: Option<&str>) -> String {
     let (base, fragment) = url.split_at(url.find('#').unwrap_or(url.len()));
     let sep = if base.contains('?') { '&' } else { '?' };
     let run = match crate::callbacks::callback::short_key(run_id) {
         Some(key) => ("runKey", key),
         None => ("runId", run_id.to_string()),
     };
-    let encoded: String =
-        serde_urlencoded::to_string([(run.0, run.1.as_str()), ("attempt", token)])
-            .unwrap_or_default();
+    let mut query = vec![(run.0, run.1.as_str()), ("attempt", token)];
+    if let Some(tp) = tp {
+        query.push(("tp", tp));
+    }
+    let encoded: String = serde_urlencoded::to_string(query).unwrap_or_default();
     format!("{base}{sep}{encoded}{fragment}")
 }
 
@@ -287,17 +296,17 @@ mod tests {
     #[test]
     fn the_status_callback_keeps_twilios_fragment_last() {
         assert_eq!(
-            status_callback_url("https://h/cb#rc=5&rp=5xx", "r", "t"),
+            status_callback_url("https://h/cb#rc=5&rp=5xx", "r", "t", None),
             "https://h/cb?runId=r&attempt=t#rc=5&rp=5xx"
         );
         assert_eq!(
-            status_callback_url("https://h/cb?x=1", "r", "t"),
+            status_callback_url("https://h/cb?x=1", "r", "t", None),
             "https://h/cb?x=1&runId=r&attempt=t"
         );
         let long = "r".repeat(400);
         let key = crate::callbacks::callback::short_key(&long).unwrap();
         assert_eq!(
-            status_callback_url("https://h/cb", &long, "t"),
+            status_callback_url("https://h/cb", &long, "t", None),
             format!("https://h/cb?runKey={key}&attempt=t")
         );
     }

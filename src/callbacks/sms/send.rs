@@ -12,11 +12,13 @@ use std::time::Duration;
 
 impl SmsProcessor {
     /// `ctx`: the fused finish's job context (the sent marker then rides on the completion).
+    /// `trace`: the job's span, parent of the call's and the marker's.
     pub(super) async fn send(
         &self,
         req: &CallbackRequest,
         token: &str,
         ctx: Option<&JobContext>,
+        trace: &crate::trace::Step,
     ) -> Outcome {
         // a long runId's receipts name it by its short key: the link is written before Twilio
         // can send one (nothing is sent until it is)
@@ -40,9 +42,18 @@ impl SmsProcessor {
             to: req.to.clone(),
             body: req.body.clone(),
             from: req.from.clone(),
-            status_callback: self.status_callback(&req.run_id, token),
+            status_callback: self.status_callback(
+                &req.run_id,
+                token,
+                trace.traceparent().as_deref(),
+            ),
         };
-        match self.twilio.create_message(&msg).await {
+        // no number or body in the span: the call's outcome only
+        let call = trace.child("twilio messages.create");
+        let answer = self.twilio.create_message(&msg).await;
+        call.attribute("ringback.twilio.outcome", answer.kind());
+        drop(call);
+        match answer {
             SendOutcome::Accepted(m) => {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
@@ -68,10 +79,12 @@ impl SmsProcessor {
                         status,
                     };
                     ctx.finish_with(self.finish_step(req, mark));
+                    trace.event("sent marker rides on the finishing call");
                     return Outcome::Completed(json!({
                         "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,
                     }));
                 }
+                let marking = trace.child("sent marker");
                 let mut delay = Duration::from_millis(50);
                 let mut marked = false;
                 for _ in 0..6 {
@@ -94,6 +107,10 @@ impl SmsProcessor {
                         }
                     }
                 }
+                if !marked {
+                    marking.error("not written");
+                }
+                drop(marking);
                 if !marked {
                     // The attempt record still says "claimed" and the claim (a lease) stands: the
                     // next attempt or the sweep resolves it by receipt or lookup and finds this

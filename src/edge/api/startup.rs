@@ -81,23 +81,31 @@ pub(super) async fn starting(
 
 /// Wait for Redis (each failed attempt logged with its true wait), then build the state and
 /// hand [`Startup`] the full router. Returns without it when `shutdown` fires first.
+/// Records of a layout this build does not read stop serve before the API opens (the error is
+/// returned, and `shutdown` cancelled): nothing is read or written.
 pub async fn open_when_redis_answers(
     startup: Arc<Startup>,
     client: crate::store::connection::Client,
+    claim_prefix: String,
     state: impl FnOnce(crate::store::connection::Conn) -> Arc<ApiState>,
     shutdown: tokio_util::sync::CancellationToken,
-) {
-    let conn = match crate::store::connection::commands(&client).await {
+) -> Result<(), crate::error::Error> {
+    let mut conn = match crate::store::connection::commands(&client).await {
         Ok(c) => c,
         Err(e) => {
             tracing::warn!(redis = %startup.redis, error = %e,
                 "waiting for Redis: /healthz answers; /readyz and the API answer 503 until it does");
             match crate::store::connection::connect_until(&client, &shutdown).await {
                 Ok(c) => c,
-                Err(_) => return,
+                Err(_) => return Ok(()),
             }
         }
     };
+    if let Err(e) = crate::callbacks::layout::check(&mut conn, &claim_prefix).await {
+        shutdown.cancel();
+        return Err(e);
+    }
     startup.ready(app(state(conn)));
     tracing::info!(redis = %startup.redis, "redis answers: ready");
+    Ok(())
 }

@@ -91,6 +91,10 @@ pub(super) async fn webhook_status(
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
     };
+    // with traces on, a span of its own trace, linked to the run's (its `traceparent` rode in
+    // the StatusCallback URL): a receipt minutes or hours later does not stretch the run's trace
+    let span = crate::trace::linked("status callback", query_field("tp").as_deref());
+    span.attribute("ringback.message.status", status.clone());
     // a long runId travels as its short key (`runKey`), linked before the create
     let query_run = match query_field("runKey").filter(|k| !k.is_empty()) {
         Some(key) => s.receipts.run_of_short_key(&key).await?,
@@ -124,6 +128,7 @@ pub(super) async fn webhook_status(
         attempt: query_field("attempt").filter(|a| !a.is_empty()),
     };
     let applied = s.receipts.apply(&update).await?;
+    span.attribute("ringback.receipt.outcome", applied.outcome.clone());
     applied.count_delivery_error(update.error_code.as_deref());
     tracing::info!(%run_id, %status, outcome = %applied.outcome, "status callback");
     crate::telemetry::global()

@@ -1,6 +1,7 @@
 //! The command-line surface shared by the `ringback` binary and the examples: flags that also
 //! read environment variables (names from `../shared/CLI.md`), turned into a validated config.
 
+mod otel;
 pub mod reference;
 mod serve;
 mod sim;
@@ -8,6 +9,7 @@ mod sms;
 mod twilio;
 mod worker;
 
+pub use otel::{OtelArgs, OtelConfig};
 pub use serve::{ServeArgs, ServeConfig};
 pub use sim::SimArgs;
 pub use sms::SmsArgs;

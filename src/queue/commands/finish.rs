@@ -30,7 +30,13 @@ impl Commands {
     }
 
     /// Record how an attempt ended. `fetch` asks the script to take the next job in the same
-    /// round trip (BullMQ's fetch-next); the answer then carries it.
+    /// round trip (BullMQ's fetch-next); the answer then carries it. `tm`, written on the job
+    /// with a failure (the trace context of the span that recorded it), as a Node worker with
+    /// BullMQ's OpenTelemetry add-on writes it.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "moveToFinished's inputs, one argument each, as BullMQ's own call takes them"
+    )]
     pub async fn finish(
         &self,
         job: &Job,
@@ -39,10 +45,11 @@ impl Commands {
         keep: KeepJobs,
         metrics_max: Option<u32>,
         fetch: Option<&FetchArgs>,
+        tm: Option<&str>,
     ) -> Result<Result<Fetched, ScriptCode>, Error> {
         match finish {
             Finish::Completed { .. } | Finish::Failed { .. } => {
-                self.move_to_finished(job, token, finish, keep, metrics_max, fetch)
+                self.move_to_finished(job, token, finish, keep, metrics_max, fetch, tm)
                     .await
             }
             Finish::RetryNow {
@@ -66,7 +73,7 @@ impl Commands {
                 ];
                 let now = now_ms().to_string();
                 let push = if *lifo { "RPUSH" } else { "LPUSH" };
-                let args = [
+                let mut args = vec![
                     k.base(),
                     &now,
                     push,
@@ -77,6 +84,9 @@ impl Commands {
                     "stacktrace",
                     stacktrace,
                 ];
+                if let Some(tm) = tm {
+                    args.extend(["tm", tm]);
+                }
                 let reply: Value = scripts()
                     .retry_job
                     .run(&mut self.conn.clone(), &self.trips, &keys, &args)
@@ -127,6 +137,9 @@ impl Commands {
                         "stacktrace",
                         stack.as_str(),
                     ]);
+                    if let Some(tm) = tm {
+                        args.extend(["tm", tm]);
+                    }
                 }
                 let reply: Value = scripts()
                     .move_to_delayed
@@ -153,6 +166,10 @@ impl Commands {
         })
     }
 
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "moveToFinished's inputs, one argument each, as BullMQ's own call takes them"
+    )]
     pub(super) async fn move_to_finished(
         &self,
         job: &Job,
@@ -161,9 +178,13 @@ impl Commands {
         keep: KeepJobs,
         metrics_max: Option<u32>,
         fetch: Option<&FetchArgs>,
+        tm: Option<&str>,
     ) -> Result<Result<Fetched, ScriptCode>, Error> {
-        let (script, keys, args) =
+        let (script, keys, mut args) =
             self.finished_call(job, token, finish, keep, metrics_max, fetch, None);
+        if let (Finish::Failed { .. }, Some(tm)) = (finish, tm) {
+            args.extend(["tm".to_string(), tm.to_string()]);
+        }
         // grouped with other jobs' finishes that queue up at the same time (GroupCommit)
         let reply: Value = self
             .group()

@@ -59,6 +59,15 @@ async fn run_attempt<P: Processor>(
 ) -> Option<NextJob> {
     let NextJob { job, prepared } = next;
     shared.locks.track(&job.id, token);
+    let trace = crate::trace::process(
+        &shared.config.queue,
+        &job.id,
+        &job.name,
+        job.attempts_made,
+        job.opts.telemetry.as_deref(),
+        job.opts.omit_context,
+        shared.config.name.as_deref(),
+    );
     // a job of another worker's goes back untouched (a deferred failure fails, as any worker's)
     let declined = job
         .deferred_failure
@@ -99,6 +108,7 @@ async fn run_attempt<P: Processor>(
         None => {
             let mut ctx = JobContext::new(shared.commands.clone(), &job, token);
             ctx.prepared = prepared;
+            ctx.trace = trace.share();
             let outcome = shared.processor.process(&job, &ctx).await;
             step = ctx.take_finish_step();
             if ctx.waiting_children.load(Ordering::Relaxed) {
@@ -148,6 +158,28 @@ async fn run_attempt<P: Processor>(
     };
     let fetch = (!shared.stopping.is_cancelled()).then(|| FetchArgs::new(&shared.config, token));
     shared.locks.untrack(&job.id);
+    // The finishing call's span, named as Node names it (`fail`, `retry`, `delay` + the queue);
+    // a failure writes that span's context on the job (`tm`), as a Node worker with BullMQ's
+    // OpenTelemetry add-on does.
+    let finishing = trace.child(match &finish {
+        Finish::Completed { .. } if step.is_some() => "finish".to_string(),
+        Finish::Completed { .. } => "complete".to_string(),
+        Finish::Failed { .. } => format!("fail {}", shared.config.queue),
+        Finish::RetryNow { .. } => format!("retry {}", shared.config.queue),
+        Finish::Delay { .. } => format!("delay {}", shared.config.queue),
+    });
+    let tm = match &finish {
+        Finish::Failed { reason, .. }
+        | Finish::RetryNow { reason, .. }
+        | Finish::Delay {
+            failure: Some((reason, _)),
+            ..
+        } => {
+            trace.error(reason);
+            finishing.metadata().filter(|_| !job.opts.omit_context)
+        }
+        _ => None,
+    };
 
     // Retry the finishing call through Redis trouble for as long as our lock could still be
     // valid: giving up early would leave finished work to be redone by stall recovery.
@@ -180,6 +212,7 @@ async fn run_attempt<P: Processor>(
                 .map(|answer| {
                     if let Some(s) = step.take() {
                         (s.done)(&answer.own);
+                        finishing.event("step written");
                     }
                     prepared = Some(answer.prepared);
                     answer.finished
@@ -194,6 +227,7 @@ async fn run_attempt<P: Processor>(
                         keep_for(&finish),
                         shared.config.metrics_max_data_points,
                         fetch.as_ref(),
+                        tm.as_deref(),
                     )
                     .await
             }
@@ -202,9 +236,24 @@ async fn run_attempt<P: Processor>(
             Ok(Ok(fetched)) => {
                 shared.stats.finished.fetch_add(1, Ordering::Relaxed);
                 log_finish(&finish);
+                // a job left for another worker was not processed here
+                if declined.is_none() {
+                    crate::telemetry::global().bullmq_job(
+                        &shared.config.queue,
+                        &job.name,
+                        match &finish {
+                            Finish::Completed { .. } => "completed",
+                            Finish::Failed { .. } => "failed",
+                            Finish::RetryNow { .. } => "retried",
+                            Finish::Delay { .. } => "delayed",
+                        },
+                        job.processed_on,
+                    );
+                }
                 let Fetched::Job(next) = fetched else {
                     return None;
                 };
+                finishing.event("next job fetched");
                 let stale = fresh_for.is_some_and(|f| first_sent.elapsed() > f);
                 if let Some(p) = prepared.take_if(|p| stale && !matches!(p, redis::Value::Nil)) {
                     tracing::warn!(
