@@ -315,3 +315,66 @@ fn records_of_another_layout_are_refused_at_start() {
         );
     }
 }
+
+/// OpenTelemetry's standard variables: a protocol, exporter or sampler ringback does not build
+/// is refused by name with the reason; the headers (a vendor's key) are masked.
+#[test]
+fn check_config_refuses_otel_settings_it_cannot_honour() {
+    let twilio = |cmd: &mut Command| {
+        cmd.env("TWILIO_ACCOUNT_SID", ACCOUNT)
+            .env("TWILIO_AUTH_TOKEN", TOKEN)
+            .env("TWILIO_FROM", "+15558675310");
+    };
+    let mut cmd = ringback(&["check-config"]);
+    twilio(&mut cmd);
+    cmd.env(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "http://collector.acme.test:4317",
+    )
+    .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    .env("OTEL_TRACES_SAMPLER", "probabilistic")
+    .env("OTEL_TRACES_EXPORTER", "zipkin");
+    let (code, _, stderr) = run(&mut cmd);
+    assert_eq!(code, Some(2), "{stderr}");
+    for (name, flag, says) in [
+        (
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+            "--otel-protocol",
+            "OTLP over HTTP with protobuf",
+        ),
+        (
+            "OTEL_TRACES_SAMPLER",
+            "--otel-traces-sampler",
+            "parentbased_always_on",
+        ),
+        (
+            "OTEL_TRACES_EXPORTER",
+            "--otel-traces-exporter",
+            "otlp or none",
+        ),
+    ] {
+        let line = named(&stderr, name, flag).unwrap_or_else(|| panic!("{name}: {stderr}"));
+        assert!(line.contains(says), "{line}");
+    }
+    let mut cmd = ringback(&["check-config", "serve"]);
+    cmd.env("RINGBACK_PUBLIC_URL", "https://ringback.acme.test")
+        .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://collector.acme.test:4318",
+        )
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret")
+        .env("OTEL_SERVICE_NAME", "ringback-serve");
+    let (code, stdout, stderr) = run(&mut cmd);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("OTEL_SERVICE_NAME=ringback-serve"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("OTEL_EXPORTER_OTLP_HEADERS=*** (set)"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+}

@@ -957,6 +957,24 @@ async fn the_binary_reports_metrics_and_readiness() {
         "{body}"
     );
     assert!(body.contains("ringback_redis_round_trips_total"));
+    // BullMQ's own OpenTelemetry job metrics, by the names its Prometheus exporter gives them
+    let completed = body
+        .lines()
+        .find(|l| l.starts_with("bullmq_jobs_completed_total{"))
+        .unwrap_or_else(|| panic!("no bullmq_jobs_completed_total: {body}"));
+    assert!(
+        completed.contains(&format!("bullmq_queue_name=\"{q}\""))
+            && completed.contains("bullmq_job_state=\"completed\"")
+            && completed.ends_with(" 1"),
+        "{completed}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("bullmq_job_duration_milliseconds_count{")
+                && l.contains("bullmq_job_state=\"completed\"")
+                && l.ends_with(" 1")),
+        "{body}"
+    );
     let ready = reqwest::get(format!("{url}/readyz")).await.unwrap();
     assert_eq!(ready.status(), 200);
 }

@@ -161,13 +161,15 @@ async fn run_attempt<P: Processor>(
     // The finishing call's span, named as Node names it (`fail`, `retry`, `delay` + the queue);
     // a failure writes that span's context on the job (`tm`), as a Node worker with BullMQ's
     // OpenTelemetry add-on does.
-    let finishing = trace.child(match &finish {
-        Finish::Completed { .. } if step.is_some() => "finish".to_string(),
-        Finish::Completed { .. } => "complete".to_string(),
-        Finish::Failed { .. } => format!("fail {}", shared.config.queue),
-        Finish::RetryNow { .. } => format!("retry {}", shared.config.queue),
-        Finish::Delay { .. } => format!("delay {}", shared.config.queue),
-    });
+    // (names made only while traces are on: nothing is built for a span that is not)
+    let finishing = match &finish {
+        _ if !crate::trace::enabled() => crate::trace::Step::default(),
+        Finish::Completed { .. } if step.is_some() => trace.child("finish"),
+        Finish::Completed { .. } => trace.child("complete"),
+        Finish::Failed { .. } => trace.child(format!("fail {}", shared.config.queue)),
+        Finish::RetryNow { .. } => trace.child(format!("retry {}", shared.config.queue)),
+        Finish::Delay { .. } => trace.child(format!("delay {}", shared.config.queue)),
+    };
     let tm = match &finish {
         Finish::Failed { reason, .. }
         | Finish::RetryNow { reason, .. }
