@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 // A Node BullMQ Worker running the scripted processor; configured only by env,
 // with the same variable names as the Rust worker binary.
+// DIFF_TELEMETRY=1: the Worker gets `telemetry: new BullMQOtel(...)` (bullmq-otel), so it continues
+// a job's `tm` trace context and writes `tm` on a retry, a backoff delay and a failure; ringback
+// does the same when OTEL_EXPORTER_OTLP_ENDPOINT is set.
 'use strict';
 
 const path = require('node:path');
@@ -84,6 +87,7 @@ const optional = {
   removeOnFail: config.removeOnFail,
   metrics: config.metricsDataPoints === undefined ? undefined : { maxDataPoints: config.metricsDataPoints },
   maxStartedAttempts: config.maxStartedAttempts,
+  telemetry: process.env.DIFF_TELEMETRY === '1' ? require(path.join(__dirname, '..', 'lib', 'otel.js')).bullmqTelemetry('diff-worker') : undefined,
 };
 for (const k of Object.keys(optional)) if (optional[k] === undefined) delete optional[k];
 
@@ -133,7 +137,7 @@ worker
       `worker started: bullmq ${packageVersion(config.bullmqVersion)} queue=${config.queue} prefix=${config.prefix}`,
       `concurrency=${config.concurrency} lockDuration=${config.lockDuration}`,
       `stalledInterval=${config.stalledInterval} maxStalledCount=${config.maxStalledCount}`,
-      Object.keys(optional).length ? JSON.stringify(optional) : '',
+      Object.keys(optional).length ? JSON.stringify({ ...optional, telemetry: optional.telemetry && 'bullmq-otel' }) : '',
     );
   })
   .catch((err) => {

@@ -13,6 +13,13 @@
 //                       tolerance
 //   lock tokens      -> <token> (random per worker process)
 //   stream ids       -> dropped (entry time kept as $ts)
+//   trace contexts   -> bullmq-otel's `tm` (a JSON W3C carrier, in opts and on the job hash):
+//                       each traceparent becomes "<version>-<trace>-<span>-<flags>" with the
+//                       random ids named by what they are: in opts, the producer's own
+//                       (<trace>, <span>); on the hash (a worker's retry/delay/fail span),
+//                       <producer trace> or <other trace> (equal to opts.tm's trace id or not)
+//                       and <new span> or <producer span> (a valid span id other than the
+//                       producer's, or the producer's); other carrier entries are kept
 //   stack traces     -> each entry without its frame lines ("    at ..."): frames are runtime
 //                       specific (Node source positions vs none); "Error: <message>" is kept
 //   volatile keys    -> `stalled-check` (SET PX stalledInterval by each sweep) and `limiter`
@@ -47,6 +54,49 @@ function normalizeStacktrace(raw) {
   return st.map((e) => (typeof e === 'string' ? e.split('\n').filter((l) => !/^\s+at /.test(l)).join('\n') : e));
 }
 
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
+const ZERO = /^0+$/;
+
+/** {trace, span} of a bullmq-otel carrier (a JSON string), or null. */
+function traceIds(carrier) {
+  try {
+    const m = TRACEPARENT.exec(JSON.parse(carrier).traceparent);
+    return m ? { trace: m[2], span: m[3] } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A bullmq-otel `tm` carrier without its random ids. `producer` is the job's opts.tm (null for
+ * opts.tm itself): the ids are then named relative to it, see the header.
+ */
+function normalizeCarrier(raw, producer) {
+  let c;
+  try {
+    c = JSON.parse(raw);
+  } catch {
+    return `<not JSON: ${raw}>`;
+  }
+  if (!c || typeof c !== 'object' || Array.isArray(c)) return `<not a carrier: ${raw}>`;
+  const out = { ...c };
+  const m = TRACEPARENT.exec(c.traceparent);
+  if (c.traceparent !== undefined && !m) out.traceparent = `<not a traceparent: ${c.traceparent}>`;
+  if (m) {
+    const [, version, trace, span, flags] = m;
+    let t;
+    let sp;
+    if (ZERO.test(trace)) t = '<zero trace>';
+    else if (!producer) t = '<trace>';
+    else t = producer.trace === trace ? '<producer trace>' : '<other trace>';
+    if (ZERO.test(span)) sp = '<zero span>';
+    else if (!producer) sp = '<span>';
+    else sp = producer.span === span ? '<producer span>' : '<new span>';
+    out.traceparent = `${version}-${t}-${sp}-${flags}`;
+  }
+  return out;
+}
+
 function normalizeOpts(raw, anchor) {
   let o;
   try {
@@ -61,6 +111,7 @@ function normalizeOpts(raw, anchor) {
   }
   // a timestamp the producer gave (a scheduler's, or a scenario's own) is the clock's
   if (o && typeof o === 'object' && typeof o.timestamp === 'number') o.timestamp = ts(o.timestamp, anchor);
+  if (o && typeof o === 'object' && typeof o.tm === 'string') o.tm = normalizeCarrier(o.tm, null);
   return o;
 }
 
@@ -186,11 +237,18 @@ function normalizeDump(dump, { anchor }) {
     let sortMembers = false;
     if (kind.part === 'hash') {
       value = { ...value };
+      let producerTm = null;
+      try {
+        producerTm = traceIds(JSON.parse(value.opts).tm);
+      } catch {
+        // no opts, or opts without a trace context: every hash `tm` is then <other trace>
+      }
       for (const f of Object.keys(value)) {
         if (TS_FIELDS.has(f)) value[f] = ts(value[f], anchor);
         else if (f === 'delay') value[f] = dur(value[f]);
         else if (f === 'stacktrace') value[f] = normalizeStacktrace(value[f]);
         else if (f === 'opts') value[f] = normalizeOpts(value[f], anchor);
+        else if (f === 'tm') value[f] = normalizeCarrier(value[f], producerTm || { trace: null, span: null });
       }
     } else if (kind.part === 'lock') {
       value = '<token>';
@@ -224,4 +282,4 @@ function normalizeDump(dump, { anchor }) {
   return { keys, dropped, rewrite };
 }
 
-module.exports = { normalizeDump, normalizeStacktrace, idRewriter, rewriteDeep, ts, dur };
+module.exports = { normalizeDump, normalizeStacktrace, normalizeCarrier, traceIds, idRewriter, rewriteDeep, ts, dur };

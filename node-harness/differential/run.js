@@ -353,7 +353,6 @@ async function runScenario({ redisUrl, version, scenario, log = () => {} }) {
     const tolerance = { ...DEFAULT_TOLERANCE, ...(scenario.tolerance || {}) };
     const diffs = diffViews(node.view, ringback.view, tolerance);
     const { unexpected, known } = classify(diffs, expectedFor(scenario, version));
-    if (scenario.check) await scenario.check({ node: sides[0], ringback: sides[1], anchor, views: { node: node.view, ringback: ringback.view } });
     const report = [
       `scenario ${scenario.name} [bullmq v${version}]: ${unexpected.length} unexpected, ${known.length} expected difference(s); ` +
         `times agree within ${diffs.maxSeen.ts} ms (tolerance ${tolerance.ts}), durations within ${diffs.maxSeen.dur} ms (tolerance ${tolerance.dur})`,
@@ -363,6 +362,15 @@ async function runScenario({ redisUrl, version, scenario, log = () => {} }) {
       .filter(Boolean)
       .join('\n');
     log(report);
+    if (scenario.check) {
+      try {
+        await scenario.check({ node: sides[0], ringback: sides[1], anchor, views: { node: node.view, ringback: ringback.view } });
+      } catch (err) {
+        // the comparison's report first: a check usually fails for a reason the diff shows
+        err.message += `\n${report}`;
+        throw err;
+      }
+    }
     return { unexpected, known, report, maxSeen: diffs.maxSeen, node, ringback, sides };
   } catch (err) {
     err.message += `\n${sides.map((s) => s.diagnostics()).join('\n')}`;

@@ -28,4 +28,5 @@ module.exports = [
   ...require('./metrics'),
   ...require('./data'),
   ...require('./surface'),
+  ...require('./telemetry'),
 ];

@@ -61,6 +61,8 @@ function workerEnv({
   removeOnComplete,
   removeOnFail,
   metricsDataPoints,
+  telemetry,
+  otlpEndpoint,
   extra,
 }) {
   const env = { ...process.env, NO_COLOR: '1', REDIS_URL: redisUrl, RINGBACK_QUEUE: queue, BULLMQ_VERSION: String(version) };
@@ -83,6 +85,13 @@ function workerEnv({
   set('RINGBACK_REMOVE_ON_COMPLETE', removeOnComplete === undefined ? undefined : JSON.stringify(removeOnComplete));
   set('RINGBACK_REMOVE_ON_FAIL', removeOnFail === undefined ? undefined : JSON.stringify(removeOnFail));
   set('RINGBACK_METRICS_DATA_POINTS', metricsDataPoints);
+  // the Node worker's bullmq-otel add-on (ringback reads no such switch: its traces are on when
+  // an OTLP endpoint is set)
+  set('DIFF_TELEMETRY', telemetry ? '1' : undefined);
+  if (otlpEndpoint) {
+    set('OTEL_EXPORTER_OTLP_ENDPOINT', otlpEndpoint);
+    set('OTEL_BSP_SCHEDULE_DELAY', 100);
+  }
   Object.assign(env, extra || {});
   return env;
 }
