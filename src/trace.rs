@@ -43,10 +43,14 @@ fn extract(carrier: &str) -> Option<Context> {
     cx.span().span_context().is_valid().then_some(cx)
 }
 
-/// The W3C carrier of `cx` as JSON, the form `bullmq-otel` stores in `tm`.
+/// The W3C carrier of `cx` as JSON, the form `bullmq-otel` stores in `tm`. An empty
+/// `tracestate` is left out, as OpenTelemetry's JavaScript propagator leaves it out.
 fn inject(cx: &Context) -> String {
     let mut map = HashMap::new();
     TraceContextPropagator::new().inject_context(cx, &mut map);
+    // ordered, `traceparent` first, as the JavaScript propagator writes it
+    let map: std::collections::BTreeMap<String, String> =
+        map.into_iter().filter(|(_, v)| !v.is_empty()).collect();
     serde_json::to_string(&map).unwrap_or_default()
 }
 
@@ -219,7 +223,12 @@ mod tests {
             cx.span().span_context().trace_id().to_string(),
             "0af7651916cd43dd8448eb211c80319c"
         );
-        assert!(inject(&cx).contains("0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331"));
+        let carrier = inject(&cx);
+        assert!(carrier.contains("0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331"));
+        assert!(
+            !carrier.contains("tracestate"),
+            "no empty tracestate: {carrier}"
+        );
         for bad in [
             "",
             "{}",

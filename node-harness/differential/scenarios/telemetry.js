@@ -79,9 +79,6 @@ module.exports = [
     name: 'telemetry',
     covers: ['OpenTelemetry: `tm` continued and written back on retry, delay, failure (bullmq-otel)'],
     worker: { telemetry: true },
-    // the one difference (`tm.tracestate: node=(absent) ringback=""` on each job without a trace
-    // state): Node's W3C propagator leaves an empty trace state out of the carrier
-    todo: 'ringback writes "tracestate":"" in tm when the span has no trace state; Node leaves the key out',
     async before(s) {
       // the producer: a Queue with the add-on on this side's queue (s.queue stays untraced)
       s.tracedQueue = new s.bullmq.Queue(s.queueName, {
