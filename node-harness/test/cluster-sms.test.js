@@ -124,14 +124,15 @@ async function smsUnderFault(name, fault, { runs = 120, slowMs = 200 } = {}) {
     const q = lab.queue(QUEUE);
     const data = Array.from({ length: runs }, (_, i) => runData(name, i));
     const before = (await lab.simStats()).total;
-    // A producer that meets TRYAGAIN while the queue's slot migrates adds the wave again, as a
-    // real producer retries (a run added twice is still texted once).
+    // A producer that meets TRYAGAIN (keys of the slot on both masters) or NOSCRIPT (the new
+    // master has not loaded BullMQ's script yet) while the queue's slot migrates adds the wave
+    // again, as a real producer retries (a run added twice is still texted once).
     const addWave = async (jobs) => {
       for (let tries = 0; ; tries += 1) {
         try {
           return await q.addBulk(jobs);
         } catch (e) {
-          if (!/TRYAGAIN/.test(String(e && e.message)) || tries >= 50) throw e;
+          if (!/TRYAGAIN|NOSCRIPT/.test(String(e && e.message)) || tries >= 50) throw e;
           await sleep(100);
         }
       }
