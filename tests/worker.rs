@@ -1178,3 +1178,111 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
     };
     assert!(refused.await.is_err(), "no client certificate, no service");
 }
+
+/// The `ringback worker` binary on `q` with the scripted processor, named `rb-names`, its stderr
+/// in `log`.
+fn named_worker(server: &RedisServer, q: &str, log: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
+        .args(["worker", "--processor", "scripted"])
+        .env("REDIS_URL", server.url())
+        .env("RINGBACK_QUEUE", q)
+        .env("RINGBACK_WORKER_NAME", "rb-names")
+        .env("RINGBACK_METRICS_LISTEN", "off")
+        .env("RINGBACK_DRAIN_DELAY_MS", "300")
+        .env("NO_COLOR", "1")
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// The `id=` of the client named `name` in `CLIENT LIST`, if one is.
+async fn client_named(c: &mut redis::aio::MultiplexedConnection, name: &str) -> Option<String> {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query_async(c).await.ok()?;
+    list.lines()
+        .find(|l| l.split(' ').any(|f| f == format!("name={name}")))
+        .and_then(|l| l.split(' ').find_map(|f| f.strip_prefix("id=")))
+        .map(str::to_string)
+}
+
+/// `Queue.getWorkers()` reads the blocking connection's name: when Redis drops the worker's
+/// connections, the connection it makes again carries the name again.
+#[tokio::test]
+async fn the_worker_names_its_connection_again_after_a_reconnect() {
+    use base64::Engine;
+    let server = RedisServer::start();
+    let q = queue_name("names");
+    let k = QueueKeys::new("bull", &q);
+    let name = format!(
+        "bull:{}:w:rb-names",
+        base64::engine::general_purpose::STANDARD.encode(&q)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = named_worker(&server, &q, &dir.path().join("worker.log"));
+    let mut c = server.conn().await;
+    let first = wait_for(T, "the worker's named connection", || {
+        let (mut c, name) = (c.clone(), name.clone());
+        async move { client_named(&mut c, &name).await }
+    })
+    .await;
+    let () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .arg("SKIPME")
+        .arg("yes")
+        .query_async(&mut c)
+        .await
+        .map(|_: i64| ())
+        .unwrap();
+    let again = wait_for(T, "the named connection to come back", || {
+        let (mut c, name, first) = (c.clone(), name.clone(), first.clone());
+        async move { client_named(&mut c, &name).await.filter(|id| *id != first) }
+    })
+    .await;
+    assert_ne!(again, first);
+    let id = add_job(&mut c, &k, Add::default()).await;
+    assert_eq!(finished(&mut c, &k, &id).await, "completed");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A Redis that refuses `CLIENT SETNAME` (a managed service's ACL): the worker says so once,
+/// reconnects included, and runs.
+#[tokio::test]
+async fn a_redis_that_refuses_client_setname_is_warned_about_once_and_the_worker_runs() {
+    let server = RedisServer::start();
+    let q = queue_name("noname");
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    let () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg("-client|setname")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let mut child = named_worker(&server, &q, &log);
+    let first = add_job(&mut c, &k, Add::default()).await;
+    assert_eq!(finished(&mut c, &k, &first).await, "completed");
+    let _: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .arg("SKIPME")
+        .arg("yes")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let second = add_job(&mut c, &k, Add::default()).await;
+    assert_eq!(finished(&mut c, &k, &second).await, "completed");
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        text.matches("Redis refuses CLIENT SETNAME").count(),
+        1,
+        "{text}"
+    );
+}
