@@ -163,11 +163,20 @@ impl Escalator {
         let first_id = format!("escalation:{}", e.run_id);
         let kind_id = format!("escalation:{}:{kind}", e.run_id);
         // The first id is this kind's unless a job of another kind holds it.
+        let same_kind = |held: &str| job_kind(held).is_none_or(|k| k == kind);
         let first = match self.escalations.job_data(&first_id).await? {
-            None => !self.receipts.was_escalated(&e.run_id).await?,
+            None if !self.receipts.was_escalated(&e.run_id).await? => true,
+            // A marker appeared after the read: another process escalated the run meanwhile, and
+            // its job was added before its marker. Read the first id again: the same kind there
+            // is this escalation, not a second one.
+            None => self
+                .escalations
+                .job_data(&first_id)
+                .await?
+                .is_some_and(|held| same_kind(&held)),
             // a job written before kinds existed was the run's one escalation: it stands for
             // this kind too (an upgrade escalates nothing twice)
-            Some(held) => job_kind(&held).is_none_or(|k| k == kind),
+            Some(held) => same_kind(&held),
         };
         let id = if first { first_id } else { kind_id };
         self.escalations
