@@ -115,18 +115,19 @@ pub struct Telemetry {
     /// BullMQ's OpenTelemetry job metrics under the names its Prometheus exporter gives them,
     /// so the charts a team keeps for Node workers count ringback's jobs too:
     /// `bullmq_jobs_{completed,failed,delayed,retried}_total` and
-    /// `bullmq_job_duration_milliseconds` (from `processedOn` to the finishing call).
+    /// `bullmq_job_duration_seconds` (BullMQ's `bullmq.job.duration`, milliseconds there, in
+    /// Prometheus's base unit here; from `processedOn` to the finishing call).
     pub bullmq_completed: Family<BullmqJobLabels, Counter>,
     pub bullmq_failed: Family<BullmqJobLabels, Counter>,
     pub bullmq_delayed: Family<BullmqJobLabels, Counter>,
     pub bullmq_retried: Family<BullmqJobLabels, Counter>,
-    pub bullmq_duration_ms: HistogramFamily<BullmqJobLabels>,
+    pub bullmq_duration: HistogramFamily<BullmqJobLabels>,
 }
 
-fn duration_ms_buckets() -> Histogram {
+fn duration_buckets() -> Histogram {
     // 1 ms … ~65 s: a callback takes one Twilio call; the tail is retries and slow answers
     Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        1.0, 2.0, 17,
+        0.001, 2.0, 17,
     ))
 }
 
@@ -192,7 +193,7 @@ impl Telemetry {
             bullmq_failed: Default::default(),
             bullmq_delayed: Default::default(),
             bullmq_retried: Default::default(),
-            bullmq_duration_ms: Family::new_with_constructor(duration_ms_buckets),
+            bullmq_duration: Family::new_with_constructor(duration_buckets),
         }
     }
 
@@ -215,9 +216,9 @@ impl Telemetry {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
-            self.bullmq_duration_ms
+            self.bullmq_duration
                 .get_or_create(&labels)
-                .observe((now - processed_on).max(0) as f64);
+                .observe((now - processed_on).max(0) as f64 / 1000.0);
         }
     }
 

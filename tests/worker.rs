@@ -970,7 +970,7 @@ async fn the_binary_reports_metrics_and_readiness() {
     );
     assert!(
         body.lines()
-            .any(|l| l.starts_with("bullmq_job_duration_milliseconds_count{")
+            .any(|l| l.starts_with("bullmq_job_duration_seconds_count{")
                 && l.contains("bullmq_job_state=\"completed\"")
                 && l.ends_with(" 1")),
         "{body}"

@@ -115,9 +115,9 @@ pub fn encode(queue: &str, collectors: Vec<Box<dyn Collector>>) -> String {
         registry.register(name, help, family);
     }
     registry.register(
-        "bullmq_job_duration_milliseconds",
-        "Job processing duration (BullMQ's bullmq.job.duration, ms)",
-        t.bullmq_duration_ms,
+        "bullmq_job_duration_seconds",
+        "Job processing duration (BullMQ's bullmq.job.duration, in seconds)",
+        t.bullmq_duration,
     );
     for c in collectors {
         registry.register_collector(c);
