@@ -69,6 +69,7 @@ impl Processor for LegacyPattern {
             body: req.body,
             from: req.from.filter(|f| !f.is_empty()),
             status_callback: None,
+            validity_period: None,
         };
         match self.twilio.create_message(&msg).await {
             SendOutcome::Accepted(_) => {}

@@ -103,6 +103,12 @@ pub struct Telemetry {
     pub http_responses: Family<RouteLabels, Counter>,
     /// `ringback_status_callbacks_total{outcome}`: what each signed status callback did.
     pub status_callbacks: Family<OutcomeLabel, Counter>,
+    /// `ringback_inbound_messages_total{outcome}`: signed inbound messages by what they were
+    /// matched to (`answer`, `ambiguous`, `unmatched`, `opt_out`) or `repeat`.
+    pub inbound_messages: Family<OutcomeLabel, Counter>,
+    /// `ringback_inbound_forwards_total{outcome}`: forwards of unmatched messages (`ok`,
+    /// `refused`, `error`).
+    pub inbound_forwards: Family<OutcomeLabel, Counter>,
     /// `ringback_sends_enqueued_total{created}`: legacy send calls.
     pub sends_enqueued: Family<CreatedLabel, Counter>,
     /// `ringback_bad_signatures_total`: status callbacks refused for their signature.
@@ -155,6 +161,11 @@ impl Default for Telemetry {
                 outcome: outcome.into(),
             });
         }
+        for outcome in ["answer", "ambiguous", "unmatched", "opt_out", "repeat"] {
+            let _ = t.inbound_messages.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
         // the delivery codes that are the deployment's fault (RingbackDeliveryFailureBurst)
         for code in ["30001", "30002", "30032", "30034"] {
             let _ = t
@@ -185,6 +196,8 @@ impl Telemetry {
             escalations: Default::default(),
             http_responses: Default::default(),
             status_callbacks: Default::default(),
+            inbound_messages: Default::default(),
+            inbound_forwards: Default::default(),
             sends_enqueued: Default::default(),
             bad_signatures: Default::default(),
             rate_limited: Default::default(),

@@ -37,6 +37,7 @@ async fn look_alike(e: &Env, from: &str, body: &str) -> String {
         body: body.into(),
         from: None,
         status_callback: None,
+        validity_period: None,
     };
     // a fault may drop the answer after the message was created: it exists either way
     for _ in 0..20 {
@@ -290,6 +291,7 @@ impl Noise {
                 body: TEMPLATED.into(),
                 from: None,
                 status_callback: None,
+                validity_period: None,
             })
             .await;
     }

@@ -279,6 +279,7 @@ async fn a_worker_five_minutes_ahead_never_treats_a_live_attempt_as_dead() {
             body: body(run),
             from: None,
             status_callback: None,
+            validity_period: None,
         })
         .await
     else {
@@ -411,6 +412,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
                 body: body(run),
                 from: None,
                 status_callback: None,
+                validity_period: None,
             })
             .await;
         assert!(matches!(sent, SendOutcome::Accepted(_)));
@@ -431,6 +433,7 @@ async fn an_indistinct_lookup_is_escalated_never_guessed_or_resent() {
         to: TO.into(),
         body: body(run),
         from: None,
+        ..Default::default()
     };
     let out = processor.attempt("j", &req).await;
     let ringback::Outcome::Completed(v) = out else {

@@ -166,6 +166,7 @@ async fn a_cut_before_the_sent_marker_is_repaired_by_the_reconciler() {
             body: "hello".into(),
             from: None,
             status_callback: None,
+            validity_period: None,
         })
         .await
     else {

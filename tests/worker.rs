@@ -818,6 +818,7 @@ async fn every_script_runs_after_script_flush() {
         to: "+15558675310".into(),
         body: "b".into(),
         from: None,
+        ..Default::default()
     };
     assert!(window.adopt("j3", &adopt).await.unwrap(), "adopted");
     assert!(!window.adopt("j3", &adopt).await.unwrap(), "adopted once");

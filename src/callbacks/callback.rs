@@ -44,13 +44,27 @@ pub fn short_name(run_id: &str) -> String {
     short_key(run_id).unwrap_or_else(|| run_id.to_string())
 }
 
+/// How long a question stays open when its job says `"expectReply": true` without
+/// `"replyWithin"` (also the longest: the run's record lives `RINGBACK_SENT_TTL_MS`, 24 h by
+/// default, and a question is cut to it).
+pub const DEFAULT_REPLY_WITHIN: std::time::Duration = std::time::Duration::from_secs(86_400);
+
 /// A validated callback request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CallbackRequest {
     pub run_id: String,
     pub to: String,
+    /// The text sent: the producer's body, followed by the reply code when the run is a
+    /// question that carries one ([`crate::callbacks::replies`]).
     pub body: String,
     pub from: Option<String>,
+    /// `"expectReply": true`: the run is a question, open this long after it is first claimed
+    /// (`"replyWithin"`, [`DEFAULT_REPLY_WITHIN`] when absent).
+    pub expect_reply: Option<std::time::Duration>,
+    /// `"urgent": true`: sent inside quiet hours.
+    pub urgent: bool,
+    /// `"timeZone"`: the IANA zone the quiet hours are read in for this run.
+    pub time_zone: Option<String>,
 }
 
 impl CallbackRequest {
@@ -114,13 +128,84 @@ impl CallbackRequest {
                 "field `from` is not a sender Twilio takes: an E.164 number, a short code, an alphanumeric sender ID, a WhatsApp sender (whatsapp:+…) or a Messaging Service SID (MG…)".into(),
             );
         }
+        let flag = |name: &str| -> Result<bool, String> {
+            match obj.get(name) {
+                None | Some(Value::Null) => Ok(false),
+                Some(Value::Bool(b)) => Ok(*b),
+                Some(other) => Err(format!(
+                    "field `{name}` must be a boolean, got {}",
+                    kind(other)
+                )),
+            }
+        };
+        let expect_reply = if flag("expectReply")? {
+            let within = match text("replyWithin")? {
+                None => DEFAULT_REPLY_WITHIN,
+                Some(w) => parse_within(w)?,
+            };
+            let room = MAX_BODY - crate::callbacks::replies::code::SUFFIX_MAX;
+            if body.chars().count() > room {
+                return Err(format!(
+                    "field `body` is longer than {room} characters, the room a question leaves for its reply code ({})",
+                    body.chars().count()
+                ));
+            }
+            Some(within)
+        } else {
+            if obj.get("replyWithin").is_some_and(|v| !v.is_null()) {
+                return Err(
+                    "field `replyWithin` is set but `expectReply` is not true: say \"expectReply\": true for a question".into(),
+                );
+            }
+            None
+        };
+        let urgent = flag("urgent")?;
+        let time_zone = match text("timeZone")? {
+            None => None,
+            Some(zone) => {
+                if jiff::tz::TimeZone::get(zone).is_err() {
+                    return Err(format!(
+                        "field `timeZone` is not a time zone of the IANA database (such as Europe/Paris): {zone:?}"
+                    ));
+                }
+                Some(zone.to_string())
+            }
+        };
         Ok(Self {
             run_id: run_id.into(),
             to: to.into(),
             body: body.into(),
             from: from.map(str::to_string),
+            expect_reply,
+            urgent,
+            time_zone,
         })
     }
+}
+
+/// `"replyWithin"`: a whole number and a unit (`s`, `m`, `h`, `d`), such as `"24h"` or `"90m"`;
+/// above zero. Cut to the record's life where the question opens.
+pub fn parse_within(w: &str) -> Result<std::time::Duration, String> {
+    let bad = || {
+        format!(
+            "field `replyWithin` is not a duration such as \"24h\", \"90m\", \"30s\" or \"2d\": {w:?}"
+        )
+    };
+    let w = w.trim();
+    let split = w.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (n, unit) = w.split_at(split);
+    let n: u64 = n.parse().map_err(|_| bad())?;
+    let secs = match unit.trim() {
+        "s" => n,
+        "m" => n.saturating_mul(60),
+        "h" => n.saturating_mul(3600),
+        "d" => n.saturating_mul(86_400),
+        _ => return Err(bad()),
+    };
+    if secs == 0 {
+        return Err(format!("field `replyWithin` must be above zero: {w:?}"));
+    }
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 /// A JSON number as JavaScript's `String(n)` writes it (the legacy worker's key for a numeric
@@ -233,6 +318,56 @@ mod tests {
             let err = parse(to, from).unwrap_err();
             assert!(err.contains(field), "{to} {from}: {err}");
         }
+    }
+
+    #[test]
+    fn questions_quiet_hours_and_urgency_are_read_and_checked() {
+        let parse = |extra: &str| {
+            CallbackRequest::parse(&format!(
+                r#"{{"runId":"r","to":"+15558675310","body":"Approve?"{extra}}}"#
+            ))
+        };
+        let q = parse(r#","expectReply":true,"replyWithin":"90m""#).unwrap();
+        assert_eq!(q.expect_reply, Some(std::time::Duration::from_secs(5400)));
+        let q = parse(r#","expectReply":true"#).unwrap();
+        assert_eq!(q.expect_reply, Some(DEFAULT_REPLY_WITHIN));
+        let plain = parse("").unwrap();
+        assert_eq!(
+            (plain.expect_reply, plain.urgent, plain.time_zone),
+            (None, false, None)
+        );
+        let z = parse(r#","timeZone":"America/New_York","urgent":true"#).unwrap();
+        assert_eq!(
+            (z.urgent, z.time_zone.as_deref()),
+            (true, Some("America/New_York"))
+        );
+        for (extra, field) in [
+            (r#","expectReply":"yes""#, "`expectReply` must be a boolean"),
+            (
+                r#","expectReply":true,"replyWithin":"soon""#,
+                "`replyWithin` is not a duration",
+            ),
+            (
+                r#","expectReply":true,"replyWithin":"0h""#,
+                "`replyWithin` must be above zero",
+            ),
+            (r#","replyWithin":"1h""#, "`expectReply` is not true"),
+            (r#","urgent":1"#, "`urgent` must be a boolean"),
+            (
+                r#","timeZone":"Mars/Olympus""#,
+                "`timeZone` is not a time zone",
+            ),
+        ] {
+            let err = parse(extra).unwrap_err();
+            assert!(err.contains(field), "{extra}: {err}");
+        }
+        let room = MAX_BODY - crate::callbacks::replies::code::SUFFIX_MAX;
+        let long = "b".repeat(room + 1);
+        let err = CallbackRequest::parse(&format!(
+            r#"{{"runId":"r","to":"+15558675310","body":"{long}","expectReply":true}}"#
+        ))
+        .unwrap_err();
+        assert!(err.contains("room a question leaves"), "{err}");
     }
 
     #[test]

@@ -98,6 +98,7 @@ pub async fn resend(processor: &SmsProcessor, run_id: &str) -> Result<Resent, Re
         to: to.clone(),
         body: body.clone(),
         from: attempt.get("from").filter(|f| !f.is_empty()).cloned(),
+        ..Default::default()
     };
     let outcome = processor
         .attempt(&format!("ringback-resend:{run_id}"), &req)

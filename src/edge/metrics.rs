@@ -71,6 +71,16 @@ pub fn encode(queue: &str, collectors: Vec<Box<dyn Collector>>) -> String {
         t.status_callbacks,
     );
     registry.register(
+        "ringback_inbound_messages",
+        "Signed inbound messages by what they answered (answer, ambiguous, unmatched, opt_out) or repeat",
+        t.inbound_messages,
+    );
+    registry.register(
+        "ringback_inbound_forwards",
+        "Forwards of inbound messages that answered no question, by outcome (ok, refused, error)",
+        t.inbound_forwards,
+    );
+    registry.register(
         "ringback_sends_enqueued",
         "Legacy send calls by whether they enqueued a job",
         t.sends_enqueued,

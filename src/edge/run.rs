@@ -120,12 +120,24 @@ pub async fn serve(
 ) -> Result<(), Error> {
     let claim_prefix = sms.claim_prefix.clone();
     let startup = crate::edge::api::Startup::new(crate::store::connection::describe(&client));
+    let sweeping = shutdown.clone();
     let state = move |conn: crate::store::connection::Conn| {
         let (prefix, name) = &queue;
         let (receipts, escalator) = sms.after_send(conn.clone(), prefix, name);
+        let mut replies = sms.replies(conn.clone(), prefix, name);
+        if let Some(crash_at) = sms.crash_at {
+            replies = replies.with_crash_after_record(Arc::new(move || {
+                crate::callbacks::sms::maybe_abort(
+                    Some(crash_at),
+                    crate::callbacks::sms::CrashPoint::AfterReplyRecorded,
+                    "",
+                )
+            }));
+        }
+        tokio::spawn(sweep_inbound(replies.clone(), sweeping));
         let commands = Commands::new(conn, QueueKeys::new(prefix, name), Default::default());
         let mut state =
-            crate::edge::api::ApiState::new(receipts, commands, name, escalator, &serve);
+            crate::edge::api::ApiState::new(receipts, commands, name, escalator, replies, &serve);
         state.console.delivery_deadline = sms.delivery_deadline;
         Arc::new(state)
     };
@@ -146,3 +158,25 @@ pub async fn serve(
     }
     served.map_err(Error::Listener)
 }
+
+/// `serve`'s inbound sweep: every few seconds, the messages recorded whose later steps were cut
+/// short (a crash, a Redis error) are finished ([`crate::callbacks::replies::Replies::finish_pending`]).
+async fn sweep_inbound(replies: crate::callbacks::replies::Replies, shutdown: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(INBOUND_SWEEP_EVERY) => {}
+        }
+        match replies.finish_pending().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                finished = n,
+                "inbound messages recorded earlier were finished"
+            ),
+            Err(e) => tracing::warn!(error = %e, "the inbound sweep failed; trying again"),
+        }
+    }
+}
+
+/// How often `serve` finishes recorded inbound messages.
+const INBOUND_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);

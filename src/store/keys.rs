@@ -214,6 +214,58 @@ pub fn message_link(sid: &str) -> String {
     format!("ringback:message:{sid}")
 }
 
+/// `ringback:question:{<claim>}` → the question a run asks (its reply code, recipient, until
+/// when it is open): fixed before the run's first claim, so every attempt sends the same body.
+pub fn question(claim_prefix: &str, run_id: &str) -> String {
+    format!("ringback:question:{}", run_tag(claim_prefix, run_id))
+}
+
+/// `ringback:replies:{<claim>}`: HASH MessageSid → a reply to the run (its sender masked), kept
+/// as long as the run's record.
+pub fn run_replies(claim_prefix: &str, run_id: &str) -> String {
+    format!("ringback:replies:{}", run_tag(claim_prefix, run_id))
+}
+
+/// `ringback:questions:<claim prefix><number>`: HASH runId → an open question to the number
+/// (code, open until, an excerpt), read when a reply from the number arrives.
+pub fn open_questions(claim_prefix: &str, number: &str) -> String {
+    format!("ringback:questions:{claim_prefix}{number}")
+}
+
+/// `ringback:inbound:<claim prefix><MessageSid>` → an inbound message as recorded, with the
+/// run it was matched to: the first arrival decides; Twilio's retries read it back.
+pub fn inbound(claim_prefix: &str, sid: &str) -> String {
+    format!("ringback:inbound:{claim_prefix}{sid}")
+}
+
+/// ZSET MessageSid → when it was recorded: inbound messages recorded and not yet through
+/// every step (the replies queue, the run's record); `serve`'s sweep finishes them.
+pub fn inbound_pending(claim_prefix: &str) -> String {
+    format!("ringback:inbound-pending:{claim_prefix}")
+}
+
+/// ZSET of inbound messages that matched no question (masked), scored by arrival, trimmed to
+/// the retention.
+pub fn inbound_unmatched(claim_prefix: &str) -> String {
+    format!("ringback:inbound-unmatched:{claim_prefix}")
+}
+
+/// The replies queue's per-MessageSid marker, in the queue's own slot so one script adds the
+/// job and sets it: a message is enqueued once, also after its job was removed.
+pub fn reply_enqueued(replies: &QueueKeys, sid: &str) -> String {
+    let base = replies.base().trim_end_matches(':');
+    format!(
+        "ringback:reply-enqueued:{}:{sid}",
+        crate::store::slots::slot_tag(base)
+    )
+}
+
+/// HASH `<sender>\n<number>` → what Twilio said of the number's opt-out from the sender (a
+/// 21610 refusal, or an inbound message's `OptOutType`).
+pub fn opt_outs(claim_prefix: &str) -> String {
+    format!("ringback:opt-outs:{claim_prefix}")
+}
+
 #[cfg(test)]
 mod window_tests {
     use super::WindowKeys;

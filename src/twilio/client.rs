@@ -32,6 +32,8 @@ pub struct CreateMessage {
     /// Overrides the configured sender's `From`.
     pub from: Option<String>,
     pub status_callback: Option<String>,
+    /// Overrides the configured `ValidityPeriod` (seconds): quiet hours cut it.
+    pub validity_period: Option<u32>,
 }
 
 /// What became of a create.
@@ -209,7 +211,7 @@ impl TwilioClient {
         if let Some(cb) = &msg.status_callback {
             form.push(("StatusCallback", cb.clone()));
         }
-        if let Some(v) = self.config.validity_period {
+        if let Some(v) = msg.validity_period.or(self.config.validity_period) {
             form.push(("ValidityPeriod", v.to_string()));
         }
         form

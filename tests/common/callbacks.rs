@@ -359,6 +359,7 @@ pub async fn serve_receipts(
     let _ = e.status_callback.set(url.clone());
     sms.status_callback_url = Some(url);
     let (receipts, escalator) = sms.after_send(conn.clone(), "bull", &e.queue);
+    let replies = sms.replies(conn.clone(), "bull", &e.queue);
     let serve = ringback::edge::cli::ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         public_url: api_base.clone(),
@@ -367,12 +368,14 @@ pub async fn serve_receipts(
         tokens: ringback::edge::access::Tokens::new(Secret::new("api-token-0123456789")),
         send_policy: Default::default(),
         drill_reports: None,
+        inbound_forward: None,
     };
     let state = Arc::new(ringback::edge::api::ApiState::new(
         receipts.clone(),
         ringback::queue::commands::Commands::new(conn, e.keys.clone(), Default::default()),
         &e.queue,
         escalator,
+        replies,
         &serve,
     ));
     let cancel = e.cancel.clone();

@@ -343,6 +343,8 @@ pub async fn api_state_with(
         .unwrap();
     let (receipts, escalator) =
         ringback::callbacks::sms::SmsConfig::default().after_send(conn.clone(), "bull", queue);
+    let replies =
+        ringback::callbacks::sms::SmsConfig::default().replies(conn.clone(), "bull", queue);
     let queue_commands = ringback::queue::commands::Commands::new(
         conn,
         QueueKeys::new("bull", queue),
@@ -353,6 +355,7 @@ pub async fn api_state_with(
         queue_commands,
         queue,
         escalator,
+        replies,
         &serve,
     ))
 }
@@ -367,6 +370,7 @@ pub fn serve_config() -> ringback::edge::cli::ServeConfig {
         tokens: ringback::edge::access::Tokens::new(ringback::twilio::Secret::new(API_TOKEN)),
         send_policy: Default::default(),
         drill_reports: None,
+        inbound_forward: None,
     }
 }
 pub mod api;

@@ -84,6 +84,12 @@ pub struct SmsConfig {
     /// twilio-node default, 30 s), and its BullMQ lock and stall timings when they differ from
     /// ringback's (`None`: ringback's own). The window's assumptions A3 and A4 hold for them too.
     pub legacy: LegacyFleet,
+    /// Quiet hours (`RINGBACK_QUIET_HOURS`, `RINGBACK_QUIET_HOURS_TZ`): off when `None`.
+    pub quiet: Option<crate::callbacks::quiet::Quiet>,
+    /// The replies queue (`RINGBACK_REPLIES_QUEUE`); `None` = `<queue>-replies`.
+    pub replies_queue: Option<String>,
+    /// How long inbound messages and their markers are kept (`RINGBACK_INBOUND_RETENTION_MS`).
+    pub inbound_retention: Duration,
 }
 
 /// The legacy workers' timings the window's invariants must cover (`RINGBACK_LEGACY_*`).
@@ -125,6 +131,9 @@ impl Default for SmsConfig {
             callback_job_names: vec![crate::callbacks::callback::CALLBACK_JOB_NAME.into()],
             hold_escalate: Duration::from_secs(900),
             legacy: LegacyFleet::default(),
+            quiet: None,
+            replies_queue: None,
+            inbound_retention: crate::callbacks::replies::DEFAULT_RETENTION,
         }
     }
 }
@@ -340,6 +349,40 @@ impl SmsConfig {
                 .unwrap_or_else(|| crate::callbacks::callback::CALLBACK_JOB_NAME.into()),
         };
         (receipts, escalator)
+    }
+
+    /// The replies of callbacks on queue `prefix`/`queue`: questions, the inbound messages and
+    /// the replies queue (`<queue>-replies` unless configured otherwise).
+    pub fn replies(
+        &self,
+        conn: crate::store::connection::Conn,
+        prefix: &str,
+        queue: &str,
+    ) -> crate::callbacks::replies::Replies {
+        let replies_queue = self
+            .replies_queue
+            .clone()
+            .unwrap_or_else(|| format!("{queue}-replies"));
+        let commands = |q: &str| {
+            crate::queue::commands::Commands::new(
+                conn.clone(),
+                crate::store::keys::QueueKeys::new(prefix, q),
+                Default::default(),
+            )
+        };
+        crate::callbacks::replies::Replies::new(
+            conn.clone(),
+            &self.claim_prefix,
+            self.sent_ttl,
+            self.inbound_retention,
+            commands(&replies_queue),
+            commands(queue),
+            self.callback_job_names
+                .first()
+                .map_or(crate::callbacks::callback::CALLBACK_JOB_NAME, |n| {
+                    n.as_str()
+                }),
+        )
     }
 
     pub(super) fn receipt_times(&self) -> crate::callbacks::receipts::ReceiptTimes {

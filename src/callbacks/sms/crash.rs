@@ -15,6 +15,9 @@ pub enum CrashPoint {
     /// that call; with separate calls, between the marker and the completion. (It merges the
     /// former `before-complete`, which nothing separated from it; that name still parses.)
     AfterSentMarker,
+    /// `serve`: an inbound message is recorded with its match; the replies queue has no job
+    /// for it yet.
+    AfterReplyRecorded,
 }
 
 /// `RINGBACK_CRASH_AT=<point>[:<probability>]`.
@@ -38,9 +41,10 @@ impl std::str::FromStr for CrashAt {
             "after-claim" => CrashPoint::AfterClaim,
             "after-provider-accept" => CrashPoint::AfterProviderAccept,
             "after-sent-marker" | "before-complete" => CrashPoint::AfterSentMarker,
+            "after-reply-recorded" => CrashPoint::AfterReplyRecorded,
             _ => {
                 return Err(bad(
-                    "unknown point (after-claim, after-provider-accept, after-sent-marker)",
+                    "unknown point (after-claim, after-provider-accept, after-sent-marker, after-reply-recorded)",
                 ));
             }
         };
@@ -53,7 +57,7 @@ impl std::str::FromStr for CrashAt {
 }
 
 /// Abort the process when `crash_at` names `point` (with its probability): a drill.
-pub(super) fn maybe_abort(crash_at: Option<CrashAt>, point: CrashPoint, run_id: &str) {
+pub fn maybe_abort(crash_at: Option<CrashAt>, point: CrashPoint, run_id: &str) {
     if let Some(c) = crash_at
         && c.point == point
         && rand::random::<f64>() < c.probability

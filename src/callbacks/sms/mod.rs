@@ -29,7 +29,7 @@ mod stats;
 pub use config::{
     LOOKBACK, LegacyFleet, MAX_VALIDITY_S, SAFETY_MARGIN, SmsConfig, validity_period,
 };
-pub use crash::{CrashAt, CrashPoint};
+pub use crash::{CrashAt, CrashPoint, maybe_abort};
 pub use stats::{SmsEvent, SmsStats};
 
 /// The processor. Cheap to clone per job: Redis and HTTP clients are shared handles.
@@ -46,6 +46,10 @@ pub struct SmsProcessor {
     fused: bool,
     /// Twilio's answers to this process's creates, shared by every clone ([`evidence`]).
     answers: std::sync::Arc<evidence::Answers>,
+    /// Questions and opt-outs ([`crate::callbacks::replies`]).
+    replies: crate::callbacks::replies::Replies,
+    /// The configured sender (number or Messaging Service): opt-outs are kept per sender.
+    sender: String,
 }
 
 impl SmsProcessor {
@@ -66,8 +70,12 @@ impl SmsProcessor {
             config.claim_prefix.clone(),
             config.times(twilio.config().timeout),
         );
+        let replies = config.replies(conn.clone(), prefix, queue);
         let (receipts, escalator) = config.after_send(conn, prefix, queue);
+        let sender = twilio.config().sender.value().to_string();
         Self {
+            replies,
+            sender,
             stats: Default::default(),
             config,
             window,
@@ -239,6 +247,21 @@ impl Processor for SmsProcessor {
                 return Outcome::unrecoverable(format!("invalid callback job: {reason}"));
             }
         };
+        let mut req = req;
+        if let Some(opens) = self.quiet_until(&req) {
+            if let Some(prepared) = ctx.prepared() {
+                self.hand_back_prepared(prepared).await;
+            }
+            self.stats.record(SmsEvent::Quiet);
+            tracing::info!(run_id = %req.run_id, opens_at = opens, "inside quiet hours; waiting in delayed until they end");
+            return Outcome::DelayUntil(opens);
+        }
+        if req.expect_reply.is_some()
+            && let Err(e) = self.replies.ask(&mut req).await
+        {
+            tracing::warn!(error = %e, "could not open the run's question; will try again");
+            return self.later(self.config.retry_later_default);
+        }
         let span = tracing::info_span!("callback", run_id = %req.run_id);
         tracing::Instrument::instrument(self.attempt_in(&job.id, &req, Some(ctx)), span).await
     }
@@ -269,6 +292,28 @@ impl Processor for SmsProcessor {
 }
 
 impl SmsProcessor {
+    /// When the quiet hours that hold this moment end (ms, on Redis's clock), for a callback
+    /// that is not urgent; `None` when it may be sent now.
+    fn quiet_until(&self, req: &CallbackRequest) -> Option<i64> {
+        let quiet = self.config.quiet.as_ref().filter(|_| !req.urgent)?;
+        quiet.opens_at(self.window.now(), req.time_zone.as_deref())
+    }
+
+    /// The `ValidityPeriod` of a send outside quiet hours: cut to the start of the next quiet
+    /// window, so a text that waits in Twilio's queue is not delivered in the night.
+    fn validity_before_quiet(&self, req: &CallbackRequest) -> Option<u32> {
+        let quiet = self.config.quiet.as_ref().filter(|_| !req.urgent)?;
+        let now = self.window.now();
+        let starts = quiet.next_start(now, req.time_zone.as_deref())?;
+        let secs = ((starts - now) / 1000).clamp(1, MAX_VALIDITY_S as i64) as u32;
+        let configured = self
+            .twilio
+            .config()
+            .validity_period
+            .unwrap_or(MAX_VALIDITY_S as u32);
+        Some(secs.min(configured))
+    }
+
     /// A job ringback will not text: a person hears of it (escalated `invalid`, with the reason,
     /// under `escalation:job:<jobId>`) before it fails; false when the escalation failed (the
     /// job is kept and tried again).

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::callbacks::callback::CallbackRequest;
+use crate::callbacks::replies::optouts::OPTED_OUT;
 use crate::callbacks::window::{MarkSent, Marked};
 use crate::queue::commands::now_ms;
 use crate::queue::processor::{JobContext, Outcome};
@@ -47,6 +48,7 @@ impl SmsProcessor {
                 token,
                 trace.traceparent().as_deref(),
             ),
+            validity_period: self.validity_before_quiet(req),
         };
         // no number or body in the span: the call's outcome only
         let call = trace.child("twilio messages.create");
@@ -58,6 +60,10 @@ impl SmsProcessor {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
                 self.answers.remember(token, &m.sid);
+                self.replies
+                    .opt_outs
+                    .sent(req.from.as_deref().unwrap_or(&self.sender), &req.to)
+                    .await;
                 let (hold_ended, escalated_held) = self.stats.holds.accepted(&req.run_id, &req.to);
                 if hold_ended {
                     tracing::info!(
@@ -155,11 +161,28 @@ impl SmsProcessor {
             SendOutcome::Permanent(e) => {
                 self.auth_ok();
                 self.stats.record(SmsEvent::Permanent);
+                let sender = req.from.as_deref().unwrap_or(&self.sender);
+                let reason = if e.code == Some(OPTED_OUT as i64) {
+                    // Twilio is authoritative: kept to say why, never to skip a later send
+                    if let Err(err) = self.replies.opt_outs.record(sender, &req.to, "21610").await {
+                        tracing::warn!(error = %err, "could not record an opt-out");
+                    }
+                    format!(
+                        "the recipient opted out of texts from {sender} (they replied STOP; Twilio refuses every text to them until they reply START): {e}"
+                    )
+                } else {
+                    format!("send failed permanently: {e}")
+                };
+                if req.expect_reply.is_some()
+                    && let Err(err) = self.replies.withdraw(&req.run_id, &req.to).await
+                {
+                    tracing::warn!(error = %err, "could not close the question of a refused text");
+                }
                 // Escalate before closing the run: a crash in between leaves the attempt open
                 // (the sweep resolves it), never a closed run nobody was told of (model: F2).
                 let escalation = crate::callbacks::escalation::Escalation {
                     run_id: req.run_id.clone(),
-                    reason: format!("send failed permanently: {e}"),
+                    reason,
                     last_status: None,
                     error_code: e.code.map(|c| c.to_string()),
                     kind: crate::callbacks::escalation::EscalationKind::Permanent,

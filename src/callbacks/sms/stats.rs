@@ -37,10 +37,12 @@ pub enum SmsEvent {
     Held,
     /// A job of a name that is not a callback's: left for the worker that handles it.
     OtherJob,
+    /// Inside quiet hours and not urgent: back to delayed until they end, nothing claimed.
+    Quiet,
 }
 
 impl SmsEvent {
-    pub const ALL: [SmsEvent; 13] = [
+    pub const ALL: [SmsEvent; 14] = [
         SmsEvent::Sent,
         SmsEvent::Deduplicated,
         SmsEvent::Reconciled,
@@ -54,6 +56,7 @@ impl SmsEvent {
         SmsEvent::Invalid,
         SmsEvent::Held,
         SmsEvent::OtherJob,
+        SmsEvent::Quiet,
     ];
 
     /// The `outcome` label.
@@ -72,6 +75,7 @@ impl SmsEvent {
             SmsEvent::Invalid => "invalid",
             SmsEvent::Held => "held",
             SmsEvent::OtherJob => "other_job",
+            SmsEvent::Quiet => "quiet",
         }
     }
 }

@@ -288,6 +288,7 @@ impl Orphan {
             to: self.to,
             body: self.body,
             from: Some(self.from).filter(|f| !f.is_empty()),
+            ..Default::default()
         };
         (job_id, req)
     }

@@ -3,6 +3,8 @@
 //!
 //! - `POST /api/notify/webhook/status`: Twilio's status callback, signature-checked over the
 //!   public URL Twilio called, applied to the run's callback record (ranked, repeats dropped).
+//! - `POST /api/notify/webhook/inbound`: Twilio's incoming-message webhook, signed the same way:
+//!   the human's replies ([`crate::callbacks::replies`]).
 //! - `GET /api/notify/callbacks/{runId}`: the callback record.
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
@@ -33,9 +35,11 @@ use crate::edge::access::{Refusal, Role, SendPolicy, Tokens};
 use crate::queue::commands::Commands;
 use crate::twilio::Secret;
 
+mod inbound;
 mod startup;
 mod webhook;
 
+use inbound::webhook_inbound;
 pub use startup::{Startup, app_starting, open_when_redis_answers};
 use webhook::webhook_status;
 
@@ -64,6 +68,13 @@ pub struct ApiState {
     pub logged: LoggedAt,
     /// The operators' console: its settings and session key.
     pub console: crate::edge::console::Console,
+    /// Questions, inbound messages, the replies queue and opt-outs.
+    pub replies: crate::callbacks::replies::Replies,
+    /// Where inbound messages that answer no question are forwarded
+    /// (`RINGBACK_INBOUND_FORWARD_URL`).
+    pub inbound_forward: Option<String>,
+    /// The client of the forwards.
+    pub http: reqwest::Client,
 }
 
 /// Rate-limited logging: when each kind of repeated warning was last written (ms).
@@ -80,9 +91,13 @@ impl ApiState {
         queue: Commands,
         queue_name: &str,
         escalator: Escalator,
+        replies: crate::callbacks::replies::Replies,
         serve: &crate::edge::cli::ServeConfig,
     ) -> Self {
         Self {
+            replies,
+            inbound_forward: serve.inbound_forward.clone(),
+            http: reqwest::Client::new(),
             receipts,
             queue,
             queue_name: queue_name.to_string(),
@@ -173,6 +188,7 @@ pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 pub fn app(state: Arc<ApiState>) -> Router {
     Router::new()
         .route("/api/notify/webhook/status", post(webhook_status))
+        .route("/api/notify/webhook/inbound", post(webhook_inbound))
         .route("/api/notify/callbacks/{run_id}", get(callback_record))
         .route("/api/notify/send", post(send))
         .route("/healthz", get(|| async { "ok" }))
@@ -230,9 +246,17 @@ async fn callback_record(
     State(s): State<Arc<ApiState>>,
     Path(run_id): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<crate::callbacks::receipts::CallbackRecord>, AppError> {
+) -> Result<Json<serde_json::Value>, AppError> {
     authorize(&s, &headers, Role::may_read, "read callback records")?;
-    Ok(Json(s.receipts.record(&run_id, Some(&s.queue)).await?))
+    let record = s.receipts.record(&run_id, Some(&s.queue)).await?;
+    let mut out = serde_json::to_value(record).unwrap_or_default();
+    // a question's code and until when it is open, and the replies it received
+    if let Some(q) = s.replies.question_of(&run_id).await? {
+        out["question"] = json!({"code": q.code, "shown": q.shown, "openUntil": q.until, "answeredBy": q.answered_by});
+        out["replies"] =
+            serde_json::to_value(s.replies.replies_of(&run_id).await?).unwrap_or_default();
+    }
+    Ok(Json(out))
 }
 
 async fn send(
@@ -283,6 +307,16 @@ async fn send(
     let mut data = json!({"runId": req.run_id, "to": req.to, "body": req.body});
     if let Some(from) = &req.from {
         data["from"] = json!(from);
+    }
+    if let Some(within) = req.expect_reply {
+        data["expectReply"] = json!(true);
+        data["replyWithin"] = json!(format!("{}s", within.as_secs()));
+    }
+    if req.urgent {
+        data["urgent"] = json!(true);
+    }
+    if let Some(zone) = &req.time_zone {
+        data["timeZone"] = json!(zone);
     }
     let (job_id, created) = s
         .queue

@@ -14,23 +14,27 @@ use crate::twilio::Secret;
 use crate::twilio::message::is_message_sid;
 use crate::twilio::signature;
 
-pub(super) async fn webhook_status(
-    State(s): State<Arc<ApiState>>,
-    OriginalUri(uri): OriginalUri,
-    headers: HeaderMap,
-    body: axum::body::Bytes,
-) -> Result<StatusCode, AppError> {
+/// The form parameters of a request Twilio signed: form-encoded UTF-8, and its
+/// `X-Twilio-Signature` made over the public URL Twilio called with the account's auth token
+/// (or, during a rotation, the secondary one). `what` names the webhook in the refusal's log.
+pub(super) fn signed_form(
+    s: &ApiState,
+    uri: &axum::http::Uri,
+    headers: &HeaderMap,
+    body: &[u8],
+    what: &str,
+) -> Result<Vec<(String, String)>, AppError> {
     let is_form = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-    let text = std::str::from_utf8(&body).ok().filter(|_| is_form);
+    let text = std::str::from_utf8(body).ok().filter(|_| is_form);
     let params: Vec<(String, String)> = text
         .and_then(|t| serde_urlencoded::from_str(t).ok())
         .ok_or_else(|| {
             refuse(
                 StatusCode::BAD_REQUEST,
-                "body is not a form-encoded UTF-8 status callback",
+                format!("body is not a form-encoded UTF-8 {what}"),
                 None,
             )
         })?;
@@ -52,7 +56,7 @@ pub(super) async fn webhook_status(
         telemetry.bad_signatures.inc();
         crate::edge::metrics::log_rarely(&s.logged.bad_signature, |_| {
             tracing::warn!(%url, refused_so_far = telemetry.bad_signatures.get(),
-                "status callback with a missing or wrong X-Twilio-Signature refused (logged at most every 30 s; ringback_bad_signatures_total counts them all)");
+                "{what} with a missing or wrong X-Twilio-Signature refused (logged at most every 30 s; ringback_bad_signatures_total counts them all)");
         });
         return Err(refuse(
             StatusCode::FORBIDDEN,
@@ -60,6 +64,16 @@ pub(super) async fn webhook_status(
             None,
         ));
     }
+    Ok(params)
+}
+
+pub(super) async fn webhook_status(
+    State(s): State<Arc<ApiState>>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<StatusCode, AppError> {
+    let params = signed_form(&s, &uri, &headers, &body, "status callback")?;
     let field = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
     let sid = field("MessageSid")
         .or_else(|| field("SmsSid"))

@@ -52,6 +52,11 @@ pub struct ServeArgs {
     /// The directory of saved `ringback drill … --json` reports the console shows.
     #[arg(long, env = "RINGBACK_DRILL_REPORTS")]
     pub drill_reports: Option<std::path::PathBuf>,
+    /// Where inbound messages that answer no question are forwarded (form-encoded, signed
+    /// again for this URL with TWILIO_AUTH_TOKEN): the app that handled the number's inbound
+    /// messages before. Its TwiML answer is relayed. Unset: they are kept only.
+    #[arg(long, env = "RINGBACK_INBOUND_FORWARD_URL")]
+    pub inbound_forward_url: Option<String>,
 }
 
 /// What `ringback serve` needs, validated.
@@ -64,6 +69,8 @@ pub struct ServeConfig {
     pub send_policy: crate::edge::access::SendPolicyConfig,
     /// `RINGBACK_DRILL_REPORTS`: the console's drill reports (an existing directory).
     pub drill_reports: Option<std::path::PathBuf>,
+    /// `RINGBACK_INBOUND_FORWARD_URL`.
+    pub inbound_forward: Option<String>,
 }
 
 impl ServeArgs {
@@ -147,6 +154,15 @@ impl ServeArgs {
                 format!("{}: not a directory (create it, or unset it)", d.display()),
             ));
         }
+        let inbound_forward = self.inbound_forward_url.clone().filter(|u| !u.is_empty());
+        if let Some(u) = inbound_forward.as_deref()
+            && !(u.starts_with("https://") || u.starts_with("http://"))
+        {
+            errors.push(ConfigError::new(
+                "RINGBACK_INBOUND_FORWARD_URL",
+                format!("{u:?} is not an http(s) URL"),
+            ));
+        }
         let parts = public_url.zip(api_token).zip(twilio_auth_token).zip(policy);
         let (((public_url, api_token), twilio_auth_token), send_policy) = errors.or(parts)?;
         Ok(ServeConfig {
@@ -161,6 +177,7 @@ impl ServeArgs {
             },
             send_policy,
             drill_reports,
+            inbound_forward,
         })
     }
 

@@ -106,6 +106,43 @@ pub struct SmsArgs {
         default_value = "agent-callback"
     )]
     pub callback_job_names: String,
+
+    /// The queue each reply the human sends lands in, once, as a job (`agent-reply`) for the
+    /// producer's side to consume. Empty: `<queue>-replies`.
+    #[arg(
+        long,
+        env = "RINGBACK_REPLIES_QUEUE",
+        help_heading = "Replies and quiet hours"
+    )]
+    pub replies_queue: Option<String>,
+
+    /// How long inbound messages are kept: the per-message marker that makes Twilio's retries
+    /// harmless, and the messages that answered no question (ms).
+    #[arg(
+        long,
+        env = "RINGBACK_INBOUND_RETENTION_MS",
+        default_value_t = 604_800_000,
+        help_heading = "Replies and quiet hours"
+    )]
+    pub inbound_retention_ms: u64,
+
+    /// Quiet hours, such as `22:00-08:00`: a callback that is not `"urgent": true` waits in
+    /// delayed until they end. Unset: none.
+    #[arg(
+        long,
+        env = "RINGBACK_QUIET_HOURS",
+        help_heading = "Replies and quiet hours"
+    )]
+    pub quiet_hours: Option<String>,
+
+    /// The IANA time zone quiet hours are read in (such as `Europe/Paris`); a job's
+    /// `"timeZone"` overrides it. Required with RINGBACK_QUIET_HOURS.
+    #[arg(
+        long,
+        env = "RINGBACK_QUIET_HOURS_TZ",
+        help_heading = "Replies and quiet hours"
+    )]
+    pub quiet_hours_tz: Option<String>,
 }
 
 impl SmsArgs {
@@ -189,13 +226,49 @@ impl SmsArgs {
                 "a name holds control characters",
             ));
         }
+        let quiet = self.quiet(&mut errors);
+        if self.inbound_retention_ms < 86_400_000 {
+            errors.push(ConfigError::new(
+                "RINGBACK_INBOUND_RETENTION_MS",
+                "must be at least a day (86400000): the per-message marker must outlive Twilio's retries of an inbound webhook",
+            ));
+        }
         let crash_at = errors.or(crash_at)?;
         Ok(crate::callbacks::sms::SmsConfig {
             crash_at,
             fallback_to,
             senders,
             callback_job_names,
+            quiet,
             ..self.window()
+        })
+    }
+
+    /// Quiet hours and their zone; both named when one is wrong or missing.
+    fn quiet(&self, errors: &mut ConfigErrors) -> Option<crate::callbacks::quiet::Quiet> {
+        let hours = self.quiet_hours.as_deref().filter(|h| !h.is_empty());
+        let zone = self.quiet_hours_tz.as_deref().filter(|z| !z.is_empty());
+        let tz = zone.map(|z| {
+            jiff::tz::TimeZone::get(z).map_err(|_| {
+                ConfigError::new(
+                    "RINGBACK_QUIET_HOURS_TZ",
+                    format!("{z:?} is not a time zone of the IANA database (such as Europe/Paris)"),
+                )
+            })
+        });
+        let tz = errors.take(tz.transpose()).flatten();
+        let parsed = hours.map(str::parse::<crate::callbacks::quiet::QuietHours>);
+        let parsed = errors.take(parsed.transpose()).flatten();
+        if hours.is_some() && zone.is_none() {
+            errors.push(ConfigError::new(
+                "RINGBACK_QUIET_HOURS_TZ",
+                "is required with RINGBACK_QUIET_HOURS: the hours are a person's night, read in their zone",
+            ));
+        }
+        Some(crate::callbacks::quiet::Quiet {
+            hours: parsed?,
+            zone: tz?,
+            zone_name: zone?.to_string(),
         })
     }
 
@@ -241,6 +314,9 @@ impl SmsArgs {
                 lock_duration: self.legacy_lock_duration_ms.map(Duration::from_millis),
                 stalled_interval: self.legacy_stalled_interval_ms.map(Duration::from_millis),
             },
+            quiet: None,
+            replies_queue: self.replies_queue.clone().filter(|q| !q.is_empty()),
+            inbound_retention: Duration::from_millis(self.inbound_retention_ms),
         }
     }
 

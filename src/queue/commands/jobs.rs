@@ -17,8 +17,35 @@ impl Commands {
         data: &str,
         opts: &str,
     ) -> Result<(String, bool), Error> {
+        self.add_job_guarded(job_id, name, data, opts, None).await
+    }
+
+    /// [`Commands::add_job`] guarded by a once-marker (`once`, kept `life`), set in the same
+    /// script: while it exists the job is not added again, also after the job was removed.
+    /// `once` must live in the queue's slot ([`crate::store::keys::reply_enqueued`]).
+    pub async fn add_job_once(
+        &self,
+        job_id: Option<&str>,
+        name: &str,
+        data: &str,
+        opts: &str,
+        once: &str,
+        life: std::time::Duration,
+    ) -> Result<(String, bool), Error> {
+        self.add_job_guarded(job_id, name, data, opts, Some((once, life)))
+            .await
+    }
+
+    async fn add_job_guarded(
+        &self,
+        job_id: Option<&str>,
+        name: &str,
+        data: &str,
+        opts: &str,
+        once: Option<(&str, std::time::Duration)>,
+    ) -> Result<(String, bool), Error> {
         let k = &self.keys;
-        let keys = [
+        let mut keys = vec![
             k.wait(),
             k.meta(),
             k.id(),
@@ -27,14 +54,18 @@ impl Commands {
             k.marker(),
             k.paused(),
         ];
-        let args = [
-            k.base(),
-            job_id.unwrap_or(""),
-            name,
-            data,
-            opts,
-            &now_ms().to_string(),
+        let mut args = vec![
+            k.base().to_string(),
+            job_id.unwrap_or("").to_string(),
+            name.to_string(),
+            data.to_string(),
+            opts.to_string(),
+            now_ms().to_string(),
         ];
+        if let Some((key, life)) = once {
+            keys.push(key.to_string());
+            args.push(life.as_millis().max(1).to_string());
+        }
         let (id, created): (String, String) = scripts()
             .add_job
             .run(&mut self.conn.clone(), &self.trips, &keys, &args)

@@ -1,0 +1,203 @@
+//! Quiet hours: a callback that is not urgent waits in BullMQ's `delayed` set while the human's
+//! night lasts (`RINGBACK_QUIET_HOURS` in `RINGBACK_QUIET_HOURS_TZ`, or the job's `timeZone`),
+//! and is sent when the window opens. Times are civil times of the zone, read through the zone
+//! database (jiff, "compatible" as RFC 5545 and Temporal resolve them): a time inside a
+//! skipped hour is read with the offset before the gap (02:30 on a spring-forward night is
+//! 03:30), a repeated time as its first occurrence.
+
+use jiff::civil::Time;
+use jiff::tz::TimeZone;
+
+use crate::error::ConfigError;
+
+/// `22:00-08:00`: from the first time (inclusive) to the second (exclusive), across midnight
+/// when the second is earlier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuietHours {
+    /// Minutes after midnight.
+    start: u16,
+    end: u16,
+}
+
+impl std::str::FromStr for QuietHours {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        let bad = || {
+            ConfigError::new(
+                "RINGBACK_QUIET_HOURS",
+                format!("{s:?} is not a window such as 22:00-08:00 (HH:MM-HH:MM, 24-hour clock)"),
+            )
+        };
+        let minutes = |hm: &str| -> Option<u16> {
+            let (h, m) = hm.trim().split_once(':')?;
+            let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+            (h < 24 && m < 60 && hm.trim().len() == 5).then_some(h * 60 + m)
+        };
+        let (a, b) = s.split_once('-').ok_or_else(bad)?;
+        let (start, end) = (minutes(a).ok_or_else(bad)?, minutes(b).ok_or_else(bad)?);
+        if start == end {
+            return Err(ConfigError::new(
+                "RINGBACK_QUIET_HOURS",
+                format!("{s:?} is empty (it starts when it ends); leave it unset for none"),
+            ));
+        }
+        Ok(Self { start, end })
+    }
+}
+
+impl std::fmt::Display for QuietHours {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hm = |m: u16| format!("{:02}:{:02}", m / 60, m % 60);
+        write!(f, "{}-{}", hm(self.start), hm(self.end))
+    }
+}
+
+/// The quiet hours and the zone they are read in unless a job names its own.
+#[derive(Debug, Clone)]
+pub struct Quiet {
+    pub hours: QuietHours,
+    pub zone: TimeZone,
+    pub zone_name: String,
+}
+
+impl Quiet {
+    /// The zone a run's hours are read in: the job's `timeZone` (checked when the job was read),
+    /// else the configured one.
+    fn zone_of(&self, job_zone: Option<&str>) -> TimeZone {
+        job_zone
+            .and_then(|z| TimeZone::get(z).ok())
+            .unwrap_or_else(|| self.zone.clone())
+    }
+
+    /// When the quiet window that holds `now_ms` opens again (ms), or `None` outside it.
+    pub fn opens_at(&self, now_ms: i64, job_zone: Option<&str>) -> Option<i64> {
+        let zone = self.zone_of(job_zone);
+        let now = jiff::Timestamp::from_millisecond(now_ms)
+            .ok()?
+            .to_zoned_datetime(zone.clone());
+        let m = minute_of(now.time());
+        let (start, end) = (self.hours.start, self.hours.end);
+        let inside = if start < end {
+            (start..end).contains(&m)
+        } else {
+            m >= start || m < end
+        };
+        if !inside {
+            return None;
+        }
+        // the end on the same date, or on the next one for a window across midnight entered
+        // before midnight
+        let date = if start > end && m >= start {
+            now.date().tomorrow().ok()?
+        } else {
+            now.date()
+        };
+        at(date, self.hours.end, &zone)
+    }
+
+    /// When the next quiet window starts after `now_ms` (ms), for a moment outside one: the
+    /// `ValidityPeriod` of a send is cut to it, so a text Twilio queued does not arrive at night.
+    pub fn next_start(&self, now_ms: i64, job_zone: Option<&str>) -> Option<i64> {
+        let zone = self.zone_of(job_zone);
+        let now = jiff::Timestamp::from_millisecond(now_ms)
+            .ok()?
+            .to_zoned_datetime(zone.clone());
+        let date = if minute_of(now.time()) < self.hours.start {
+            now.date()
+        } else {
+            now.date().tomorrow().ok()?
+        };
+        at(date, self.hours.start, &zone)
+    }
+}
+
+fn minute_of(t: Time) -> u16 {
+    t.hour() as u16 * 60 + t.minute() as u16
+}
+
+/// `minutes` after midnight on `date` in `zone` (ms); a time the zone skips is moved forward by
+/// the gap, a repeated one is its first occurrence (jiff's compatible disambiguation).
+fn at(date: jiff::civil::Date, minutes: u16, zone: &TimeZone) -> Option<i64> {
+    let t = Time::new((minutes / 60) as i8, (minutes % 60) as i8, 0, 0).ok()?;
+    let z = zone.to_zoned_datetime(date.to_datetime(t)).ok()?;
+    Some(z.timestamp().as_millisecond())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quiet(hours: &str, zone: &str) -> Quiet {
+        Quiet {
+            hours: hours.parse().unwrap(),
+            zone: TimeZone::get(zone).unwrap(),
+            zone_name: zone.into(),
+        }
+    }
+
+    fn ms(rfc3339: &str) -> i64 {
+        rfc3339.parse::<jiff::Timestamp>().unwrap().as_millisecond()
+    }
+
+    #[test]
+    fn windows_parse_and_refuse_with_the_setting_named() {
+        assert_eq!(
+            "22:00-08:00".parse::<QuietHours>().unwrap().to_string(),
+            "22:00-08:00"
+        );
+        for bad in ["22-08", "25:00-08:00", "22:00", "22:00-22:00", "9:00-17:00"] {
+            let e = bad.parse::<QuietHours>().unwrap_err();
+            assert_eq!(e.setting, "RINGBACK_QUIET_HOURS", "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_night_across_midnight_opens_in_the_morning_of_its_zone() {
+        let q = quiet("22:00-08:00", "Europe/Paris");
+        // 03:00 in Paris (CET, UTC+1) → 08:00 Paris = 07:00Z
+        assert_eq!(
+            q.opens_at(ms("2026-12-04T02:00:00Z"), None),
+            Some(ms("2026-12-04T07:00:00Z"))
+        );
+        // 23:30 Paris → the next morning
+        assert_eq!(
+            q.opens_at(ms("2026-12-04T22:30:00Z"), None),
+            Some(ms("2026-12-05T07:00:00Z"))
+        );
+        // noon: open, and the night starts at 22:00 Paris
+        assert_eq!(q.opens_at(ms("2026-12-04T11:00:00Z"), None), None);
+        assert_eq!(
+            q.next_start(ms("2026-12-04T11:00:00Z"), None),
+            Some(ms("2026-12-04T21:00:00Z"))
+        );
+        // a job's own zone wins: 03:00Z is 22:00 in New York (EST), the night's first minute
+        assert_eq!(
+            q.opens_at(ms("2026-12-04T03:00:00Z"), Some("America/New_York")),
+            Some(ms("2026-12-04T13:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn daylight_saving_is_the_zone_databases() {
+        let q = quiet("01:00-02:30", "America/New_York");
+        // 2026-03-08: clocks jump from 02:00 to 03:00 EST→EDT; 02:30 does not exist and is
+        // read with the offset before the gap: 02:30 EST = 03:30 EDT = 07:30Z
+        assert_eq!(
+            q.opens_at(ms("2026-03-08T06:30:00Z"), None),
+            Some(ms("2026-03-08T07:30:00Z"))
+        );
+        // 2026-11-01: 01:00-02:00 happens twice; 01:30 EDT (05:30Z) is inside, and 02:30 EST
+        // is 07:30Z
+        assert_eq!(
+            q.opens_at(ms("2026-11-01T05:30:00Z"), None),
+            Some(ms("2026-11-01T07:30:00Z"))
+        );
+        // a daytime window in summer time: 12:00-13:00 EDT = 16:00-17:00Z
+        let lunch = quiet("12:00-13:00", "America/New_York");
+        assert_eq!(
+            lunch.opens_at(ms("2026-07-01T16:10:00Z"), None),
+            Some(ms("2026-07-01T17:00:00Z"))
+        );
+        assert_eq!(lunch.opens_at(ms("2026-07-01T17:00:00Z"), None), None);
+    }
+}

@@ -1,0 +1,634 @@
+//! Replies: the human answers back. A callback whose job says `"expectReply": true` is a
+//! question, open to its recipient for `"replyWithin"`. Twilio posts each message the human
+//! sends to `serve`'s inbound webhook; it is matched to the question it answers and lands once
+//! as a job in the replies queue, whatever Twilio's retries and whatever crashes in between.
+//!
+//! - **Asking** ([`Replies::ask`], in the worker before the run's first claim): the question
+//!   and its reply code are fixed once per run (`SET NX`), so every attempt sends the same
+//!   body; the code is shown only when other questions are open to the same person.
+//! - **Matching**: a reply that starts with an open question's code answers it; without a code,
+//!   the one open question; with several open, it is ambiguous, and the person is asked which
+//!   once, through the window (a run of its own, `reply:<MessageSid>`). A question closes on
+//!   its first answer.
+//! - **Exactly once**: the first arrival records the message and its match
+//!   (`ringback:inbound:…`, `SET NX`, kept for the retention); then one script adds the
+//!   replies-queue job and sets a per-MessageSid marker in the queue's slot, so no retry, sweep
+//!   or restart adds it twice, even after the job was removed; then the run's record keeps the
+//!   reply. A message recorded whose later steps were cut short stays in a pending set that
+//!   `serve`'s sweep finishes ([`Replies::finish_pending`]).
+
+pub mod code;
+pub mod optouts;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::callbacks::callback::{CALLBACK_JOB_OPTS, CallbackRequest};
+use crate::error::Error;
+use crate::queue::commands::{Commands, now_ms};
+use crate::redact::mask;
+use crate::store::connection::Conn;
+use crate::store::keys;
+
+/// The name of a replies-queue job.
+pub const REPLY_JOB_NAME: &str = "agent-reply";
+
+/// Options of a replies-queue job: retried as a callback is, the last 10,000 kept.
+pub const REPLY_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000},"removeOnComplete":{"count":10000},"removeOnFail":{"count":10000}}"#;
+
+/// How long a recorded message waits before the sweep finishes it (its own request is then
+/// long over).
+pub const PENDING_GRACE: Duration = Duration::from_secs(15);
+
+/// How long inbound messages, their markers and the unmatched ones are kept by default.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 86_400);
+
+/// The question a run asks, fixed before its first claim.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Question {
+    pub run_id: String,
+    pub code: String,
+    /// Whether the text shows the code (other questions were open to the person).
+    pub shown: bool,
+    /// Open until (ms).
+    pub until: i64,
+    /// The first words of the question, for the "which one?" text.
+    pub excerpt: String,
+    /// The first reply's MessageSid once answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
+}
+
+/// A media attachment of an inbound message (Twilio keeps the file; ringback the link).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Media {
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+}
+
+/// An inbound message as Twilio posted it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Inbound {
+    pub message_sid: String,
+    pub from: String,
+    /// The number (or sender) the person wrote to.
+    pub to: String,
+    pub text: String,
+    pub media: Vec<Media>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messaging_service_sid: Option<String>,
+    /// Advanced Opt-Out's `OptOutType` (`STOP`, `START`, `HELP`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opt_out_type: Option<String>,
+    pub received_at: i64,
+}
+
+/// What a message was matched to.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Match {
+    /// It answers this run's question.
+    Answer { run_id: String, code: String },
+    /// Several questions are open and it names none of them.
+    Ambiguous { run_ids: Vec<String> },
+    /// An opt-out keyword Twilio handled (never an answer).
+    OptOut,
+    /// No open question to this person.
+    Unmatched,
+}
+
+impl Match {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Match::Answer { .. } => "answer",
+            Match::Ambiguous { .. } => "ambiguous",
+            Match::OptOut => "opt_out",
+            Match::Unmatched => "unmatched",
+        }
+    }
+
+    fn run_id(&self) -> Option<&str> {
+        match self {
+            Match::Answer { run_id, .. } => Some(run_id),
+            _ => None,
+        }
+    }
+}
+
+/// A message as recorded at its first arrival: the match is decided once.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Recorded {
+    pub inbound: Inbound,
+    pub matched: Match,
+    /// The answer's text without its code.
+    pub text: String,
+}
+
+/// A reply as the run's record, the API and the console show it (the sender masked).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplyView {
+    pub message_sid: String,
+    pub from: String,
+    pub text: String,
+    pub media: Vec<Media>,
+    pub received_at: i64,
+    pub matched: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The replies-queue job that carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+}
+
+/// What [`Replies::receive`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Received {
+    pub matched: Match,
+    /// The replies-queue job id.
+    pub job_id: String,
+    /// A repeat of a message already recorded (Twilio's retry).
+    pub repeat: bool,
+}
+
+/// A crash hook between recording a message and enqueuing it (drills only).
+pub type CrashHook = std::sync::Arc<dyn Fn() + Send + Sync>;
+
+#[derive(Clone)]
+pub struct Replies {
+    conn: Conn,
+    claim_prefix: String,
+    /// How long a question may stay open: the run's record life.
+    record_ttl: Duration,
+    retention: Duration,
+    /// The replies queue.
+    pub queue: Commands,
+    /// The callback queue (the "which one?" texts) and its job name.
+    callbacks: Commands,
+    callback_job_name: String,
+    pub opt_outs: optouts::OptOuts,
+    crash_after_record: Option<CrashHook>,
+}
+
+impl Replies {
+    pub fn new(
+        conn: Conn,
+        claim_prefix: &str,
+        record_ttl: Duration,
+        retention: Duration,
+        queue: Commands,
+        callbacks: Commands,
+        callback_job_name: &str,
+    ) -> Self {
+        Self {
+            opt_outs: optouts::OptOuts::new(conn.clone(), claim_prefix),
+            conn,
+            claim_prefix: claim_prefix.into(),
+            record_ttl,
+            retention,
+            queue,
+            callbacks,
+            callback_job_name: callback_job_name.into(),
+            crash_after_record: None,
+        }
+    }
+
+    /// Drills: call `hook` right after a message is recorded, before it is enqueued.
+    pub fn with_crash_after_record(mut self, hook: CrashHook) -> Self {
+        self.crash_after_record = Some(hook);
+        self
+    }
+
+    fn conn(&self) -> Conn {
+        self.conn.clone()
+    }
+
+    /// The questions open to `number` now.
+    async fn open_to(&self, number: &str, now: i64) -> Result<Vec<Question>, Error> {
+        let values: Vec<String> = redis::cmd("HVALS")
+            .arg(keys::open_questions(&self.claim_prefix, number))
+            .query_async(&mut self.conn())
+            .await?;
+        let mut open: Vec<Question> = values
+            .iter()
+            .filter_map(|v| serde_json::from_str::<Question>(v).ok())
+            .filter(|q| q.until > now && q.answered_by.is_none())
+            .collect();
+        open.sort_by_key(|q| std::cmp::Reverse(q.until));
+        Ok(open)
+    }
+
+    /// The run's question, fixed before its first claim, and `req` with the body it sends (the
+    /// producer's body and, when shown, the code). Every attempt of the run gets the same.
+    pub async fn ask(&self, req: &mut CallbackRequest) -> Result<Question, Error> {
+        let Some(within) = req.expect_reply else {
+            return Err(Error::Reply {
+                script: "ask",
+                detail: "not a question".into(),
+            });
+        };
+        let qkey = keys::question(&self.claim_prefix, &req.run_id);
+        let existing: Option<String> = redis::cmd("GET")
+            .arg(&qkey)
+            .query_async(&mut self.conn())
+            .await?;
+        let question = match existing.and_then(|v| serde_json::from_str::<Question>(&v).ok()) {
+            Some(q) => q,
+            None => {
+                let now = now_ms();
+                let open = self.open_to(&req.to, now).await?;
+                let others: Vec<&Question> =
+                    open.iter().filter(|q| q.run_id != req.run_id).collect();
+                let taken: Vec<String> = others.iter().map(|q| q.code.clone()).collect();
+                let fresh = Question {
+                    run_id: req.run_id.clone(),
+                    code: code::fresh(&taken),
+                    shown: !others.is_empty(),
+                    until: now + within.min(self.record_ttl).as_millis() as i64,
+                    excerpt: excerpt(&req.body),
+                    answered_by: None,
+                };
+                let _: Option<String> = redis::cmd("SET")
+                    .arg(&qkey)
+                    .arg(serde_json::to_string(&fresh).unwrap_or_default())
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(self.record_ttl.as_millis().max(1) as u64)
+                    .query_async(&mut self.conn())
+                    .await?;
+                // another attempt may have fixed it first: its question is the run's
+                let fixed: Option<String> = redis::cmd("GET")
+                    .arg(&qkey)
+                    .query_async(&mut self.conn())
+                    .await?;
+                fixed
+                    .and_then(|v| serde_json::from_str(&v).ok())
+                    .unwrap_or(fresh)
+            }
+        };
+        if question.answered_by.is_none() {
+            let open = keys::open_questions(&self.claim_prefix, &req.to);
+            let _: () = redis::pipe()
+                .cmd("HSET")
+                .arg(&open)
+                .arg(&req.run_id)
+                .arg(serde_json::to_string(&question).unwrap_or_default())
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&open)
+                .arg(self.record_ttl.as_millis().max(1) as u64)
+                .ignore()
+                .query_async(&mut self.conn())
+                .await?;
+        }
+        if question.shown {
+            req.body.push_str(&code::suffix(&question.code));
+        }
+        Ok(question)
+    }
+
+    /// A question whose text was never sent (Twilio refused it) is closed: no reply answers it.
+    pub async fn withdraw(&self, run_id: &str, to: &str) -> Result<(), Error> {
+        let _: () = redis::cmd("HDEL")
+            .arg(keys::open_questions(&self.claim_prefix, to))
+            .arg(run_id)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// The run's question, if it asked one.
+    pub async fn question_of(&self, run_id: &str) -> Result<Option<Question>, Error> {
+        let v: Option<String> = redis::cmd("GET")
+            .arg(keys::question(&self.claim_prefix, run_id))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(v.and_then(|v| serde_json::from_str(&v).ok()))
+    }
+
+    /// The replies the run received, oldest first.
+    pub async fn replies_of(&self, run_id: &str) -> Result<Vec<ReplyView>, Error> {
+        let values: Vec<String> = redis::cmd("HVALS")
+            .arg(keys::run_replies(&self.claim_prefix, run_id))
+            .query_async(&mut self.conn())
+            .await?;
+        let mut all: Vec<ReplyView> = values
+            .iter()
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect();
+        all.sort_by_key(|r| r.received_at);
+        Ok(all)
+    }
+
+    /// The newest messages that answered no question (masked), at most `limit`.
+    pub async fn unmatched(&self, limit: usize) -> Result<Vec<ReplyView>, Error> {
+        let values: Vec<String> = redis::cmd("ZREVRANGE")
+            .arg(keys::inbound_unmatched(&self.claim_prefix))
+            .arg(0)
+            .arg(limit.saturating_sub(1))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(values
+            .iter()
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect())
+    }
+
+    /// Decide what a new message answers.
+    async fn decide(&self, m: &Inbound) -> Result<(Match, String), Error> {
+        if m.opt_out_type.is_some() {
+            return Ok((Match::OptOut, m.text.clone()));
+        }
+        let open = self.open_to(&m.from, m.received_at).await?;
+        if let Some((c, rest)) = code::split(&m.text)
+            && let Some(q) = open.iter().find(|q| q.code == c)
+        {
+            return Ok((
+                Match::Answer {
+                    run_id: q.run_id.clone(),
+                    code: q.code.clone(),
+                },
+                rest.to_string(),
+            ));
+        }
+        Ok(match open.as_slice() {
+            [] => (Match::Unmatched, m.text.clone()),
+            [q] => (
+                Match::Answer {
+                    run_id: q.run_id.clone(),
+                    code: q.code.clone(),
+                },
+                m.text.clone(),
+            ),
+            many => (
+                Match::Ambiguous {
+                    run_ids: many.iter().map(|q| q.run_id.clone()).collect(),
+                },
+                m.text.clone(),
+            ),
+        })
+    }
+
+    /// Take one inbound message: record it and its match once, then enqueue it once, keep it
+    /// on its run's record, and ask which question it answers when that is not clear.
+    pub async fn receive(&self, m: Inbound) -> Result<Received, Error> {
+        let ikey = keys::inbound(&self.claim_prefix, &m.message_sid);
+        // pending first: a crash after the record leaves it for the sweep
+        let _: () = redis::cmd("ZADD")
+            .arg(keys::inbound_pending(&self.claim_prefix))
+            .arg("NX")
+            .arg(m.received_at)
+            .arg(&m.message_sid)
+            .query_async(&mut self.conn())
+            .await?;
+        let existing: Option<String> = redis::cmd("GET")
+            .arg(&ikey)
+            .query_async(&mut self.conn())
+            .await?;
+        let (recorded, repeat) = match existing.and_then(|v| serde_json::from_str(&v).ok()) {
+            Some(r) => (r, true),
+            None => {
+                let (matched, text) = self.decide(&m).await?;
+                let fresh = Recorded {
+                    inbound: m,
+                    matched,
+                    text,
+                };
+                let set: Option<String> = redis::cmd("SET")
+                    .arg(&ikey)
+                    .arg(serde_json::to_string(&fresh).unwrap_or_default())
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(self.retention.as_millis().max(1) as u64)
+                    .query_async(&mut self.conn())
+                    .await?;
+                if set.is_none() {
+                    // a concurrent arrival of the same message recorded it first
+                    let first: Option<String> = redis::cmd("GET")
+                        .arg(&ikey)
+                        .query_async(&mut self.conn())
+                        .await?;
+                    match first.and_then(|v| serde_json::from_str(&v).ok()) {
+                        Some(r) => (r, true),
+                        None => (fresh, false),
+                    }
+                } else {
+                    (fresh, false)
+                }
+            }
+        };
+        if let Some(hook) = &self.crash_after_record {
+            hook();
+        }
+        let job_id = self.finish(&recorded).await?;
+        Ok(Received {
+            matched: recorded.matched,
+            job_id,
+            repeat,
+        })
+    }
+
+    /// The steps after the record, each safe to repeat: the replies-queue job (once, by its
+    /// marker), the run's record and its question, the unmatched list, the opt-out record, the
+    /// "which one?" text; then the message leaves the pending set.
+    async fn finish(&self, r: &Recorded) -> Result<String, Error> {
+        let m = &r.inbound;
+        let data = json!({
+            "runId": r.matched.run_id(),
+            "text": r.text,
+            "from": m.from,
+            "to": m.to,
+            "receivedAt": m.received_at,
+            "messageSid": m.message_sid,
+            "media": m.media,
+            "matched": r.matched.label(),
+            "code": match &r.matched { Match::Answer { code, .. } => Some(code.as_str()), _ => None },
+            "ambiguous": match &r.matched { Match::Ambiguous { run_ids } => Some(run_ids), _ => None },
+            "optOutType": m.opt_out_type,
+        });
+        let once = keys::reply_enqueued(self.queue.keys(), &m.message_sid);
+        let (job_id, _) = self
+            .queue
+            .add_job_once(
+                Some(&m.message_sid),
+                REPLY_JOB_NAME,
+                &data.to_string(),
+                REPLY_JOB_OPTS,
+                &once,
+                self.retention,
+            )
+            .await?;
+        let view = ReplyView {
+            message_sid: m.message_sid.clone(),
+            from: mask(&m.from),
+            text: r.text.clone(),
+            media: m.media.clone(),
+            received_at: m.received_at,
+            matched: r.matched.label().into(),
+            run_id: r.matched.run_id().map(str::to_string),
+            job_id: Some(job_id.clone()),
+        };
+        let view_json = serde_json::to_string(&view).unwrap_or_default();
+        match &r.matched {
+            Match::Answer { run_id, .. } => {
+                let replies = keys::run_replies(&self.claim_prefix, run_id);
+                let _: () = redis::pipe()
+                    .cmd("HSET")
+                    .arg(&replies)
+                    .arg(&m.message_sid)
+                    .arg(&view_json)
+                    .ignore()
+                    .cmd("PEXPIRE")
+                    .arg(&replies)
+                    .arg(self.record_ttl.as_millis().max(1) as u64)
+                    .ignore()
+                    .query_async(&mut self.conn())
+                    .await?;
+                self.close(run_id, &m.from, &m.message_sid).await?;
+            }
+            Match::Ambiguous { run_ids } => {
+                self.keep_unmatched(&view_json, m.received_at).await?;
+                self.ask_which(m, run_ids).await?;
+            }
+            Match::OptOut => {
+                self.keep_unmatched(&view_json, m.received_at).await?;
+                let how = m.opt_out_type.as_deref().unwrap_or_default();
+                for sender in [Some(&m.to), m.messaging_service_sid.as_ref()]
+                    .into_iter()
+                    .flatten()
+                {
+                    match how.to_ascii_uppercase().as_str() {
+                        "STOP" => self.opt_outs.record(sender, &m.from, "STOP").await?,
+                        "START" => self.opt_outs.clear(sender, &m.from).await?,
+                        _ => {}
+                    }
+                }
+            }
+            Match::Unmatched => self.keep_unmatched(&view_json, m.received_at).await?,
+        }
+        let _: () = redis::cmd("ZREM")
+            .arg(keys::inbound_pending(&self.claim_prefix))
+            .arg(&m.message_sid)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(job_id)
+    }
+
+    /// The question is answered: it leaves the person's open questions.
+    async fn close(&self, run_id: &str, from: &str, sid: &str) -> Result<(), Error> {
+        let qkey = keys::question(&self.claim_prefix, run_id);
+        if let Some(mut q) = self.question_of(run_id).await?
+            && q.answered_by.is_none()
+        {
+            q.answered_by = Some(sid.to_string());
+            let _: Option<String> = redis::cmd("SET")
+                .arg(&qkey)
+                .arg(serde_json::to_string(&q).unwrap_or_default())
+                .arg("XX")
+                .arg("KEEPTTL")
+                .query_async(&mut self.conn())
+                .await?;
+        }
+        self.withdraw(run_id, from).await
+    }
+
+    async fn keep_unmatched(&self, view: &str, at: i64) -> Result<(), Error> {
+        let key = keys::inbound_unmatched(&self.claim_prefix);
+        let _: () = redis::pipe()
+            .cmd("ZADD")
+            .arg(&key)
+            .arg(at)
+            .arg(view)
+            .ignore()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(now_ms() - self.retention.as_millis() as i64)
+            .ignore()
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// Ask the person once which question a message answers: a callback of its own run,
+    /// `reply:<MessageSid>`, texted through the window like any other.
+    async fn ask_which(&self, m: &Inbound, run_ids: &[String]) -> Result<(), Error> {
+        let mut lines = Vec::new();
+        for run_id in run_ids.iter().take(5) {
+            if let Some(q) = self.question_of(run_id).await? {
+                lines.push(format!("{} for \"{}\"", q.code, q.excerpt));
+            }
+        }
+        let body = format!(
+            "Your reply could answer {} questions. Send it again starting with the code of the one it answers: {}.",
+            run_ids.len(),
+            lines.join("; ")
+        );
+        let run_id = format!("reply:{}", m.message_sid);
+        let sender = m.messaging_service_sid.as_deref().unwrap_or(&m.to);
+        let data = json!({"runId": run_id, "to": m.from, "body": body, "from": sender});
+        self.callbacks
+            .add_job(
+                Some(&run_id),
+                &self.callback_job_name,
+                &data.to_string(),
+                CALLBACK_JOB_OPTS,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// `serve`'s sweep: finish every message recorded more than [`PENDING_GRACE`] ago whose
+    /// steps were cut short (a crash, a Redis error); forget one that was never recorded.
+    /// Returns how many it finished.
+    pub async fn finish_pending(&self) -> Result<usize, Error> {
+        let pending = keys::inbound_pending(&self.claim_prefix);
+        let sids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&pending)
+            .arg("-inf")
+            .arg(now_ms() - PENDING_GRACE.as_millis() as i64)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(100)
+            .query_async(&mut self.conn())
+            .await?;
+        let mut done = 0;
+        for sid in sids {
+            let v: Option<String> = redis::cmd("GET")
+                .arg(keys::inbound(&self.claim_prefix, &sid))
+                .query_async(&mut self.conn())
+                .await?;
+            match v.and_then(|v| serde_json::from_str::<Recorded>(&v).ok()) {
+                Some(r) => {
+                    self.finish(&r).await?;
+                    done += 1;
+                }
+                None => {
+                    let _: () = redis::cmd("ZREM")
+                        .arg(&pending)
+                        .arg(&sid)
+                        .query_async(&mut self.conn())
+                        .await?;
+                }
+            }
+        }
+        Ok(done)
+    }
+}
+
+/// The first words of a question (up to 40 characters), for the "which one?" text.
+fn excerpt(body: &str) -> String {
+    let one_line: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= 40 {
+        return one_line;
+    }
+    let cut: String = one_line.chars().take(39).collect();
+    format!("{}…", cut.trim_end())
+}

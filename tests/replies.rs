@@ -1,0 +1,398 @@
+//! Replies: questions texted by the worker through the simulator, the human's answers posted
+//! to `serve`'s signed inbound webhook (in any order, repeated, forged), matched by code or by
+//! the one open question, each landing once in the replies queue; the ambiguous one asked back
+//! once through the window; a crash of `serve` between recording a message and enqueuing it;
+//! opt-outs as Twilio reports them; quiet hours.
+
+mod common;
+
+use common::callbacks::*;
+use common::wait_for;
+use redis::AsyncCommands;
+use ringback::store::keys::QueueKeys;
+use ringback::twilio::signature;
+
+const OUR_NUMBER: &str = "+15005550006";
+
+fn sid(n: u32) -> String {
+    format!("SM{n:032x}")
+}
+
+/// A signed inbound message, as Twilio posts it.
+async fn post_inbound(url: &str, params: &[(&str, &str)], token: &str) -> (u16, String, String) {
+    let owned: Vec<(String, String)> = params
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let sig = signature::sign(token, url, &owned);
+    let resp = reqwest::Client::new()
+        .post(url)
+        .header("X-Twilio-Signature", sig)
+        .form(&owned)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    let ctype = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (status, ctype, resp.text().await.unwrap())
+}
+
+fn reply(from: &str, sid: &str, body: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("MessageSid", sid.to_string()),
+        ("SmsMessageSid", sid.to_string()),
+        ("AccountSid", ACCOUNT.to_string()),
+        ("From", from.to_string()),
+        ("To", OUR_NUMBER.to_string()),
+        ("Body", body.to_string()),
+        ("NumMedia", "0".to_string()),
+    ]
+}
+
+async fn post(url: &str, params: &[(&'static str, String)]) -> (u16, String, String) {
+    let p: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    post_inbound(url, &p, TOKEN).await
+}
+
+fn replies_keys(e: &Env) -> QueueKeys {
+    QueueKeys::new("bull", &format!("{}-replies", e.queue))
+}
+
+/// Every replies-queue job's data, by job id.
+async fn reply_jobs(e: &Env) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let mut c = e.redis.conn().await;
+    let k = replies_keys(e);
+    let ids: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for id in ids {
+        let data: String = c.hget(k.job(&id), "data").await.unwrap();
+        out.insert(id, serde_json::from_str(&data).unwrap());
+    }
+    out
+}
+
+fn texts_to(e: &Env, to: &str) -> Vec<String> {
+    e.sim
+        .store
+        .all()
+        .into_iter()
+        .filter(|m| m.to.as_deref() == Some(to))
+        .map(|m| m.body.unwrap_or_default())
+        .collect()
+}
+
+async fn question(e: &Env, run: &str, to: &str, body: &str) {
+    let data = serde_json::json!({"runId": run, "to": to, "body": body, "expectReply": true, "replyWithin": "1h"});
+    let id = add(e, &data.to_string()).await;
+    let (state, _) = finished(e, &id).await;
+    assert_eq!(state, "completed", "{run}");
+}
+
+#[tokio::test]
+async fn questions_answers_and_the_replies_queue() {
+    let e = env("replies", "").await;
+    serve_receipts(&e, &mut sms_config()).await;
+    let inbound = e
+        .status_callback
+        .get()
+        .unwrap()
+        .replace("/webhook/status", "/webhook/inbound");
+    let w = start_worker(&e, sms_config()).await;
+
+    // one open question: its text carries no code
+    question(&e, "q1", TO, "Approve the rollback of api-7?").await;
+    assert_eq!(texts_to(&e, TO), ["Approve the rollback of api-7?"]);
+    // a second one to the same person: its text names its code, counted in the body
+    question(&e, "q2", TO, "Deploy web-3 to production?").await;
+    let sent = texts_to(&e, TO);
+    let second = sent.iter().find(|b| b.starts_with("Deploy")).unwrap();
+    let code = second
+        .rsplit("Start your reply with ")
+        .next()
+        .unwrap()
+        .trim_end_matches(".)")
+        .to_string();
+    assert!(
+        second.ends_with(&format!("\n\n(Start your reply with {code}.)")),
+        "{second:?}"
+    );
+
+    // forged: refused, nothing recorded
+    let forged = post_inbound(
+        &inbound,
+        &[("MessageSid", &sid(9)), ("From", TO), ("Body", "yes")],
+        "wrong-token",
+    )
+    .await;
+    assert_eq!(forged.0, 403);
+
+    // a reply without a code while two are open: ambiguous, asked back once, whatever the
+    // retries; the message still lands once in the replies queue
+    let yes = reply(TO, &sid(1), "yes");
+    for _ in 0..3 {
+        let (status, ctype, body) = post(&inbound, &yes).await;
+        assert_eq!((status, ctype.as_str()), (200, "text/xml"));
+        assert!(body.ends_with("<Response/>"), "{body}");
+    }
+    let which = format!("reply:{}", sid(1));
+    let (state, _) = finished(&e, &which).await;
+    assert_eq!(state, "completed");
+    let asked: Vec<String> = texts_to(&e, TO)
+        .into_iter()
+        .filter(|b| b.starts_with("Your reply could answer 2 questions"))
+        .collect();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains(&code), "{asked:?}");
+
+    // the answer with the code: the second question; then the first, the only one left
+    post(
+        &inbound,
+        &reply(
+            TO,
+            &sid(2),
+            &format!("{} yes, ship it", code.to_lowercase()),
+        ),
+    )
+    .await;
+    post(&inbound, &reply(TO, &sid(3), "no, keep it")).await;
+    // nothing is open any more: kept as unmatched
+    post(&inbound, &reply(TO, &sid(4), "thanks")).await;
+    // Twilio's retries, out of order, decide nothing anew
+    post(&inbound, &reply(TO, &sid(3), "no, keep it")).await;
+    post(
+        &inbound,
+        &reply(TO, &sid(2), &format!("{code} yes, ship it")),
+    )
+    .await;
+
+    let jobs = reply_jobs(&e).await;
+    assert_eq!(jobs.len(), 4, "{jobs:#?}");
+    assert_eq!(jobs[&sid(1)]["matched"], "ambiguous");
+    assert_eq!(jobs[&sid(1)]["runId"], serde_json::Value::Null);
+    assert_eq!(jobs[&sid(2)]["runId"], "q2");
+    assert_eq!(jobs[&sid(2)]["text"], "yes, ship it");
+    assert_eq!(jobs[&sid(2)]["from"], TO);
+    assert_eq!(jobs[&sid(2)]["messageSid"], sid(2));
+    assert_eq!(jobs[&sid(3)]["runId"], "q1");
+    assert_eq!(jobs[&sid(4)]["matched"], "unmatched");
+    let mut c = e.redis.conn().await;
+    let name: String = c.hget(replies_keys(&e).job(&sid(2)), "name").await.unwrap();
+    assert_eq!(name, "agent-reply");
+
+    // the API's record of the run: the question and its answer, the sender masked
+    let api = e
+        .status_callback
+        .get()
+        .unwrap()
+        .replace("/api/notify/webhook/status", "");
+    let rec: serde_json::Value = reqwest::Client::new()
+        .get(format!("{api}/api/notify/callbacks/q2"))
+        .bearer_auth("api-token-0123456789")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(rec["question"]["code"], code.as_str());
+    assert_eq!(rec["question"]["answeredBy"], sid(2));
+    assert_eq!(rec["replies"][0]["text"], "yes, ship it");
+    assert_eq!(rec["replies"][0]["from"], "********5310");
+    assert_eq!(rec["replies"][0]["jobId"], sid(2));
+
+    // a consumed and removed job is not added again by a late retry
+    let k = replies_keys(&e);
+    let _: () = c.del(k.job(&sid(2))).await.unwrap();
+    let _: () = c.lrem(k.wait(), 0, sid(2)).await.unwrap();
+    post(
+        &inbound,
+        &reply(TO, &sid(2), &format!("{code} yes, ship it")),
+    )
+    .await;
+    assert!(!reply_jobs(&e).await.contains_key(&sid(2)));
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn media_replies_are_kept_as_links() {
+    let e = env("replies-media", "").await;
+    serve_receipts(&e, &mut sms_config()).await;
+    let inbound = e
+        .status_callback
+        .get()
+        .unwrap()
+        .replace("/webhook/status", "/webhook/inbound");
+    let w = start_worker(&e, sms_config()).await;
+    question(&e, "m1", TO, "Send a photo of the rack").await;
+    let mut p = reply(TO, &sid(7), "");
+    p.retain(|(k, _)| *k != "NumMedia");
+    p.push(("NumMedia", "2".into()));
+    p.push((
+        "MediaUrl0",
+        "https://api.twilio.com/2010-04-01/Accounts/AC/Messages/MM/Media/ME1".into(),
+    ));
+    p.push(("MediaContentType0", "image/jpeg".into()));
+    p.push((
+        "MediaUrl1",
+        "https://api.twilio.com/2010-04-01/Accounts/AC/Messages/MM/Media/ME2".into(),
+    ));
+    p.push(("MediaContentType1", "image/png".into()));
+    assert_eq!(post(&inbound, &p).await.0, 200);
+    let jobs = reply_jobs(&e).await;
+    let media = &jobs[&sid(7)]["media"];
+    assert_eq!(jobs[&sid(7)]["runId"], "m1");
+    assert_eq!(media[1]["contentType"], "image/png");
+    assert!(media[0]["url"].as_str().unwrap().ends_with("/ME1"));
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn opt_outs_are_recorded_as_twilio_reports_them() {
+    let e = env(
+        "replies-optout",
+        r#"{"create":[{"to":"+15550001111","fault":"permanent","code":21610}]}"#,
+    )
+    .await;
+    serve_receipts(&e, &mut sms_config()).await;
+    let inbound = e
+        .status_callback
+        .get()
+        .unwrap()
+        .replace("/webhook/status", "/webhook/inbound");
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let replies = sms_config().replies(conn, "bull", &e.queue);
+
+    // an inbound STOP (Advanced Opt-Out's OptOutType) is recorded, never answered
+    let mut stop = reply("+15550002222", &sid(11), "STOP");
+    stop.push(("OptOutType", "STOP".into()));
+    let (_, _, body) = post(&inbound, &stop).await;
+    assert!(body.ends_with("<Response/>"));
+    let list = replies.opt_outs.list().await.unwrap();
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(
+        (list[0].how.as_str(), list[0].number.as_str()),
+        ("STOP", "********2222")
+    );
+
+    // and it is no reason to skip a send: Twilio accepts this one, which clears it
+    let w = start_worker(&e, sms_config()).await;
+    let id = add(
+        &e,
+        &serde_json::json!({"runId": "o1", "to": "+15550002222", "body": "Run o1 done"})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    assert_eq!(texts_to(&e, "+15550002222").len(), 1);
+    wait_for(T, "the opt-out cleared by the send", || {
+        let r = replies.clone();
+        async move { r.opt_outs.list().await.unwrap().is_empty().then_some(()) }
+    })
+    .await;
+
+    // Twilio refuses a number that opted out (21610): recorded, and the escalation says so
+    let id = add(
+        &e,
+        &serde_json::json!({"runId": "o2", "to": "+15550001111", "body": "Run o2 done"})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(finished(&e, &id).await.0, "failed");
+    let list = replies.opt_outs.list().await.unwrap();
+    assert_eq!((list.len(), list[0].how.as_str()), (1, "21610"));
+    let mut c = e.redis.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let data: String = c.hget(esc.job("escalation:o2"), "data").await.unwrap();
+    assert!(
+        data.contains("opted out of texts from +15005550006"),
+        "{data}"
+    );
+
+    // START clears it
+    let mut start = reply("+15550001111", &sid(12), "START");
+    start.push(("OptOutType", "START".into()));
+    post(&inbound, &start).await;
+    assert!(replies.opt_outs.list().await.unwrap().is_empty());
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn quiet_hours_hold_what_is_not_urgent_in_delayed() {
+    let e = env("replies-quiet", "").await;
+    // a window around now in UTC
+    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
+    let start = now
+        .checked_sub(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let end = now
+        .checked_add(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let mut sms = sms_config();
+    sms.quiet = Some(ringback::callbacks::quiet::Quiet {
+        hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
+        zone: jiff::tz::TimeZone::UTC,
+        zone_name: "UTC".into(),
+    });
+    let w = start_worker(&e, sms).await;
+    let night = add(
+        &e,
+        &serde_json::json!({"runId": "n1", "to": TO, "body": "Run n1 done"}).to_string(),
+    )
+    .await;
+    let urgent = add(
+        &e,
+        &serde_json::json!({"runId": "n2", "to": TO, "body": "Run n2 failed", "urgent": true})
+            .to_string(),
+    )
+    .await;
+    // a zone where it is not night: sent now
+    let elsewhere = add(
+        &e,
+        &serde_json::json!({"runId": "n3", "to": TO, "body": "Run n3 done", "timeZone": "Pacific/Kiritimati"}).to_string(),
+    )
+    .await;
+    assert_eq!(finished(&e, &urgent).await.0, "completed");
+    assert_eq!(finished(&e, &elsewhere).await.0, "completed");
+    let mut c = e.redis.conn().await;
+    let score: f64 = wait_for(T, "the quiet job in delayed", || {
+        let (mut c, k, id) = (c.clone(), e.keys.clone(), night.clone());
+        async move {
+            c.zscore::<_, _, Option<f64>>(k.delayed(), id)
+                .await
+                .unwrap()
+        }
+    })
+    .await;
+    let due = (score as i64) >> 12;
+    let opens = end
+        .with()
+        .second(0)
+        .subsec_nanosecond(0)
+        .build()
+        .unwrap()
+        .timestamp()
+        .as_millisecond();
+    assert!(
+        (due - opens).abs() < 2_000,
+        "due {due}, window opens {opens}"
+    );
+    assert_eq!(
+        texts_to(&e, TO).len(),
+        2,
+        "only the urgent one and the one in another zone"
+    );
+    let attempts: Option<String> = c.hget(e.keys.job(&night), "atm").await.unwrap();
+    assert!(
+        attempts.as_deref().is_none_or(|a| a == "0"),
+        "no attempt used: {attempts:?}"
+    );
+    w.stop().await;
+}
