@@ -25,7 +25,8 @@
 //!   `cron`, `scripted` (a job-data driven processor for tests and drills).
 //! - [`callbacks`], the callback window: `callback` (the job's data), `window` (claim, mark sent,
 //!   release, hold), `sms` (the SMS processor), `orphans`, `receipts`, `reconcile`,
-//!   `escalation`, `drain`, `resend`, `service`.
+//!   `escalation`, `replies` (questions, inbound messages, the replies queue, opt-outs),
+//!   `quiet` (quiet hours), `layout`, `drain`, `resend`, `service`.
 //! - [`twilio_sim`], a tool beside the edge: the Twilio simulator (`ringback twilio-sim`); it
 //!   speaks the provider's types only.
 //! - [`edge`], adapters: `api` (`ringback serve`), `access`, `console`, `metrics`, `cli` (flags

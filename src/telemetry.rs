@@ -111,7 +111,8 @@ pub struct Telemetry {
     pub inbound_forwards: Family<OutcomeLabel, Counter>,
     /// `ringback_sends_enqueued_total{created}`: legacy send calls.
     pub sends_enqueued: Family<CreatedLabel, Counter>,
-    /// `ringback_bad_signatures_total`: status callbacks refused for their signature.
+    /// `ringback_bad_signatures_total`: status callbacks and inbound messages refused for their
+    /// signature.
     pub bad_signatures: Counter,
     /// `ringback_rate_limited_total{scope}`: sends refused by a rate limit (token, destination).
     pub rate_limited: Family<ScopeLabel, Counter>,
@@ -163,6 +164,11 @@ impl Default for Telemetry {
         }
         for outcome in ["answer", "ambiguous", "unmatched", "opt_out", "repeat"] {
             let _ = t.inbound_messages.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
+        for outcome in ["ok", "refused", "error"] {
+            let _ = t.inbound_forwards.get_or_create(&OutcomeLabel {
                 outcome: outcome.into(),
             });
         }

@@ -40,6 +40,83 @@ fn named<'a>(stderr: &'a str, name: &str, flag: &str) -> Option<&'a str> {
 }
 
 #[test]
+fn quiet_hours_and_the_inbound_settings_are_checked_together() {
+    let base = |cmd: &mut Command| {
+        cmd.env("REDIS_URL", "redis://127.0.0.1:1")
+            .env("TWILIO_ACCOUNT_SID", ACCOUNT)
+            .env("TWILIO_AUTH_TOKEN", TOKEN)
+            .env("TWILIO_FROM", "+15005550006");
+    };
+    let mut cmd = ringback(&["check-config"]);
+    base(&mut cmd);
+    cmd.env("RINGBACK_QUIET_HOURS", "22-08")
+        .env("RINGBACK_INBOUND_RETENTION_MS", "1000");
+    let (code, stdout, stderr) = run(&mut cmd);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    for (name, flag, says) in [
+        (
+            "RINGBACK_QUIET_HOURS",
+            "--quiet-hours",
+            "not a window such as 22:00-08:00",
+        ),
+        (
+            "RINGBACK_QUIET_HOURS_TZ",
+            "--quiet-hours-tz",
+            "is required with RINGBACK_QUIET_HOURS",
+        ),
+        (
+            "RINGBACK_INBOUND_RETENTION_MS",
+            "--inbound-retention-ms",
+            "at least a day",
+        ),
+    ] {
+        let line = named(&stderr, name, flag).unwrap_or_else(|| panic!("{name}: {stderr}"));
+        assert!(line.contains(says), "{name} says {says:?}: {line}");
+    }
+    let mut cmd = ringback(&["check-config"]);
+    base(&mut cmd);
+    cmd.env("RINGBACK_QUIET_HOURS", "22:00-08:00")
+        .env("RINGBACK_QUIET_HOURS_TZ", "Mars/Olympus");
+    let (code, _, stderr) = run(&mut cmd);
+    assert_eq!(code, Some(2));
+    assert!(
+        named(&stderr, "RINGBACK_QUIET_HOURS_TZ", "--quiet-hours-tz")
+            .is_some_and(|l| l.contains("not a time zone of the IANA database")),
+        "{stderr}"
+    );
+    let mut cmd = ringback(&["check-config"]);
+    base(&mut cmd);
+    cmd.env("RINGBACK_QUIET_HOURS", "22:00-08:00")
+        .env("RINGBACK_QUIET_HOURS_TZ", "Europe/Paris");
+    let (_, stdout, stderr) = run(&mut cmd);
+    assert!(
+        stdout.contains("RINGBACK_QUIET_HOURS=22:00-08:00")
+            && stdout.contains("RINGBACK_QUIET_HOURS_TZ=Europe/Paris"),
+        "{stdout}{stderr}"
+    );
+    assert!(!stderr.contains("RINGBACK_QUIET"), "{stderr}");
+    let mut cmd = ringback(&["check-config", "serve"]);
+    cmd.env("RINGBACK_PUBLIC_URL", "https://ringback.your-company.net")
+        .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env(
+            "RINGBACK_INBOUND_FORWARD_URL",
+            "ftp://app.your-company.net/sms",
+        );
+    let (code, _, stderr) = run(&mut cmd);
+    assert_eq!(code, Some(2));
+    assert!(
+        named(
+            &stderr,
+            "RINGBACK_INBOUND_FORWARD_URL",
+            "--inbound-forward-url"
+        )
+        .is_some_and(|l| l.contains("not an http(s) URL")),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn check_config_names_every_unparsable_missing_and_broken_setting_in_one_run() {
     let (code, stdout, stderr) = run(ringback(&["check-config"])
         .env("RINGBACK_CONCURRENCY", "x")

@@ -11,6 +11,7 @@ use common::wait_for;
 use redis::AsyncCommands;
 use ringback::store::keys::QueueKeys;
 use ringback::twilio::signature;
+use std::time::Duration;
 
 const OUR_NUMBER: &str = "+15005550006";
 
@@ -395,4 +396,99 @@ async fn quiet_hours_hold_what_is_not_urgent_in_delayed() {
         "no attempt used: {attempts:?}"
     );
     w.stop().await;
+}
+
+/// `ringback serve` on a port of its own; `crash_at`: a drill's crash point.
+async fn spawn_serve(e: &Env, port: u16, crash_at: Option<&str>) -> Proc {
+    let api = format!("http://127.0.0.1:{port}");
+    let mut serve = ringback_command(e, "serve", Timings::Production);
+    serve
+        .env("RINGBACK_LISTEN", format!("127.0.0.1:{port}"))
+        .env("RINGBACK_PUBLIC_URL", &api)
+        .env("RINGBACK_API_TOKEN", "api-token-0123456789");
+    if let Some(point) = crash_at {
+        serve.env("RINGBACK_CRASH_AT", point);
+    }
+    let proc = Proc(serve.spawn().expect("ringback serve"));
+    let http = reqwest::Client::new();
+    wait_for(T, "serve ready", || {
+        let (http, url) = (http.clone(), format!("{api}/readyz"));
+        async move {
+            http.get(url)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+                .then_some(())
+        }
+    })
+    .await;
+    proc
+}
+
+#[tokio::test]
+async fn a_crash_of_serve_between_recording_and_enqueuing_loses_and_doubles_nothing() {
+    let e = env("replies-crash", "").await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let inbound = format!("http://127.0.0.1:{port}/api/notify/webhook/inbound");
+    let mut c = e.redis.conn().await;
+    // two messages, each cut short by a crash right after it was recorded
+    for n in [21, 22] {
+        let mut serve = spawn_serve(&e, port, Some("after-reply-recorded")).await;
+        let params = reply(TO, &sid(n), "hello");
+        let p: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let sig = signature::sign(TOKEN, &inbound, &p);
+        let answer = reqwest::Client::new()
+            .post(&inbound)
+            .header("X-Twilio-Signature", sig)
+            .form(&p)
+            .send()
+            .await;
+        assert!(
+            answer.is_err(),
+            "serve answered before it aborted: {answer:?}"
+        );
+        let status = wait_for(T, "serve to abort", || {
+            let exited = serve.0.try_wait().unwrap();
+            async move { exited }
+        })
+        .await;
+        assert!(!status.success(), "aborted on purpose: {status:?}");
+        let recorded: bool = c
+            .exists(format!("ringback:inbound:agent-callback:{}", sid(n)))
+            .await
+            .unwrap();
+        assert!(recorded, "recorded before the crash");
+        assert!(!reply_jobs(&e).await.contains_key(&sid(n)), "not enqueued");
+    }
+    // serve again: Twilio retries the first (it had no answer); nobody retries the second,
+    // which serve's sweep finishes
+    let _serve = spawn_serve(&e, port, None).await;
+    assert_eq!(post(&inbound, &reply(TO, &sid(21), "hello")).await.0, 200);
+    assert!(reply_jobs(&e).await.contains_key(&sid(21)));
+    wait_for(
+        Duration::from_secs(40),
+        "the sweep to enqueue the second",
+        || {
+            let e = &e;
+            async move { reply_jobs(e).await.contains_key(&sid(22)).then_some(()) }
+        },
+    )
+    .await;
+    for n in [21, 22] {
+        post(&inbound, &reply(TO, &sid(n), "hello")).await;
+    }
+    let jobs = reply_jobs(&e).await;
+    assert_eq!(jobs.len(), 2, "one job each: {jobs:#?}");
+    let pending: usize = c
+        .zcard("ringback:inbound-pending:agent-callback:")
+        .await
+        .unwrap();
+    assert_eq!(pending, 0);
 }

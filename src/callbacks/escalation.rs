@@ -213,7 +213,8 @@ impl Escalator {
                 .chars()
                 .take(crate::callbacks::callback::MAX_BODY)
                 .collect();
-            let data = serde_json::json!({"runId": run, "to": to, "body": body});
+            // a person on call is told whatever the hour: the fallback is urgent
+            let data = serde_json::json!({"runId": run, "to": to, "body": body, "urgent": true});
             self.callbacks
                 .add_job(
                     Some(&run),

@@ -92,7 +92,9 @@ impl Quiet {
         } else {
             now.date()
         };
-        at(date, self.hours.end, &zone)
+        // the end read as its first occurrence may already be past in a repeated hour (the
+        // second 01:15 of a fall-back night for a window ending 01:30): then it has ended
+        at(date, self.hours.end, &zone).filter(|&end| end > now_ms)
     }
 
     /// When the next quiet window starts after `now_ms` (ms), for a moment outside one: the
@@ -192,6 +194,14 @@ mod tests {
             q.opens_at(ms("2026-11-01T05:30:00Z"), None),
             Some(ms("2026-11-01T07:30:00Z"))
         );
+        // a window ending in the hour a fall-back night repeats: over once its first
+        // occurrence is past (01:15 EST, the second one, is 06:15Z; 01:30 EDT was 05:30Z)
+        let late = quiet("22:00-01:30", "America/New_York");
+        assert_eq!(
+            late.opens_at(ms("2026-11-01T05:15:00Z"), None),
+            Some(ms("2026-11-01T05:30:00Z"))
+        );
+        assert_eq!(late.opens_at(ms("2026-11-01T06:15:00Z"), None), None);
         // a daytime window in summer time: 12:00-13:00 EDT = 16:00-17:00Z
         let lunch = quiet("12:00-13:00", "America/New_York");
         assert_eq!(

@@ -87,7 +87,7 @@ pub fn encode(queue: &str, collectors: Vec<Box<dyn Collector>>) -> String {
     );
     registry.register(
         "ringback_bad_signatures",
-        "Status callbacks refused for a missing or wrong signature",
+        "Status callbacks and inbound messages refused for a missing or wrong signature",
         t.bad_signatures,
     );
     registry.register(

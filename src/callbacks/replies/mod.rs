@@ -573,7 +573,9 @@ impl Replies {
         );
         let run_id = format!("reply:{}", m.message_sid);
         let sender = m.messaging_service_sid.as_deref().unwrap_or(&m.to);
-        let data = json!({"runId": run_id, "to": m.from, "body": body, "from": sender});
+        // an answer to a person who has just written: never held by quiet hours
+        let data =
+            json!({"runId": run_id, "to": m.from, "body": body, "from": sender, "urgent": true});
         self.callbacks
             .add_job(
                 Some(&run_id),

@@ -97,7 +97,13 @@ impl ApiState {
         Self {
             replies,
             inbound_forward: serve.inbound_forward.clone(),
-            http: reqwest::Client::new(),
+            http: {
+                crate::twilio::client::install_tls_provider();
+                reqwest::Client::builder()
+                    .connect_timeout(std::time::Duration::from_secs(2))
+                    .build()
+                    .unwrap_or_default()
+            },
             receipts,
             queue,
             queue_name: queue_name.to_string(),

@@ -375,6 +375,19 @@ impl SmsArgs {
         if let Some(q) = &self.escalation_queue {
             out.push(("RINGBACK_ESCALATION_QUEUE", q.clone()));
         }
+        if let Some(q) = self.replies_queue.as_deref().filter(|q| !q.is_empty()) {
+            out.push(("RINGBACK_REPLIES_QUEUE", q.to_string()));
+        }
+        out.push((
+            "RINGBACK_INBOUND_RETENTION_MS",
+            self.inbound_retention_ms.to_string(),
+        ));
+        if let Some(h) = self.quiet_hours.as_deref().filter(|h| !h.is_empty()) {
+            out.push(("RINGBACK_QUIET_HOURS", h.to_string()));
+        }
+        if let Some(z) = self.quiet_hours_tz.as_deref().filter(|z| !z.is_empty()) {
+            out.push(("RINGBACK_QUIET_HOURS_TZ", z.to_string()));
+        }
         if let Some(s) = self.senders.as_deref().filter(|s| !s.is_empty()) {
             out.push(("RINGBACK_SENDERS", s.to_string()));
         }

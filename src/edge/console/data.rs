@@ -266,12 +266,17 @@ impl Reads {
             worker_name,
             job_id,
             job,
+            question: None,
+            replies: vec![],
         })
     }
 
-    /// The job's BullMQ state, as `Job.getState()` tells it, and its counters.
     async fn job(&self, id: &str) -> Result<Option<JobView>, Error> {
-        let k = &self.queue;
+        self.job_in(&self.queue, id).await
+    }
+
+    /// The job's BullMQ state in queue `k`, as `Job.getState()` tells it, and its counters.
+    pub async fn job_in(&self, k: &QueueKeys, id: &str) -> Result<Option<JobView>, Error> {
         type Parts = (
             HashMap<String, String>,
             Option<f64>,
@@ -362,6 +367,10 @@ pub struct RunDetail {
     pub worker_name: Option<String>,
     pub job_id: String,
     pub job: Option<JobView>,
+    /// The question the run asked, if it asked one.
+    pub question: Option<crate::callbacks::replies::Question>,
+    /// Its replies, oldest first, each with the replies-queue job that carries it.
+    pub replies: Vec<(crate::callbacks::replies::ReplyView, Option<JobView>)>,
 }
 
 /// The job as BullMQ keeps it.

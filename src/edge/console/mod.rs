@@ -89,6 +89,7 @@ pub fn routes() -> Router<Arc<ApiState>> {
         .route("/console/runs/{run_id}", get(run))
         .route("/console/now", get(now))
         .route("/console/drills", get(drills))
+        .route("/console/inbound", get(inbound))
         .route("/console/static/console.css", get(css))
         .layer(axum::middleware::map_response(protect))
 }
@@ -394,7 +395,7 @@ async fn run(
             ),
         );
     }
-    match reads(&s).run(&run_id).await {
+    match run_detail(&s, &run_id).await {
         Ok(d) if d.known => html(StatusCode::OK, pages::run(&d, now_ms())),
         Ok(_) => html(
             StatusCode::NOT_FOUND,
@@ -406,6 +407,39 @@ async fn run(
                 true,
             ),
         ),
+        Err(e) => unavailable(e),
+    }
+}
+
+/// A run's records, its question and its replies with the replies-queue job of each.
+async fn run_detail(s: &ApiState, run_id: &str) -> Result<data::RunDetail, crate::error::Error> {
+    let reads = reads(s);
+    let mut d = reads.run(run_id).await?;
+    d.question = s.replies.question_of(run_id).await?;
+    for r in s.replies.replies_of(run_id).await? {
+        let job = match &r.job_id {
+            Some(id) => reads.job_in(s.replies.queue.keys(), id).await?,
+            None => None,
+        };
+        d.replies.push((r, job));
+    }
+    d.known |= d.question.is_some();
+    Ok(d)
+}
+
+/// The inbound messages that answered no question, and the opt-outs Twilio reported.
+async fn inbound(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
+    if let Some(page) = refused(&s, &headers) {
+        return page;
+    }
+    let read = async {
+        Ok::<_, crate::error::Error>((
+            s.replies.unmatched(200).await?,
+            s.replies.opt_outs.list().await?,
+        ))
+    };
+    match read.await {
+        Ok((unmatched, opt_outs)) => html(StatusCode::OK, pages::inbound(&unmatched, &opt_outs)),
         Err(e) => unavailable(e),
     }
 }

@@ -7,7 +7,10 @@ use maud::{DOCTYPE, Markup, html};
 use crate::edge::console::data::{FILTERS, RunRow};
 use crate::edge::console::drills::ReportFile;
 
+mod replies;
 mod run;
+
+pub use replies::inbound;
 
 use run::short;
 pub use run::{Receipt, judge, run};
@@ -69,7 +72,7 @@ pub fn layout(title: &str, active: &str, signed_in: bool, body: Markup) -> Marku
                     span.brand { "ringback" }
                     @if signed_in {
                         nav {
-                            @for (href, name) in [("/console/callbacks", "Callbacks"), ("/console/now", "Now"), ("/console/drills", "Drills")] {
+                            @for (href, name) in [("/console/callbacks", "Callbacks"), ("/console/now", "Now"), ("/console/inbound", "Inbound"), ("/console/drills", "Drills")] {
                                 a href=(href) class=@if name == active { "active" } @else { "" } { (name) }
                             }
                         }

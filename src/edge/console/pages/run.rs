@@ -191,6 +191,14 @@ fn events(d: &RunDetail, receipts: &[Receipt]) -> Vec<Event> {
             detail: j.failed_reason.clone().unwrap_or_default(),
         });
     }
+    for (at, kind, title, detail) in super::replies::events(&d.replies) {
+        ev.push(Event {
+            at,
+            kind,
+            title,
+            detail,
+        });
+    }
     // Times come from two clocks: the job's from the worker (BullMQ's `finishedOn` is taken before
     // the finishing call), the window's from Redis. On one Redis the call that writes the sent
     // marker also completes the job, so a completion stamped a few ms before its own marker is
@@ -250,6 +258,7 @@ pub fn run(d: &RunDetail, now_ms: i64) -> Markup {
                 }
             }
         }
+        (super::replies::section(d.question.as_ref(), &d.replies))
         h2 { "Receipts, in the order they arrived" }
         @if receipts.is_empty() { p.empty { "No receipt yet." } } @else {
             table.receipts #receipts {
