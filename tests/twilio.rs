@@ -1040,3 +1040,20 @@ fn signatures_agree_with_the_official_sdk_vectors() {
         }
     }
 }
+
+#[test]
+fn a_sends_own_validity_period_overrides_the_configured_one() {
+    let c = client("http://127.0.0.1:1", 500);
+    let validity = |m: &CreateMessage| {
+        c.create_form(m)
+            .into_iter()
+            .find(|(k, _)| *k == "ValidityPeriod")
+            .map(|(_, v)| v)
+    };
+    assert_eq!(validity(&msg("+15558675310")).as_deref(), Some("600"));
+    let cut = CreateMessage {
+        validity_period: Some(90),
+        ..msg("+15558675310")
+    };
+    assert_eq!(validity(&cut).as_deref(), Some("90"));
+}

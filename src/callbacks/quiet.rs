@@ -113,6 +113,22 @@ impl Quiet {
     }
 }
 
+impl Quiet {
+    /// The `ValidityPeriod` (s) of a send at `now_ms`: until the next quiet window starts, never
+    /// longer than `configured` (Twilio's 10 hours when unset), at least Twilio's 1 s.
+    pub fn validity(
+        &self,
+        now_ms: i64,
+        job_zone: Option<&str>,
+        configured: Option<u32>,
+    ) -> Option<u32> {
+        let starts = self.next_start(now_ms, job_zone)?;
+        let max = configured.unwrap_or(crate::callbacks::sms::MAX_VALIDITY_S as u32);
+        let secs = ((starts - now_ms) / 1000).clamp(1, i64::from(max));
+        Some(secs as u32)
+    }
+}
+
 fn minute_of(t: Time) -> u16 {
     t.hour() as u16 * 60 + t.minute() as u16
 }
@@ -176,6 +192,31 @@ mod tests {
         assert_eq!(
             q.opens_at(ms("2026-12-04T03:00:00Z"), Some("America/New_York")),
             Some(ms("2026-12-04T13:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn a_send_expires_in_twilios_queue_before_the_night() {
+        let q = quiet("22:00-08:00", "Europe/Paris");
+        // 20:30 Paris: 90 minutes until the night
+        assert_eq!(
+            q.validity(ms("2026-12-04T19:30:00Z"), None, None),
+            Some(5400)
+        );
+        // never longer than the configured period
+        assert_eq!(
+            q.validity(ms("2026-12-04T19:30:00Z"), None, Some(600)),
+            Some(600)
+        );
+        // 08:00 Paris: 14 hours away, cut to Twilio's 10
+        assert_eq!(
+            q.validity(ms("2026-12-04T07:00:00Z"), None, None),
+            Some(36_000)
+        );
+        // half a second before the night: Twilio's least, 1 s
+        assert_eq!(
+            q.validity(ms("2026-12-04T20:59:59.500Z"), None, None),
+            Some(1)
         );
     }
 

@@ -303,15 +303,11 @@ impl SmsProcessor {
     /// window, so a text that waits in Twilio's queue is not delivered in the night.
     fn validity_before_quiet(&self, req: &CallbackRequest) -> Option<u32> {
         let quiet = self.config.quiet.as_ref().filter(|_| !req.urgent)?;
-        let now = self.window.now();
-        let starts = quiet.next_start(now, req.time_zone.as_deref())?;
-        let secs = ((starts - now) / 1000).clamp(1, MAX_VALIDITY_S as i64) as u32;
-        let configured = self
-            .twilio
-            .config()
-            .validity_period
-            .unwrap_or(MAX_VALIDITY_S as u32);
-        Some(secs.min(configured))
+        quiet.validity(
+            self.window.now(),
+            req.time_zone.as_deref(),
+            self.twilio.config().validity_period,
+        )
     }
 
     /// A job ringback will not text: a person hears of it (escalated `invalid`, with the reason,
