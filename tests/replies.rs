@@ -492,3 +492,74 @@ async fn a_crash_of_serve_between_recording_and_enqueuing_loses_and_doubles_noth
         .unwrap();
     assert_eq!(pending, 0);
 }
+
+#[tokio::test]
+async fn questions_asked_at_once_show_distinct_codes_and_send_what_they_recorded() {
+    let e = env("replies-together", "").await;
+    // one at a time: each finishing call fetches the next job and, for a plain callback, claims
+    // its run in the same call; a question's must be left to the processor (its code)
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let worker = ringback::Worker::new(
+        ringback::WorkerConfig {
+            concurrency: 1,
+            ..worker_config(&e)
+        },
+        processor(&e, conn, sms_config()),
+    )
+    .unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let handle = tokio::spawn(worker.run(cancel.clone()));
+    // added together (and behind plain callbacks, so a finishing call may prepare their claims)
+    let mut ids = vec![];
+    for n in 0..6 {
+        ids.push(add(&e, &data(&format!("plain{n}"))).await);
+    }
+    for n in 0..4 {
+        let data = serde_json::json!({"runId": format!("t{n}"), "to": TO, "body": format!("Question {n}?"), "expectReply": true});
+        ids.push(add(&e, &data.to_string()).await);
+    }
+    for id in &ids {
+        assert_eq!(finished(&e, id).await.0, "completed", "{id}");
+    }
+    let mut c = e.redis.conn().await;
+    let mut codes = vec![];
+    let mut shown = 0;
+    for n in 0..4 {
+        let run = format!("t{n}");
+        let q: String = c
+            .get(format!("ringback:question:{{agent-callback:{run}}}"))
+            .await
+            .unwrap();
+        let q: serde_json::Value = serde_json::from_str(&q).unwrap();
+        codes.push(q["code"].as_str().unwrap().to_string());
+        let sent: Vec<String> = texts_to(&e, TO)
+            .into_iter()
+            .filter(|b| b.starts_with(&format!("Question {n}?")))
+            .collect();
+        assert_eq!(sent.len(), 1, "{run}: {sent:?}");
+        let recorded: String = c
+            .hget(format!("ringback:attempt:{{agent-callback:{run}}}"), "body")
+            .await
+            .unwrap();
+        assert_eq!(recorded, sent[0], "the attempt records the body sent");
+        if q["shown"] == true {
+            shown += 1;
+            assert!(sent[0].ends_with(&format!("(Start your reply with {}.)", codes[n])));
+        } else {
+            assert_eq!(sent[0], format!("Question {n}?"));
+        }
+    }
+    assert!(
+        shown >= 3,
+        "at most one question believes it is alone: {shown}"
+    );
+    let mut distinct = codes.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 4, "{codes:?}");
+    cancel.cancel();
+    let _ = handle.await;
+}

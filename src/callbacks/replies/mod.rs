@@ -243,18 +243,28 @@ impl Replies {
             Some(q) => q,
             None => {
                 let now = now_ms();
-                let open = self.open_to(&req.to, now).await?;
-                let others: Vec<&Question> =
-                    open.iter().filter(|q| q.run_id != req.run_id).collect();
-                let taken: Vec<String> = others.iter().map(|q| q.code.clone()).collect();
-                let fresh = Question {
+                let taken = |open: &[Question]| -> Vec<String> {
+                    open.iter()
+                        .filter(|q| q.run_id != req.run_id)
+                        .map(|q| q.code.clone())
+                        .collect()
+                };
+                let mut fresh = Question {
                     run_id: req.run_id.clone(),
-                    code: code::fresh(&taken),
-                    shown: !others.is_empty(),
+                    code: code::fresh(&taken(&self.open_to(&req.to, now).await?)),
+                    shown: false,
                     until: now + within.min(self.record_ttl).as_millis() as i64,
                     excerpt: excerpt(&req.body),
                     answered_by: None,
                 };
+                // open first, then look: of two questions to one person asked at the same
+                // moment, at least the later to look sees the other and shows its code
+                self.open(&req.to, &fresh).await?;
+                let others = taken(&self.open_to(&req.to, now).await?);
+                fresh.shown = !others.is_empty();
+                if others.iter().any(|c| c.eq_ignore_ascii_case(&fresh.code)) {
+                    fresh.code = code::fresh(&others);
+                }
                 let _: Option<String> = redis::cmd("SET")
                     .arg(&qkey)
                     .arg(serde_json::to_string(&fresh).unwrap_or_default())
@@ -274,24 +284,30 @@ impl Replies {
             }
         };
         if question.answered_by.is_none() {
-            let open = keys::open_questions(&self.claim_prefix, &req.to);
-            let _: () = redis::pipe()
-                .cmd("HSET")
-                .arg(&open)
-                .arg(&req.run_id)
-                .arg(serde_json::to_string(&question).unwrap_or_default())
-                .ignore()
-                .cmd("PEXPIRE")
-                .arg(&open)
-                .arg(self.record_ttl.as_millis().max(1) as u64)
-                .ignore()
-                .query_async(&mut self.conn())
-                .await?;
+            self.open(&req.to, &question).await?;
         }
         if question.shown {
             req.body.push_str(&code::suffix(&question.code));
         }
         Ok(question)
+    }
+
+    /// `q` among the questions open to `number`.
+    async fn open(&self, number: &str, q: &Question) -> Result<(), Error> {
+        let open = keys::open_questions(&self.claim_prefix, number);
+        let _: () = redis::pipe()
+            .cmd("HSET")
+            .arg(&open)
+            .arg(&q.run_id)
+            .arg(serde_json::to_string(q).unwrap_or_default())
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&open)
+            .arg(self.record_ttl.as_millis().max(1) as u64)
+            .ignore()
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
     }
 
     /// A question whose text was never sent (Twilio refused it) is closed: no reply answers it.
