@@ -563,3 +563,91 @@ async fn questions_asked_at_once_show_distinct_codes_and_send_what_they_recorded
     cancel.cancel();
     let _ = handle.await;
 }
+
+#[tokio::test]
+async fn unmatched_messages_are_forwarded_signed_and_their_twiml_relayed() {
+    use axum::body::Body;
+    use axum::http::Request;
+    use tower::ServiceExt;
+
+    // the app that handled the number's inbound messages before: checks the signature as
+    // twilio.webhook() does, and answers with TwiML
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, bool)>::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let forward = format!("http://{}/sms", listener.local_addr().unwrap());
+    let (seen, url) = (received.clone(), forward.clone());
+    let app = axum::Router::new().route(
+        "/sms",
+        axum::routing::post(
+            move |headers: axum::http::HeaderMap, body: String| async move {
+                let params: Vec<(String, String)> = serde_urlencoded::from_str(&body).unwrap();
+                let sig = headers["X-Twilio-Signature"].to_str().unwrap();
+                let valid = signature::verify(common::TWILIO_TOKEN, &url, &params, sig);
+                let text = params.iter().find(|(k, _)| k == "Body").unwrap().1.clone();
+                seen.lock().unwrap().push((text, valid));
+                (
+                    [("content-type", "text/xml")],
+                    "<Response><Message>Got it</Message></Response>",
+                )
+            },
+        ),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let server = common::RedisServer::start();
+    let queue = common::queue_name("replies-forward");
+    let state = common::api_state_with(
+        &server,
+        &queue,
+        ringback::edge::cli::ServeConfig {
+            inbound_forward: Some(forward.clone()),
+            ..common::serve_config()
+        },
+    )
+    .await;
+    let router = ringback::edge::api::app(state);
+    let post = |params: Vec<(&'static str, String)>| {
+        let router = router.clone();
+        async move {
+            let path = "/api/notify/webhook/inbound";
+            let owned: Vec<(String, String)> = params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect();
+            let sig = signature::sign(
+                common::TWILIO_TOKEN,
+                &format!("{}{path}", common::PUBLIC_URL),
+                &owned,
+            );
+            let req = Request::post(path)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .header("X-Twilio-Signature", sig)
+                .body(Body::from(serde_urlencoded::to_string(&owned).unwrap()))
+                .unwrap();
+            let resp = router.oneshot(req).await.unwrap();
+            let bytes = axum::body::to_bytes(resp.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            String::from_utf8(bytes.to_vec()).unwrap()
+        }
+    };
+    // no question open: forwarded, signed for the forward URL, its TwiML relayed
+    let answer = post(reply(TO, &sid(31), "where is my order?")).await;
+    assert_eq!(answer, "<Response><Message>Got it</Message></Response>");
+    // a retry of it is not forwarded again
+    let answer = post(reply(TO, &sid(31), "where is my order?")).await;
+    assert!(answer.ends_with("<Response/>"), "{answer}");
+    // an opt-out keyword is forwarded too, but ringback never answers it
+    let mut stop = reply(TO, &sid(32), "STOP");
+    stop.push(("OptOutType", "STOP".into()));
+    let answer = post(stop).await;
+    assert!(answer.ends_with("<Response/>"), "{answer}");
+    let seen = received.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            ("where is my order?".to_string(), true),
+            ("STOP".to_string(), true)
+        ]
+    );
+}
