@@ -11,7 +11,12 @@ use crate::edge::console::data::JobView;
 fn media(r: &ReplyView) -> Markup {
     html! {
         @for (i, m) in r.media.iter().enumerate() {
-            " " a.media href=(m.url) rel="noreferrer" { "media " (i + 1) @if let Some(t) = &m.content_type { " (" (t) ")" } }
+            // a link only to an https address (Twilio's media URLs); anything else as text
+            @if m.url.starts_with("https://") {
+                " " a.media href=(m.url) rel="noreferrer" { "media " (i + 1) @if let Some(t) = &m.content_type { " (" (t) ")" } }
+            } @else {
+                " " span.media.mono { (m.url) }
+            }
         }
     }
 }
