@@ -104,7 +104,7 @@ pub struct Telemetry {
     /// `ringback_status_callbacks_total{outcome}`: what each signed status callback did.
     pub status_callbacks: Family<OutcomeLabel, Counter>,
     /// `ringback_inbound_messages_total{outcome}`: signed inbound messages by what they were
-    /// matched to (`answer`, `ambiguous`, `unmatched`, `opt_out`) or `repeat`.
+    /// matched to (`answer`, `late`, `ambiguous`, `unmatched`, `opt_out`) or `repeat`.
     pub inbound_messages: Family<OutcomeLabel, Counter>,
     /// `ringback_inbound_forwards_total{outcome}`: forwards of unmatched messages (`ok`,
     /// `refused`, `error`).
@@ -162,7 +162,14 @@ impl Default for Telemetry {
                 outcome: outcome.into(),
             });
         }
-        for outcome in ["answer", "ambiguous", "unmatched", "opt_out", "repeat"] {
+        for outcome in [
+            "answer",
+            "late",
+            "ambiguous",
+            "unmatched",
+            "opt_out",
+            "repeat",
+        ] {
             let _ = t.inbound_messages.get_or_create(&OutcomeLabel {
                 outcome: outcome.into(),
             });

@@ -215,6 +215,30 @@ async fn questions_answers_and_the_replies_queue() {
     )
     .await;
     assert!(!reply_jobs(&e).await.contains_key(&sid(2)));
+
+    // a change of mind naming an answered question's code reaches that run, as a late reply,
+    // never as the answer to another question
+    question(&e, "q3", TO, "Scale down the batch pool?").await;
+    post(
+        &inbound,
+        &reply(TO, &sid(5), &format!("{code} no wait, keep it")),
+    )
+    .await;
+    let late = &reply_jobs(&e).await[&sid(5)];
+    assert_eq!(
+        (
+            late["runId"].as_str(),
+            late["matched"].as_str(),
+            late["text"].as_str()
+        ),
+        (Some("q2"), Some("late"), Some("no wait, keep it"))
+    );
+    post(&inbound, &reply(TO, &sid(6), "yes")).await;
+    assert_eq!(
+        reply_jobs(&e).await[&sid(6)]["runId"],
+        "q3",
+        "q3 was still open"
+    );
     w.stop().await;
 }
 

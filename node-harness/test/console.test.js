@@ -3,7 +3,10 @@
 // a real redis-server, `ringback twilio-sim`, a `ringback worker` and `ringback serve`, with the
 // jobs added by the real Node BullMQ Queue. It signs in, finds a run by id, opens its timeline
 // and checks the states and their order; a run whose callbacks the simulator delivered in
-// reverse shows both orders. A screenshot of each page goes to node-harness/artifacts/.
+// reverse shows both orders. A question asked through bin/ask.js shows its reply code, its
+// answer (posted to the signed inbound webhook) and the replies-queue job a Node Worker
+// completed; a message that answered no question is listed on the Inbound page.
+// A screenshot of each page goes to node-harness/artifacts/.
 'use strict';
 
 const assert = require('node:assert/strict');
@@ -15,8 +18,10 @@ const { chromium } = require('playwright-core');
 const { startRedis, freePort } = require('../lib/harness/redis');
 const { startTwilioSim, ringbackBin } = require('../lib/harness/twilio-sim');
 const { WorkerProcess } = require('../lib/harness/subject');
-const { waitFor } = require('../lib/harness/wait');
+const { waitFor, withTimeout } = require('../lib/harness/wait');
 const { load, connectionFromUrl } = require('../lib/bullmq');
+const { messageSid, inboundParams, postInbound, textsTo } = require('../lib/harness/inbound');
+const { ask } = require('../bin/ask');
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 const ARTIFACTS = path.join(__dirname, '..', 'artifacts');
@@ -28,6 +33,9 @@ const QUEUE = 'console';
 const REVERSED_TO = '+15550009999';
 const RUNS = ['console-run-1', 'console-run-2', 'console-run-3', 'console-run-4'];
 const REVERSED = 'console-run-reversed';
+const OUR_NUMBER = '+15005550006';
+const QUESTION = { runId: 'console-question', to: '+15550007777', body: 'Deploy web-3 to production?' };
+const STRANGER = '+15550008888';
 
 
 describe('the console in headless Chromium', { timeout: 90_000 }, () => {
@@ -42,6 +50,9 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
   let userDataDir;
   const outside = [];
   const cspViolations = [];
+  // ask.js's waits, stopped before Redis is (a failed case leaves no Worker behind)
+  const stopAsking = new AbortController();
+  const asking = [];
 
   before(async () => {
     assert.ok(fs.existsSync(CHROMIUM), `${CHROMIUM} is missing: scripts/test installs it (apt-get install -y chromium)`);
@@ -63,7 +74,7 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
       RINGBACK_QUEUE: QUEUE,
       TWILIO_ACCOUNT_SID: ACCOUNT_SID,
       TWILIO_AUTH_TOKEN: AUTH_TOKEN,
-      TWILIO_FROM: '+15005550006',
+      TWILIO_FROM: OUR_NUMBER,
       TWILIO_API_BASE: sim.base,
       RINGBACK_STATUS_CALLBACK_URL: `${base}/api/notify/webhook/status`,
       RINGBACK_METRICS_LISTEN: '127.0.0.1:0',
@@ -113,6 +124,8 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
   });
 
   after(async () => {
+    stopAsking.abort(new Error('the test file ended'));
+    await Promise.allSettled(asking);
     await context?.close().catch(() => {});
     await queue?.close().catch(() => {});
     await serve?.destroy();
@@ -246,5 +259,70 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
     await page.waitForURL(`${base}/console/login`);
     const again = await page.goto(`${base}/console/now`);
     assert.equal(again.status(), 401);
+  });
+
+  it('shows a question, its answer and the replies-queue job a Node Worker completed; an unmatched message on Inbound', async () => {
+    const page = context.pages()[0] || (await context.newPage());
+    // the producer's side: ask.js adds the question and waits with a plain BullMQ Worker
+    const answer = ask({ bullmq: load('6'), connection: connectionFromUrl(redis.url), queue: QUEUE, ...QUESTION, replyWithin: '1h', timeoutMs: 30_000, signal: stopAsking.signal });
+    answer.catch(() => {});
+    asking.push(answer);
+    await waitFor(async () => (await textsTo(sim.base, QUESTION.to)).length === 1, 20_000, 'the question texted');
+    const hook = { base, publicUrl: base, authToken: AUTH_TOKEN };
+    const sid = messageSid(1, 0xc0);
+    const posted = await postInbound(hook, inboundParams({ sid, from: QUESTION.to, to: OUR_NUMBER, body: 'yes, ship it', accountSid: ACCOUNT_SID }));
+    assert.equal(posted.status, 200);
+    const data = await withTimeout(answer, 20_000, 'ask() to get the answer');
+    assert.deepEqual([data.runId, data.text, data.matched], [QUESTION.runId, 'yes, ship it', 'answer']);
+    const { Queue } = load('6');
+    const replies = new Queue(`${QUEUE}-replies`, { connection: connectionFromUrl(redis.url) });
+    try {
+      await waitFor(async () => (await (await replies.getJob(sid))?.getState()) === 'completed', 20_000, 'the reply job completed');
+    } finally {
+      await replies.close();
+    }
+    // a message from someone no question was asked
+    const stray = messageSid(2, 0xc0);
+    assert.equal((await postInbound(hook, inboundParams({ sid: stray, from: STRANGER, to: OUR_NUMBER, body: 'who is this?', accountSid: ACCOUNT_SID }))).status, 200);
+    const record = await (await fetch(`${base}/api/notify/callbacks/${QUESTION.runId}`, { headers: { authorization: `Bearer ${READ_TOKEN}` } })).json();
+    const { code } = record.question;
+
+    // signed out by the first case: sign in again
+    await page.goto(`${base}/console/login`);
+    await page.fill('#token', READ_TOKEN);
+    await page.click('form.login button');
+    await page.waitForURL(`${base}/console/callbacks`);
+
+    // the run page: the question, answered by the message, and the job that carried it
+    await page.goto(`${base}/console/runs/${QUESTION.runId}`);
+    assert.equal(await page.locator('#run-id').innerText(), QUESTION.runId);
+    const question = page.locator('#question');
+    assert.equal(await question.count(), 1);
+    assert.match(await page.locator('#reply-code').innerText(), new RegExp(`^${code}\\b.*not shown in the text`));
+    assert.equal(await page.locator('#answered').innerText(), `by ${sid}`);
+    const rows = await page.locator('#replies tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.innerText)));
+    assert.equal(rows.length, 1, JSON.stringify(rows));
+    assert.deepEqual(await texts(page, '#replies td.reply-text'), ['yes, ship it']);
+    const [, from, , messageSidCell, jobCell] = rows[0];
+    assert.deepEqual([from, messageSidCell, jobCell], ['********7777', sid, sid]);
+    const [jobState] = await texts(page, '#replies td.job-state');
+    assert.match(jobState, /^completed at /);
+    const titles = await texts(page, '#timeline .title');
+    const replied = titles.indexOf('Reply from ********7777');
+    assert.ok(replied >= 0 && titles.indexOf('Reply job completed') > replied, `the reply and its job in the timeline, in order: ${titles}`);
+    await shot(page, 'run-question');
+
+    // Inbound: the stranger's message, not the answer
+    assert.equal(await page.locator('nav a[href="/console/inbound"]').innerText(), 'Inbound');
+    await page.click('nav a[href="/console/inbound"]');
+    await page.waitForURL(`${base}/console/inbound`);
+    const unmatched = await page.locator('table#unmatched tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.children].map((td) => td.innerText)));
+    assert.equal(unmatched.length, 1, JSON.stringify(unmatched));
+    assert.deepEqual(unmatched[0].slice(1), ['********8888', 'who is this?', 'unmatched', stray]);
+    assert.equal(await page.locator('table#opt-outs').count(), 0, 'no opt-out reported');
+    assert.equal(await page.locator('nav a.active').innerText(), 'Inbound');
+    await shot(page, 'inbound');
+    assert.deepEqual(outside, []);
+    assert.deepEqual(cspViolations, []);
   });
 });

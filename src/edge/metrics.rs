@@ -72,7 +72,7 @@ pub fn encode(queue: &str, collectors: Vec<Box<dyn Collector>>) -> String {
     );
     registry.register(
         "ringback_inbound_messages",
-        "Signed inbound messages by what they answered (answer, ambiguous, unmatched, opt_out) or repeat",
+        "Signed inbound messages by what they answered (answer, late, ambiguous, unmatched, opt_out) or repeat",
         t.inbound_messages,
     );
     registry.register(

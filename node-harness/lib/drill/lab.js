@@ -410,4 +410,4 @@ function passed(v) {
   return v.settled && v.duplicates.length === 0 && v.lost.length === 0 && v.texts + v.legacyDropped.length === v.runs;
 }
 
-module.exports = { Lab, SetupError, runData, passed, stalledEvents, API_TOKEN, TIMINGS, DEFAULT_TIMINGS, timingProfiles, describeTimings, OPEN_ATTEMPTS };
+module.exports = { Lab, SetupError, runData, passed, stalledEvents, API_TOKEN, AUTH_TOKEN, ACCOUNT_SID, TIMINGS, DEFAULT_TIMINGS, timingProfiles, describeTimings, OPEN_ATTEMPTS };

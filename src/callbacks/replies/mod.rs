@@ -95,6 +95,9 @@ pub struct Inbound {
 pub enum Match {
     /// It answers this run's question.
     Answer { run_id: String, code: String },
+    /// It names the code of a question already answered or past its time: it reaches that
+    /// run, as a reply that is not its answer.
+    Late { run_id: String, code: String },
     /// Several questions are open and it names none of them.
     Ambiguous { run_ids: Vec<String> },
     /// An opt-out keyword Twilio handled (never an answer).
@@ -107,6 +110,7 @@ impl Match {
     pub fn label(&self) -> &'static str {
         match self {
             Match::Answer { .. } => "answer",
+            Match::Late { .. } => "late",
             Match::Ambiguous { .. } => "ambiguous",
             Match::OptOut => "opt_out",
             Match::Unmatched => "unmatched",
@@ -115,7 +119,7 @@ impl Match {
 
     fn run_id(&self) -> Option<&str> {
         match self {
-            Match::Answer { run_id, .. } => Some(run_id),
+            Match::Answer { run_id, .. } | Match::Late { run_id, .. } => Some(run_id),
             _ => None,
         }
     }
@@ -212,17 +216,27 @@ impl Replies {
 
     /// The questions open to `number` now.
     async fn open_to(&self, number: &str, now: i64) -> Result<Vec<Question>, Error> {
-        let values: Vec<String> = redis::cmd("HVALS")
-            .arg(keys::open_questions(&self.claim_prefix, number))
-            .query_async(&mut self.conn())
-            .await?;
-        let mut open: Vec<Question> = values
-            .iter()
-            .filter_map(|v| serde_json::from_str::<Question>(v).ok())
+        let mut open: Vec<Question> = self
+            .questions_to(number)
+            .await?
+            .into_iter()
             .filter(|q| q.until > now && q.answered_by.is_none())
             .collect();
         open.sort_by_key(|q| std::cmp::Reverse(q.until));
         Ok(open)
+    }
+
+    /// Every question asked of `number` the person's hash still holds: open, answered or past
+    /// its time (their codes stay taken, so a late reply naming one is never another's answer).
+    async fn questions_to(&self, number: &str) -> Result<Vec<Question>, Error> {
+        let values: Vec<String> = redis::cmd("HVALS")
+            .arg(keys::open_questions(&self.claim_prefix, number))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(values
+            .iter()
+            .filter_map(|v| serde_json::from_str::<Question>(v).ok())
+            .collect())
     }
 
     /// The run's question, fixed before its first claim, and `req` with the body it sends (the
@@ -251,7 +265,7 @@ impl Replies {
                 };
                 let mut fresh = Question {
                     run_id: req.run_id.clone(),
-                    code: code::fresh(&taken(&self.open_to(&req.to, now).await?)),
+                    code: code::fresh(&taken(&self.questions_to(&req.to).await?)),
                     shown: false,
                     until: now + within.min(self.record_ttl).as_millis() as i64,
                     excerpt: excerpt(&req.body),
@@ -260,8 +274,8 @@ impl Replies {
                 // open first, then look: of two questions to one person asked at the same
                 // moment, at least the later to look sees the other and shows its code
                 self.open(&req.to, &fresh).await?;
-                let others = taken(&self.open_to(&req.to, now).await?);
-                fresh.shown = !others.is_empty();
+                fresh.shown = !taken(&self.open_to(&req.to, now).await?).is_empty();
+                let others = taken(&self.questions_to(&req.to).await?);
                 if others.iter().any(|c| c.eq_ignore_ascii_case(&fresh.code)) {
                     fresh.code = code::fresh(&others);
                 }
@@ -363,16 +377,32 @@ impl Replies {
             return Ok((Match::OptOut, m.text.clone()));
         }
         let open = self.open_to(&m.from, m.received_at).await?;
-        if let Some((c, rest)) = code::split(&m.text)
-            && let Some(q) = open.iter().find(|q| q.code == c)
-        {
-            return Ok((
-                Match::Answer {
-                    run_id: q.run_id.clone(),
-                    code: q.code.clone(),
-                },
-                rest.to_string(),
-            ));
+        if let Some((c, rest)) = code::split(&m.text) {
+            if let Some(q) = open.iter().find(|q| q.code == c) {
+                return Ok((
+                    Match::Answer {
+                        run_id: q.run_id.clone(),
+                        code: q.code.clone(),
+                    },
+                    rest.to_string(),
+                ));
+            }
+            // the code of a question already answered or past its time: a late reply to that
+            // run, never the answer to another
+            if let Some(q) = self
+                .questions_to(&m.from)
+                .await?
+                .into_iter()
+                .find(|q| q.code == c)
+            {
+                return Ok((
+                    Match::Late {
+                        run_id: q.run_id,
+                        code: q.code,
+                    },
+                    rest.to_string(),
+                ));
+            }
         }
         Ok(match open.as_slice() {
             [] => (Match::Unmatched, m.text.clone()),
@@ -465,7 +495,7 @@ impl Replies {
             "messageSid": m.message_sid,
             "media": m.media,
             "matched": r.matched.label(),
-            "code": match &r.matched { Match::Answer { code, .. } => Some(code.as_str()), _ => None },
+            "code": match &r.matched { Match::Answer { code, .. } | Match::Late { code, .. } => Some(code.as_str()), _ => None },
             "ambiguous": match &r.matched { Match::Ambiguous { run_ids } => Some(run_ids), _ => None },
             "optOutType": m.opt_out_type,
         });
@@ -493,7 +523,7 @@ impl Replies {
         };
         let view_json = serde_json::to_string(&view).unwrap_or_default();
         match &r.matched {
-            Match::Answer { run_id, .. } => {
+            Match::Answer { run_id, .. } | Match::Late { run_id, .. } => {
                 let replies = keys::run_replies(&self.claim_prefix, run_id);
                 let _: () = redis::pipe()
                     .cmd("HSET")
@@ -507,7 +537,9 @@ impl Replies {
                     .ignore()
                     .query_async(&mut self.conn())
                     .await?;
-                self.close(run_id, &m.from, &m.message_sid).await?;
+                if matches!(r.matched, Match::Answer { .. }) {
+                    self.close(run_id, &m.from, &m.message_sid).await?;
+                }
             }
             Match::Ambiguous { run_ids } => {
                 self.keep_unmatched(&view_json, m.received_at).await?;
@@ -537,22 +569,23 @@ impl Replies {
         Ok(job_id)
     }
 
-    /// The question is answered: it leaves the person's open questions.
+    /// The question is answered: no longer open, its code still taken for the person.
     async fn close(&self, run_id: &str, from: &str, sid: &str) -> Result<(), Error> {
         let qkey = keys::question(&self.claim_prefix, run_id);
-        if let Some(mut q) = self.question_of(run_id).await?
-            && q.answered_by.is_none()
-        {
-            q.answered_by = Some(sid.to_string());
-            let _: Option<String> = redis::cmd("SET")
-                .arg(&qkey)
-                .arg(serde_json::to_string(&q).unwrap_or_default())
-                .arg("XX")
-                .arg("KEEPTTL")
-                .query_async(&mut self.conn())
-                .await?;
+        if let Some(mut q) = self.question_of(run_id).await? {
+            if q.answered_by.is_none() {
+                q.answered_by = Some(sid.to_string());
+                let _: Option<String> = redis::cmd("SET")
+                    .arg(&qkey)
+                    .arg(serde_json::to_string(&q).unwrap_or_default())
+                    .arg("XX")
+                    .arg("KEEPTTL")
+                    .query_async(&mut self.conn())
+                    .await?;
+            }
+            self.open(from, &q).await?;
         }
-        self.withdraw(run_id, from).await
+        Ok(())
     }
 
     async fn keep_unmatched(&self, view: &str, at: i64) -> Result<(), Error> {
