@@ -675,3 +675,79 @@ async fn unmatched_messages_are_forwarded_signed_and_their_twiml_relayed() {
         ]
     );
 }
+
+#[tokio::test]
+async fn a_question_is_answered_once_whatever_arrives_at_the_same_moment() {
+    use ringback::callbacks::replies::{Inbound, Match};
+    let server = common::RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let queue = common::queue_name("replies-once");
+    let replies = sms_config().replies(conn, "bull", &queue);
+    let inbound = |sid: String, text: &str| Inbound {
+        message_sid: sid,
+        from: TO.into(),
+        to: OUR_NUMBER.into(),
+        text: text.into(),
+        media: vec![],
+        messaging_service_sid: None,
+        opt_out_type: None,
+        received_at: ringback::queue::commands::now_ms(),
+    };
+    let ask = |run: String| {
+        let replies = replies.clone();
+        async move {
+            let mut req = ringback::callbacks::callback::CallbackRequest {
+                run_id: run,
+                to: TO.into(),
+                body: "Approve?".into(),
+                expect_reply: Some(Duration::from_secs(3600)),
+                ..Default::default()
+            };
+            replies.ask(&mut req).await.unwrap();
+        }
+    };
+    // two messages decided at the same moment, one question open: one answer
+    for round in 0..20u32 {
+        ask(format!("once-{round}")).await;
+        let (a, b) = tokio::join!(
+            replies.receive(inbound(sid(1000 + 2 * round), "yes")),
+            replies.receive(inbound(sid(1001 + 2 * round), "wait, no")),
+        );
+        let answers = [a.unwrap().matched, b.unwrap().matched]
+            .iter()
+            .filter(|m| matches!(m, Match::Answer { .. }))
+            .count();
+        assert_eq!(answers, 1, "round {round}");
+    }
+    // a first answer recorded and cut short before it closed the question: a second message
+    // does not answer it too, and the first's retry stays its answer
+    ask("gap".into()).await;
+    let crashing = replies
+        .clone()
+        .with_crash_after_record(std::sync::Arc::new(|| panic!("serve stops here")));
+    let first = sid(2001);
+    let cut = tokio::spawn({
+        let m = inbound(first.clone(), "yes");
+        async move { crashing.receive(m).await }
+    })
+    .await;
+    assert!(cut.is_err(), "the first arrival was cut short");
+    let second = replies
+        .receive(inbound(sid(2002), "wait, no"))
+        .await
+        .unwrap();
+    assert_eq!(second.matched, Match::Unmatched);
+    let retry = replies
+        .receive(inbound(first.clone(), "yes"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(&retry.matched, Match::Answer { run_id, .. } if run_id == "gap"),
+        "{retry:?}"
+    );
+    let q = replies.question_of("gap").await.unwrap().unwrap();
+    assert_eq!(q.answered_by.as_deref(), Some(first.as_str()));
+}

@@ -1,8 +1,8 @@
 // The drills through their one-command surface, `ringback drill <name> --json`, at sizes
 // that keep CI short: each must pass, and must have met what it claims to survive. Each drill
 // runs once per timing profile (DRILL_TIMINGS, default compressed and prod), so each
-// test checks one report per profile. The mixed-fleet and rollback drills run through
-// `bin/drill.js` (the binary's `ringback drill` names only stall, cutover, chaos and all).
+// test checks one report per profile. The mixed-fleet drill runs through `bin/drill.js`, at
+// the `prod` profile alone.
 'use strict';
 
 const assert = require('node:assert/strict');
@@ -167,6 +167,28 @@ describe('ringback drill', () => {
     for (const report of perProfile(r.reports, 'edges')) {
       clean(report.verdict);
       assert.ok(report.checks.length >= 5 && report.checks.every((c) => c.startsWith('ok')), report.checks.join('\n'));
+    }
+  });
+
+  it('replies: answers posted as Twilio does (repeated, shuffled, late, forged) while serve crashes after recording them: each message consumed once, each answer at its run', { timeout: 180_000 }, async () => {
+    // in CI at the production profile alone (the defaults' order: claim shorter than the lock);
+    // both profiles by hand
+    const profiles = process.env.CI ? ['prod'] : PROFILES;
+    const r = await drill(['replies', '--runs', '12'], { env: { DRILL_TIMINGS: profiles.join(',') } });
+    assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+    assert.deepEqual(r.reports.map((x) => [x.drill, x.timings]), profiles.map((t) => ['replies', t]));
+    for (const report of r.reports) {
+      // every question (and plain callback) texted once, the legacy worker alive beside ringback
+      clean(report.verdict);
+      // every message reached the replies queue's consumer once, counted per MessageSid
+      const m = report.replies;
+      assert.deepEqual({ duplicates: m.duplicates, lost: m.lost, unexpected: m.unexpected, wrong: m.wrong }, { duplicates: [], lost: [], unexpected: [], wrong: [] });
+      assert.equal(m.consumed, m.messages);
+      assert.ok(m.messages >= 13, `12 answers and the stranger's message at least: ${m.messages}`);
+      // answers at their runs, the stranger unmatched, forgeries refused, ask-backs once, codes
+      // apart, and serve crashed after recording a message at least once
+      assert.ok(report.checks.length >= 7 && report.checks.every((c) => c.startsWith('ok')), report.checks.join('\n'));
+      assert.ok(report.checks.some((c) => /^ok: serve crashed after recording a message \([1-9]\d* times?\)/.test(c)), report.checks.join('\n'));
     }
   });
 

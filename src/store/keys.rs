@@ -220,6 +220,15 @@ pub fn question(claim_prefix: &str, run_id: &str) -> String {
     format!("ringback:question:{}", run_tag(claim_prefix, run_id))
 }
 
+/// `ringback:question-answered:{<claim>}` → the MessageSid of the question's first answer
+/// (`SET NX` when the answer is decided).
+pub fn question_answered(claim_prefix: &str, run_id: &str) -> String {
+    format!(
+        "ringback:question-answered:{}",
+        run_tag(claim_prefix, run_id)
+    )
+}
+
 /// `ringback:replies:{<claim>}`: HASH MessageSid → a reply to the run (its sender masked), kept
 /// as long as the run's record.
 pub fn run_replies(claim_prefix: &str, run_id: &str) -> String {

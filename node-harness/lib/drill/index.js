@@ -7,9 +7,10 @@ const { chaos } = require('./chaos');
 const { mixed } = require('./mixed');
 const { rollback } = require('./rollback');
 const { edges } = require('./edges');
+const { replies } = require('./replies');
 const { timingProfiles, describeTimings } = require('./lab');
 
-const DRILLS = { stall, cutover, chaos, mixed, rollback, edges };
+const DRILLS = { stall, cutover, chaos, mixed, rollback, edges, replies };
 
 /**
  * Runs each drill of `names` once per timing profile (`opts.timings`: a list, or a
@@ -39,6 +40,11 @@ function formatVerdict(v) {
   ].join('; ');
 }
 
+/** The replies drill's messages, counted per MessageSid at the replies queue's consumer. */
+function formatReplies(d) {
+  return `messages ${d.messages}, consumed ${d.consumed} time(s); duplicates: ${list(d.duplicates)}; lost: ${list(d.lost)}` + (d.unexpected.length ? `; unexpected: ${list(d.unexpected)}` : '');
+}
+
 function formatReport(r) {
   const timings = (r.timings ? ` at timings ${describeTimings(r.timings)}` : '') + (r.cluster ? ' on a Redis Cluster (3 masters + 3 replicas)' : '');
   const lines = [`drill ${r.drill}${timings}: ${r.ok ? 'PASSED' : 'FAILED'} in ${(r.ms / 1000).toFixed(1)} s`];
@@ -51,6 +57,7 @@ function formatReport(r) {
   for (const p of r.phases || []) lines.push(`  ${p}`);
   for (const c of r.checks || []) lines.push(`  check ${c}`);
   if (r.verdict) lines.push(`  ${formatVerdict(r.verdict)}`);
+  if (r.replies) lines.push(`  ${formatReplies(r.replies)}`);
   for (const [k, v] of Object.entries(r.figures || {})) lines.push(`  ${k}: ${typeof v === 'object' ? JSON.stringify(v) : v}`);
   return `${lines.join('\n')}\n`;
 }

@@ -376,7 +376,28 @@ impl Replies {
         if m.opt_out_type.is_some() {
             return Ok((Match::OptOut, m.text.clone()));
         }
-        let open = self.open_to(&m.from, m.received_at).await?;
+        // questions another message claimed as their answer while this one was being decided
+        let mut taken: Vec<String> = vec![];
+        loop {
+            let (matched, text) = self.choose(m, &taken).await?;
+            if let Match::Answer { run_id, .. } = &matched
+                && !self.claim_answer(run_id, &m.message_sid).await?
+            {
+                taken.push(run_id.clone());
+                continue;
+            }
+            return Ok((matched, text));
+        }
+    }
+
+    /// What `m` answers among the questions open to its sender, `taken` left out.
+    async fn choose(&self, m: &Inbound, taken: &[String]) -> Result<(Match, String), Error> {
+        let open: Vec<Question> = self
+            .open_to(&m.from, m.received_at)
+            .await?
+            .into_iter()
+            .filter(|q| !taken.contains(&q.run_id))
+            .collect();
         if let Some((c, rest)) = code::split(&m.text) {
             if let Some(q) = open.iter().find(|q| q.code == c) {
                 return Ok((
@@ -420,6 +441,27 @@ impl Replies {
                 m.text.clone(),
             ),
         })
+    }
+
+    /// Claim `run_id`'s question as answered by `sid` (`SET NX`): false when another message
+    /// answered it first. A question closes at its first answer even when two messages are
+    /// decided at the same moment, or one was recorded and cut short before it closed the
+    /// question.
+    async fn claim_answer(&self, run_id: &str, sid: &str) -> Result<bool, Error> {
+        let key = keys::question_answered(&self.claim_prefix, run_id);
+        let _: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(sid)
+            .arg("NX")
+            .arg("PX")
+            .arg(self.record_ttl.as_millis().max(1) as u64)
+            .query_async(&mut self.conn())
+            .await?;
+        let by: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(by.as_deref() == Some(sid))
     }
 
     /// Take one inbound message: record it and its match once, then enqueue it once, keep it
