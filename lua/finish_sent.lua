@@ -42,10 +42,12 @@
            every re-send of the call
 
   A re-executed call (its reply was lost and the worker sent it again) answers from KEYS[23]
-  what the first execution answered, and writes nothing. The record lives for the claim's
-  freshness bound (pending TTL - provider timeout - safety margin): a claim older than that must
-  not start a send, and the worker gives back what a later answer prepared (the job runs,
-  claiming as usual).
+  what the first execution answered, and writes nothing. The record lives as long as the worker
+  may send the call again (its lock duration, plus a margin): a re-send that found it gone would
+  take the finished job's lock for lost and leave the job the first execution fetched to stall
+  recovery. What the answer prepared is bounded apart: a claim older than its freshness bound
+  (pending TTL - provider timeout - safety margin) must not start a send, so the worker gives
+  back what a later answer prepared (the fetched job runs, claiming as usual).
 
   Returns {finish, mark, claim}:
     finish  move_to_finished's answer (0, a negative code, or the next job's 4-tuple)

@@ -176,6 +176,35 @@ async fn a_lost_grouped_finish_reply_answers_each_job_again() {
     assert_eq!(r.proxy.lost.load(Ordering::SeqCst), 3);
 }
 
+/// A finishing call sent again only after an outage longer than what it prepared stays fresh
+/// (the claim's freshness bound, here 1 s): its answer is still there for the re-send, so the
+/// job it fetched runs at once (no lock counted lost, no stall recovery), and the stale claim is
+/// given back before anything is sent with it.
+async fn after_an_outage(name: &str, sha: &str, losses: usize, runs: usize, concurrency: usize) {
+    let r = rig(name).await;
+    r.proxy.outage_after_loss(Duration::from_millis(2500));
+    r.proxy.lose_script(sha, losses);
+    run_through(&r, runs, true, concurrency).await;
+    assert_eq!(r.proxy.lost.load(Ordering::SeqCst), losses);
+}
+
+#[tokio::test]
+async fn a_finish_sent_again_after_an_outage_still_answers_as_its_first_run() {
+    after_an_outage("lost-outage", scripts().finish_sent.hash(), 2, 6, 1).await;
+}
+
+#[tokio::test]
+async fn a_lost_batch_reply_after_an_outage_answers_each_job_again() {
+    after_an_outage(
+        "lost-batch-outage",
+        scripts().finish_sent_batch.hash(),
+        1,
+        60,
+        16,
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn a_lost_claim_reply_claims_for_the_same_attempt_again() {
     let r = rig("lost-claim").await;

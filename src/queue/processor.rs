@@ -96,6 +96,9 @@ pub struct JobContext {
     pub(crate) finish_step: Arc<Mutex<Option<FinishStep>>>,
     /// The span the job is processed in (a no-op when traces are off).
     pub(crate) trace: crate::trace::Step,
+    /// How long the worker may keep sending this job's finishing call again (see
+    /// [`JobContext::resent_within`]).
+    pub(crate) resent_within: Duration,
 }
 
 /// A processor's last write, folded into the call that completes its job, and its first step for
@@ -150,7 +153,17 @@ impl JobContext {
             prepared: None,
             finish_step: Arc::default(),
             trace: crate::trace::Step::default(),
+            resent_within: Duration::ZERO,
         }
+    }
+
+    /// How long after its first send the worker may still send this job's finishing call again
+    /// (through lost replies and Redis outages it retries for as long as its lock could be
+    /// valid). A [`FinishStep`] whose script keeps its answer for re-executions keeps it at
+    /// least this long: a re-send that found the answer gone would take its own job for lost
+    /// and leave the job the first run fetched to stall recovery.
+    pub fn resent_within(&self) -> Duration {
+        self.resent_within
     }
 
     /// The span the job is processed in: a processor opens its steps' spans under it (a no-op

@@ -18,6 +18,10 @@ struct Rules {
     lose: Vec<(Vec<u8>, usize, usize)>,
     /// (bytes a request must hold, how many more such requests are answered late, how late)
     slow: Vec<(Vec<u8>, usize, Duration)>,
+    /// How long Redis stays out of reach after a lost reply (new connections are held).
+    outage: Duration,
+    /// Until when new connections are held.
+    down_until: Option<tokio::time::Instant>,
 }
 
 pub struct LossyProxy {
@@ -36,6 +40,10 @@ impl LossyProxy {
         let (r, l) = (rules.clone(), lost.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
+                let down_until = r.lock().unwrap().down_until;
+                if let Some(until) = down_until {
+                    tokio::time::sleep_until(until).await;
+                }
                 let Ok(server) = TcpStream::connect(upstream).await else {
                     continue;
                 };
@@ -73,6 +81,12 @@ impl LossyProxy {
             n,
             by,
         ));
+    }
+
+    /// After each lost reply, hold every new connection until `by` has passed (a Redis out of
+    /// reach for a while: a failover, a network partition), so the call is sent again only then.
+    pub fn outage_after_loss(&self, by: Duration) {
+        self.rules.lock().unwrap().outage = by;
     }
 
     /// Requests still to lose their reply.
@@ -149,6 +163,7 @@ async fn relay(
     // the ordinal of the request whose reply is lost (usize::MAX: none)
     let cut = Arc::new(AtomicUsize::new(usize::MAX));
     let cut_up = cut.clone();
+    let rules_down = rules.clone();
     // until when the replies are held back
     let (late_tx, late_rx) = tokio::sync::watch::channel(tokio::time::Instant::now());
     let up = async move {
@@ -220,6 +235,10 @@ async fn relay(
                 if replies == cut.load(Ordering::SeqCst) {
                     // the chosen call ran: its reply is dropped with the connection
                     lost.fetch_add(1, Ordering::SeqCst);
+                    let mut r = rules_down.lock().unwrap();
+                    if !r.outage.is_zero() {
+                        r.down_until = Some(tokio::time::Instant::now() + r.outage);
+                    }
                     return;
                 }
                 replies += 1;

@@ -80,7 +80,11 @@ impl SmsProcessor {
                     tracing::info!(sid = ?sid, "already sent; not sending again");
                     if let Some(ctx) = ctx {
                         // nothing to write; the finishing call still claims the next job's run
-                        ctx.finish_with(self.finish_step(req, fused::Mark::Nothing));
+                        ctx.finish_with(self.finish_step(
+                            req,
+                            fused::Mark::Nothing,
+                            ctx.resent_within(),
+                        ));
                     }
                     return Outcome::Completed(
                         json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true}),

@@ -9,6 +9,7 @@
 
 use redis::Value;
 
+use super::config::SAFETY_MARGIN;
 use super::crash::{self, CrashPoint};
 use super::{SmsEvent, SmsProcessor};
 use crate::callbacks::callback::CallbackRequest;
@@ -51,8 +52,15 @@ impl SmsProcessor {
     }
 
     /// The finishing step for a completed callback of `req`: `mark`, then the completion, then
-    /// the claim of the next job's run.
-    pub(super) fn finish_step(&self, req: &CallbackRequest, mark: Mark<'_>) -> FinishStep {
+    /// the claim of the next job's run. The script keeps its answer for a re-execution as long
+    /// as the worker may send the call again (`resent_within`, [`JobContext::resent_within`]),
+    /// and never less than the claim it prepared stays fresh.
+    pub(super) fn finish_step(
+        &self,
+        req: &CallbackRequest,
+        mark: Mark<'_>,
+        resent_within: std::time::Duration,
+    ) -> FinishStep {
         let k = self.window.keys(&req.run_id);
         let prefix = &self.config.claim_prefix;
         let times = self.window.times();
@@ -91,7 +99,7 @@ impl SmsProcessor {
             ms(times.hold),
             ms(times.lease),
             crate::store::keys::RECENT_RUNS_CAP.to_string(),
-            ms(times.replay_for),
+            ms(resent_within.max(times.replay_for) + SAFETY_MARGIN),
             format!("\n{}\n", self.config.callback_job_names.join("\n")),
         ];
         let done: Box<dyn FnOnce(&Value) + Send> = match flag {

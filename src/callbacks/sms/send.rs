@@ -84,7 +84,7 @@ impl SmsProcessor {
                         sid: &m.sid,
                         status,
                     };
-                    ctx.finish_with(self.finish_step(req, mark));
+                    ctx.finish_with(self.finish_step(req, mark, ctx.resent_within()));
                     trace.event("sent marker rides on the finishing call");
                     return Outcome::Completed(json!({
                         "runId": req.run_id, "messageSid": m.sid, "status": m.status, "deduplicated": false,

@@ -109,6 +109,7 @@ async fn run_attempt<P: Processor>(
             let mut ctx = JobContext::new(shared.commands.clone(), &job, token);
             ctx.prepared = prepared;
             ctx.trace = trace.share();
+            ctx.resent_within = shared.config.lock_duration;
             let outcome = shared.processor.process(&job, &ctx).await;
             step = ctx.take_finish_step();
             if ctx.waiting_children.load(Ordering::Relaxed) {
