@@ -74,6 +74,10 @@ pub enum Error {
     /// The HTTP listener failed.
     #[error("listener: {0}")]
     Listener(#[source] std::io::Error),
+    /// A task the process cannot run without ended (it panicked): the process stops rather
+    /// than run on half-opened.
+    #[error("{0}")]
+    Task(String),
     /// The records on this Redis have a layout this build does not read
     /// (`crate::callbacks::layout`): refused before any record is read or written.
     #[error(

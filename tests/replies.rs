@@ -239,6 +239,31 @@ async fn questions_answers_and_the_replies_queue() {
         "q3",
         "q3 was still open"
     );
+    // `ringback status` shows the question, who answered it, and each reply
+    let out = ringback_command(&e, "status", Timings::Production)
+        .arg("q2")
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    let question_line = format!("question   code {code} (shown), answered by {}", sid(2));
+    assert!(shown.contains(&question_line), "{shown}");
+    for (n, matched, text) in [
+        (2, "answer", "yes, ship it"),
+        (5, "late", "no wait, keep it"),
+    ] {
+        let line = shown
+            .lines()
+            .find(|l| l.starts_with("reply ") && l.contains(&sid(n)))
+            .unwrap_or_default();
+        assert!(
+            line.contains("********5310")
+                && line.contains(matched)
+                && line.ends_with(&format!("{text:?}")),
+            "{shown}"
+        );
+    }
     w.stop().await;
 }
 
@@ -422,13 +447,34 @@ async fn quiet_hours_hold_what_is_not_urgent_in_delayed() {
     w.stop().await;
 }
 
-/// `ringback serve` on a port of its own; `crash_at`: a drill's crash point.
-async fn spawn_serve(e: &Env, port: u16, crash_at: Option<&str>) -> Proc {
+/// An app that accepts forwarded messages and keeps their MessageSids, and its URL.
+async fn forward_app() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/sms", listener.local_addr().unwrap());
+    let keep = seen.clone();
+    let app = axum::Router::new().route(
+        "/sms",
+        axum::routing::post(move |body: String| async move {
+            let params: Vec<(String, String)> = serde_urlencoded::from_str(&body).unwrap();
+            let sid = params.iter().find(|(k, _)| k == "MessageSid").unwrap();
+            keep.lock().unwrap().push(sid.1.clone());
+            "<Response/>"
+        }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, seen)
+}
+
+/// `ringback serve` on a port of its own, forwarding what answers no question to `forward`;
+/// `crash_at`: a drill's crash point.
+async fn spawn_serve(e: &Env, port: u16, forward: &str, crash_at: Option<&str>) -> Proc {
     let api = format!("http://127.0.0.1:{port}");
     let mut serve = ringback_command(e, "serve", Timings::Production);
     serve
         .env("RINGBACK_LISTEN", format!("127.0.0.1:{port}"))
         .env("RINGBACK_PUBLIC_URL", &api)
+        .env("RINGBACK_INBOUND_FORWARD_URL", forward)
         .env("RINGBACK_API_TOKEN", "api-token-0123456789");
     if let Some(point) = crash_at {
         serve.env("RINGBACK_CRASH_AT", point);
@@ -458,10 +504,11 @@ async fn a_crash_of_serve_between_recording_and_enqueuing_loses_and_doubles_noth
         .unwrap()
         .port();
     let inbound = format!("http://127.0.0.1:{port}/api/notify/webhook/inbound");
+    let (forward, forwarded) = forward_app().await;
     let mut c = e.redis.conn().await;
     // two messages, each cut short by a crash right after it was recorded
     for n in [21, 22] {
-        let mut serve = spawn_serve(&e, port, Some("after-reply-recorded")).await;
+        let mut serve = spawn_serve(&e, port, &forward, Some("after-reply-recorded")).await;
         let params = reply(TO, &sid(n), "hello");
         let p: Vec<(String, String)> = params
             .iter()
@@ -493,7 +540,7 @@ async fn a_crash_of_serve_between_recording_and_enqueuing_loses_and_doubles_noth
     }
     // serve again: Twilio retries the first (it had no answer); nobody retries the second,
     // which serve's sweep finishes
-    let _serve = spawn_serve(&e, port, None).await;
+    let _serve = spawn_serve(&e, port, &forward, None).await;
     assert_eq!(post(&inbound, &reply(TO, &sid(21), "hello")).await.0, 200);
     assert!(reply_jobs(&e).await.contains_key(&sid(21)));
     wait_for(
@@ -515,6 +562,21 @@ async fn a_crash_of_serve_between_recording_and_enqueuing_loses_and_doubles_noth
         .await
         .unwrap();
     assert_eq!(pending, 0);
+    // neither answered a question: each reaches the forward URL once, by the sweep (the
+    // crashed requests never forwarded, and a retry of a recorded message does not)
+    wait_for(Duration::from_secs(40), "the sweep to forward both", || {
+        let forwarded = forwarded.clone();
+        async move { (forwarded.lock().unwrap().len() >= 2).then_some(()) }
+    })
+    .await;
+    let mut seen = forwarded.lock().unwrap().clone();
+    seen.sort();
+    assert_eq!(seen, [sid(21), sid(22)]);
+    let scheduled: usize = c
+        .zcard("ringback:inbound-forwards:agent-callback:")
+        .await
+        .unwrap();
+    assert_eq!(scheduled, 0, "nothing left to forward");
 }
 
 #[tokio::test]
@@ -592,6 +654,8 @@ async fn questions_asked_at_once_show_distinct_codes_and_send_what_they_recorded
 async fn unmatched_messages_are_forwarded_signed_and_their_twiml_relayed() {
     use axum::body::Body;
     use axum::http::Request;
+    use axum::response::IntoResponse;
+    use ringback::edge::api::inbound::forward_due;
     use tower::ServiceExt;
 
     // the app that handled the number's inbound messages before: checks the signature as
@@ -608,11 +672,18 @@ async fn unmatched_messages_are_forwarded_signed_and_their_twiml_relayed() {
                 let sig = headers["X-Twilio-Signature"].to_str().unwrap();
                 let valid = signature::verify(common::TWILIO_TOKEN, &url, &params, sig);
                 let text = params.iter().find(|(k, _)| k == "Body").unwrap().1.clone();
-                seen.lock().unwrap().push((text, valid));
+                let mut seen = seen.lock().unwrap();
+                // the app is down the first time this one comes
+                let down = text == "are you there?" && !seen.iter().any(|(t, _)| *t == text);
+                seen.push((text, valid));
+                if down {
+                    return axum::http::StatusCode::SERVICE_UNAVAILABLE.into_response();
+                }
                 (
                     [("content-type", "text/xml")],
                     "<Response><Message>Got it</Message></Response>",
                 )
+                    .into_response()
             },
         ),
     );
@@ -629,7 +700,7 @@ async fn unmatched_messages_are_forwarded_signed_and_their_twiml_relayed() {
         },
     )
     .await;
-    let router = ringback::edge::api::app(state);
+    let router = ringback::edge::api::app(state.clone());
     let post = |params: Vec<(&'static str, String)>| {
         let router = router.clone();
         async move {
@@ -666,12 +737,28 @@ async fn unmatched_messages_are_forwarded_signed_and_their_twiml_relayed() {
     stop.push(("OptOutType", "STOP".into()));
     let answer = post(stop).await;
     assert!(answer.ends_with("<Response/>"), "{answer}");
+    // the app refuses one: the sweep forwards it again once it is due, and only until the
+    // app accepts it
+    let answer = post(reply(TO, &sid(33), "are you there?")).await;
+    assert!(answer.ends_with("<Response/>"), "{answer}");
+    let now = ringback::queue::commands::now_ms();
+    let in_a_while = now + 20_000;
+    assert_eq!(forward_due(&state, now).await.unwrap(), 0, "not due yet");
+    assert_eq!(forward_due(&state, in_a_while).await.unwrap(), 1);
+    let later = in_a_while + 120_000;
+    assert_eq!(
+        forward_due(&state, later).await.unwrap(),
+        0,
+        "accepted once"
+    );
     let seen = received.lock().unwrap().clone();
     assert_eq!(
         seen,
         [
             ("where is my order?".to_string(), true),
-            ("STOP".to_string(), true)
+            ("STOP".to_string(), true),
+            ("are you there?".to_string(), true),
+            ("are you there?".to_string(), true),
         ]
     );
 }
@@ -695,6 +782,7 @@ async fn a_question_is_answered_once_whatever_arrives_at_the_same_moment() {
         messaging_service_sid: None,
         opt_out_type: None,
         received_at: ringback::queue::commands::now_ms(),
+        form: vec![],
     };
     let ask = |run: String| {
         let replies = replies.clone();
@@ -750,4 +838,98 @@ async fn a_question_is_answered_once_whatever_arrives_at_the_same_moment() {
     );
     let q = replies.question_of("gap").await.unwrap().unwrap();
     assert_eq!(q.answered_by.as_deref(), Some(first.as_str()));
+}
+
+/// A first post cut short before its record, and Twilio's retry arriving past the grace period:
+/// the sweep running while the retry's handler is between its pending entry and its record
+/// must leave the message (and its forward) alone, so a crash of that handler right after the
+/// record still leaves both for a later sweep. Kept from the first post, the pending score and
+/// the forward's due time would let this sweep drop the message as never recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_past_the_grace_period_is_not_dropped_before_its_record() {
+    use ringback::callbacks::replies::{Inbound, PENDING_GRACE};
+    use std::sync::{Arc, Mutex, mpsc};
+    let server = common::RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let queue = common::queue_name("replies-retry");
+    let (paused_tx, paused) = mpsc::channel::<()>();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let (paused_tx, go_rx) = (Mutex::new(paused_tx), Mutex::new(go_rx));
+    let replies = sms_config()
+        .replies(conn, "bull", &queue)
+        .with_forwarding(true)
+        .with_hook_before_record(Arc::new(move || {
+            paused_tx.lock().unwrap().send(()).unwrap();
+            go_rx.lock().unwrap().recv().unwrap();
+        }))
+        // the handler stops right after the record (the task ends there)
+        .with_crash_after_record(Arc::new(|| panic!("serve stopped after the record")));
+    let sid = sid(41);
+    let now = ringback::queue::commands::now_ms();
+    let first_post = now - 2 * PENDING_GRACE.as_millis() as i64;
+    // the first post's handler wrote its pending entry and forward schedule, then stopped
+    let mut c = server.conn().await;
+    let (pending_key, forwards_key) = (
+        "ringback:inbound-pending:agent-callback:",
+        "ringback:inbound-forwards:agent-callback:",
+    );
+    let _: () = c.zadd(pending_key, &sid, first_post).await.unwrap();
+    let _: () = c
+        .zadd(
+            forwards_key,
+            &sid,
+            first_post + PENDING_GRACE.as_millis() as i64,
+        )
+        .await
+        .unwrap();
+    let retry = Inbound {
+        message_sid: sid.clone(),
+        from: "+15550798888".into(),
+        to: OUR_NUMBER.into(),
+        text: "who is this?".into(),
+        media: vec![],
+        messaging_service_sid: None,
+        opt_out_type: None,
+        received_at: now,
+        form: vec![("MessageSid".into(), sid.clone())],
+    };
+    let handler = tokio::spawn({
+        let replies = replies.clone();
+        async move { replies.receive(retry).await }
+    });
+    tokio::task::spawn_blocking(move || paused.recv().unwrap())
+        .await
+        .unwrap();
+    // the sweep runs now, the retry's handler about to record
+    replies.finish_pending().await.unwrap();
+    let due = replies.forwards.due(now, 100).await.unwrap();
+    assert!(due.is_empty(), "the retry's forward is not due yet");
+    go.send(()).unwrap();
+    assert!(
+        handler.await.is_err(),
+        "the handler stopped after the record"
+    );
+    let recorded: bool = c
+        .exists(format!("ringback:inbound:agent-callback:{sid}"))
+        .await
+        .unwrap();
+    assert!(recorded);
+    let pending: Option<f64> = c.zscore(pending_key, &sid).await.unwrap();
+    assert_eq!(
+        pending,
+        Some(now as f64),
+        "left pending for the sweep, from the retry"
+    );
+    let scheduled: Option<f64> = c.zscore(forwards_key, &sid).await.unwrap();
+    assert_eq!(
+        scheduled,
+        Some((now + PENDING_GRACE.as_millis() as i64) as f64),
+        "still to forward, due after the retry's grace period"
+    );
+    let later = now + 2 * PENDING_GRACE.as_millis() as i64;
+    let due = replies.forwards.due(later, 100).await.unwrap();
+    assert_eq!(due.len(), 1, "the sweep forwards it once due");
 }

@@ -1,9 +1,10 @@
 //! Quiet hours: a callback that is not urgent waits in BullMQ's `delayed` set while the human's
 //! night lasts (`RINGBACK_QUIET_HOURS` in `RINGBACK_QUIET_HOURS_TZ`, or the job's `timeZone`),
 //! and is sent when the window opens. Times are civil times of the zone, read through the zone
-//! database (jiff, "compatible" as RFC 5545 and Temporal resolve them): a time inside a
-//! skipped hour is read with the offset before the gap (02:30 on a spring-forward night is
-//! 03:30), a repeated time as its first occurrence.
+//! database (jiff): a window starts or ends at the first moment the zone's clock reads its
+//! time or later, so a time inside a skipped hour is the moment the clocks jump (02:30 on a
+//! spring-forward night is 03:00, when the clock first reads past it: a job held to then and
+//! one arriving then agree), and a repeated time is its first occurrence.
 
 use jiff::civil::Time;
 use jiff::tz::TimeZone;
@@ -133,12 +134,20 @@ fn minute_of(t: Time) -> u16 {
     t.hour() as u16 * 60 + t.minute() as u16
 }
 
-/// `minutes` after midnight on `date` in `zone` (ms); a time the zone skips is moved forward by
-/// the gap, a repeated one is its first occurrence (jiff's compatible disambiguation).
+/// The first moment the clock of `zone` reads `minutes` after midnight on `date`, or later
+/// (ms): a repeated time is its first occurrence; a time the zone skips is the end of the gap
+/// (the transition), where the wall clock the window is judged by first passes it.
 fn at(date: jiff::civil::Date, minutes: u16, zone: &TimeZone) -> Option<i64> {
     let t = Time::new((minutes / 60) as i8, (minutes % 60) as i8, 0, 0).ok()?;
-    let z = zone.to_zoned_datetime(date.to_datetime(t)).ok()?;
-    Some(z.timestamp().as_millisecond())
+    let ambiguous = zone.to_ambiguous_timestamp(date.to_datetime(t));
+    let gap = matches!(ambiguous.offset(), jiff::tz::AmbiguousOffset::Gap { .. });
+    // the earlier reading: in a gap, with the offset after it, a moment before the transition
+    let earlier = ambiguous.earlier().ok()?;
+    if gap {
+        let jump = zone.following(earlier).next()?;
+        return Some(jump.timestamp().as_millisecond());
+    }
+    Some(earlier.as_millisecond())
 }
 
 #[cfg(test)]
@@ -223,11 +232,23 @@ mod tests {
     #[test]
     fn daylight_saving_is_the_zone_databases() {
         let q = quiet("01:00-02:30", "America/New_York");
-        // 2026-03-08: clocks jump from 02:00 to 03:00 EST→EDT; 02:30 does not exist and is
-        // read with the offset before the gap: 02:30 EST = 03:30 EDT = 07:30Z
+        // 2026-03-08: clocks jump from 02:00 EST to 03:00 EDT (07:00Z); 02:30 does not exist:
+        // the window ends when the clock first reads past it, at the jump
         assert_eq!(
             q.opens_at(ms("2026-03-08T06:30:00Z"), None),
-            Some(ms("2026-03-08T07:30:00Z"))
+            Some(ms("2026-03-08T07:00:00Z"))
+        );
+        // so a job held to then and one arriving just after agree: 03:10 EDT is outside
+        assert_eq!(q.opens_at(ms("2026-03-08T07:10:00Z"), None), None);
+        // a window starting in the gap starts at the jump too (03:00 EDT reads past 02:30)
+        let early = quiet("02:30-06:00", "America/New_York");
+        assert_eq!(
+            early.next_start(ms("2026-03-08T05:00:00Z"), None),
+            Some(ms("2026-03-08T07:00:00Z"))
+        );
+        assert_eq!(
+            early.opens_at(ms("2026-03-08T07:00:00Z"), None),
+            Some(ms("2026-03-08T10:00:00Z"))
         );
         // 2026-11-01: 01:00-02:00 happens twice; 01:30 EDT (05:30Z) is inside, and 02:30 EST
         // is 07:30Z

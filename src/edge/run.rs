@@ -3,6 +3,7 @@
 //! and reconciliation inside one shutdown; `serve` listening at once and opening its API when
 //! Redis answers.
 
+use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -134,12 +135,13 @@ pub async fn serve(
                 )
             }));
         }
-        tokio::spawn(sweep_inbound(replies.clone(), sweeping));
         let commands = Commands::new(conn, QueueKeys::new(prefix, name), Default::default());
         let mut state =
             crate::edge::api::ApiState::new(receipts, commands, name, escalator, replies, &serve);
         state.console.delivery_deadline = sms.delivery_deadline;
-        Arc::new(state)
+        let state = Arc::new(state);
+        tokio::spawn(sweep_inbound(state.clone(), sweeping));
+        state
     };
     let opening = tokio::spawn(crate::edge::api::open_when_redis_answers(
         startup.clone(),
@@ -148,32 +150,60 @@ pub async fn serve(
         state,
         shutdown.clone(),
     ));
-    let served = axum::serve(listener, crate::edge::api::app_starting(startup))
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await;
-    if opening.is_finished()
-        && let Ok(Err(e)) = opening.await
-    {
+    let serving = axum::serve(listener, crate::edge::api::app_starting(startup))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .into_future();
+    tokio::pin!(serving);
+    let mut opening = opening;
+    // Opening fails (a layout this build does not read) or panics: serve stops, rather than
+    // answer 503 for ever; once open, it serves until shutdown.
+    let failed = tokio::select! {
+        // opening's outcome first: a refused layout also cancels `shutdown`, which ends serving
+        biased;
+        opened = &mut opening => match opened {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(e) => Some(Error::Task(format!("opening the API failed: {e}"))),
+        },
+        served = &mut serving => {
+            if opening.is_finished()
+                && let Ok(Err(e)) = (&mut opening).await
+            {
+                return Err(e);
+            }
+            return served.map_err(Error::Listener);
+        }
+    };
+    if let Some(e) = failed {
+        shutdown.cancel();
+        let _ = serving.await;
         return Err(e);
     }
-    served.map_err(Error::Listener)
+    serving.await.map_err(Error::Listener)
 }
 
 /// `serve`'s inbound sweep: every few seconds, the messages recorded whose later steps were cut
-/// short (a crash, a Redis error) are finished ([`crate::callbacks::replies::Replies::finish_pending`]).
-async fn sweep_inbound(replies: crate::callbacks::replies::Replies, shutdown: CancellationToken) {
+/// short (a crash, a Redis error) are finished ([`crate::callbacks::replies::Replies::finish_pending`]),
+/// then the forwards due are sent again ([`crate::edge::api::inbound::forward_due`]).
+async fn sweep_inbound(state: Arc<crate::edge::api::ApiState>, shutdown: CancellationToken) {
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(INBOUND_SWEEP_EVERY) => {}
         }
-        match replies.finish_pending().await {
+        match state.replies.finish_pending().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(
                 finished = n,
                 "inbound messages recorded earlier were finished"
             ),
             Err(e) => tracing::warn!(error = %e, "the inbound sweep failed; trying again"),
+        }
+        let now = crate::queue::commands::now_ms();
+        match crate::edge::api::inbound::forward_due(&state, now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(forwarded = n, "inbound messages forwarded again"),
+            Err(e) => tracing::warn!(error = %e, "the inbound forwards failed; trying again"),
         }
     }
 }

@@ -253,6 +253,12 @@ pub fn inbound_pending(claim_prefix: &str) -> String {
     format!("ringback:inbound-pending:{claim_prefix}")
 }
 
+/// ZSET MessageSid → when its next forward is due: inbound messages to forward
+/// (`RINGBACK_INBOUND_FORWARD_URL`) that the forward URL has not yet accepted.
+pub fn inbound_forwards(claim_prefix: &str) -> String {
+    format!("ringback:inbound-forwards:{claim_prefix}")
+}
+
 /// ZSET of inbound messages that matched no question (masked), scored by arrival, trimmed to
 /// the retention.
 pub fn inbound_unmatched(claim_prefix: &str) -> String {

@@ -1,7 +1,8 @@
 // The replies drill: people answer questions by text while Twilio behaves as Twilio does and
 // `ringback serve` crashes between recording a message and enqueuing it; every message must
-// reach the producer's replies consumer exactly once, and every answer its question's run. Once
-// per timing profile:
+// reach the producer's replies consumer exactly once, and every answer its question's run; every
+// message that answers no question must also reach, at least once, the app that handled the
+// number's inbound messages before. Once per timing profile:
 //   - N questions (`expectReply: true`), several to the same person so that some carry a reply
 //     code, added at once with the legacy API's job name and options; two ringback workers text
 //     them through the simulator;
@@ -10,7 +11,8 @@
 //   - the people read their texts and answer each question, starting with its code when the
 //     text shows one ("\n\n(Start your reply with K7.)"); a person asked back which question a
 //     reply meant ("Your reply could answer 2 questions…") sends it again with the code listed;
-//     a stranger writes too (unmatched), and a few posts are forged (wrong signature: 403);
+//     strangers write too (unmatched, each from a number of their own), and a few posts are
+//     forged (wrong signature: 403);
 //   - Twilio's side: each message posted 1–3 times, all posts shuffled and several in flight;
 //     a post that got no answer (serve crashed, restarting, or 503 before Redis answers) is
 //     posted again, as Twilio with connection overrides (`#rc=…&rp=all`) does, except that for
@@ -21,6 +23,13 @@
 //   - `ringback serve` runs with RINGBACK_CRASH_AT=after-reply-recorded:0.3 (it aborts right
 //     after recording a message, before its job is added, on 3 posts in 10), supervised and
 //     restarted on the same port, the public URL (signatures) unchanged;
+//   - the app that handled the number's inbound messages before listens on loopback, and serve
+//     forwards to it (RINGBACK_INBOUND_FORWARD_URL) every message that answers no question: the
+//     strangers'. The app checks each forward's signature over its own URL as `twilio.webhook()`
+//     does, notes its MessageSid, and accepts it with an empty `<Response/>` (relayed to Twilio
+//     as serve's answer). A stranger's message whose first post a crash of serve cut short
+//     right after its record is the sweep's to forward (15 s after it arrived), whether Twilio
+//     posts it again or not: a retry of a recorded message is not forwarded in its request;
 //   - a legacy Node worker joins the callback queue once every question was texted (a legacy
 //     worker that took a question would text it as a plain callback, opening no question, so
 //     its answer would land unmatched or on another question: that is not what this drill
@@ -28,11 +37,15 @@
 //     and a few plain callbacks.
 // Verdict: every question texted once; every message consumed exactly once (duplicates and lost
 // by MessageSid); each run's answer reached it once, with the text sent (the code stripped); the
-// forged posts added nothing; the stranger's message came with runId null; each ambiguous
+// forged posts added nothing; the strangers' messages came with runId null; each ambiguous
 // message was asked back once; reply codes open to one person differ, and at most one of a
-// person's questions was texted without its code.
+// person's questions was texted without its code; every stranger's message reached the app at
+// least once, with every parameter Twilio sent and a valid signature, and nothing else did (no
+// answer, no ambiguous message, no forgery); nothing is left on serve's forward schedule. A
+// message the app got twice is at least once, as promised: counted, not a failure.
 'use strict';
 
+const http = require('node:http');
 const net = require('node:net');
 const twilio = require('twilio');
 const { Lab, API_TOKEN, AUTH_TOKEN, ACCOUNT_SID } = require('./lab');
@@ -48,7 +61,17 @@ const OUR_NUMBER = '+15005550006'; // the lab's TWILIO_FROM: the number people a
 // where Twilio calls serve (behind a proxy): the signatures cover this URL, not the socket's
 const PUBLIC_URL = 'https://ringback-drill.example.test';
 const CRASH_AT = 'after-reply-recorded:0.3';
-const STRANGER = '+15550799999';
+// the strangers: numbers no question went to, each writing once (so each message is unmatched)
+const STRANGERS = [
+  ['+15550799999', 'who is this? wrong number'],
+  ['+15550799998', 'Is this the pharmacy? my refill'],
+  ['+15550799997', 'sorry, wrong number'],
+  ['+15550799996', 'can you call me back'],
+];
+// where the app that handled the number's inbound messages before listens (serve forwards there)
+const APP_PATH = '/sms/incoming';
+// the app's answer to every forward: empty TwiML, relayed to Twilio by serve as its own
+const APP_TWIML = '<Response/>';
 const ASK_BACK = /^Your reply could answer \d+ questions\. /;
 // how many questions each person gets, in turn (12 runs: 8 people, 3 of them with several)
 const SHARES = [3, 1, 2, 1, 2, 1, 1, 1];
@@ -78,6 +101,45 @@ const shuffle = (xs) => {
   return a;
 };
 const pick = (n) => Math.floor(Math.random() * n);
+
+/**
+ * The app that handled the number's inbound messages before: a plain Node `http` server on a
+ * free loopback port that checks each POST's signature over its own URL, as `twilio.webhook()`
+ * does, notes it ({sid, valid, params}), and accepts it with empty TwiML.
+ */
+function startApp() {
+  const received = [];
+  const app = { received, url: null };
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const params = Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString('utf8')));
+      let valid = false;
+      try {
+        valid = twilio.validateRequest(AUTH_TOKEN, req.headers['x-twilio-signature'], app.url, params);
+      } catch {
+        // an unreadable signature is an invalid one
+      }
+      received.push({ sid: params.MessageSid, valid, params, method: req.method, path: req.url });
+      res.writeHead(200, { 'content-type': 'text/xml' });
+      res.end(APP_TWIML);
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.unref(); // never what keeps the drill's process alive
+      app.url = `http://127.0.0.1:${server.address().port}${APP_PATH}`;
+      app.close = () =>
+        new Promise((done) => {
+          server.closeAllConnections();
+          server.close(() => done());
+        });
+      resolve(app);
+    });
+  });
+}
 
 /** Runs `fn` on each of `items`, `n` at a time. */
 async function pool(items, n, fn) {
@@ -116,10 +178,15 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
   const closeConsumer = [];
   const checks = [];
   const check = (ok, what) => checks.push(`${ok ? 'ok' : 'FAILED'}: ${what}`);
-  const tally = { posts: 0, ok: 0, forbidden: 0, unanswered: 0, refused: [], leftToSweep: new Set(), gaveUp: [], late: 0, removed: 0, resent: 0 };
+  const tally = { posts: 0, ok: 0, forbidden: 0, unanswered: 0, refused: [], leftToSweep: new Set(), cutShort: new Set(), relayed: 0, gaveUp: [], late: 0, removed: 0, resent: 0 };
+  let app = null;
   try {
     const questions = plan(Math.max(runs, 6), timings);
     const people = [...new Set(questions.map((q) => q.to))];
+
+    // the app that handled the number's inbound messages before: serve forwards to it
+    app = await startApp();
+    const forwardsKey = `ringback:inbound-forwards:${CLAIM_PREFIX}`;
 
     // `ringback serve`, crashing after it records a message, restarted on the same port
     const port = await freePort();
@@ -129,6 +196,7 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
       RINGBACK_API_TOKEN: API_TOKEN,
       RINGBACK_PUBLIC_URL: PUBLIC_URL,
       RINGBACK_CRASH_AT: CRASH_AT,
+      RINGBACK_INBOUND_FORWARD_URL: app.url,
       RUST_LOG: process.env.DRILL_RUST_LOG || 'warn,ringback::edge::run=info',
     };
     lab.supervise('serve', (i) => lab.track(new WorkerProcess(`ringback-serve#${i}`, lab.bin, ['serve', '--listen', `127.0.0.1:${port}`], serveEnv)));
@@ -158,7 +226,7 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
     const q = lab.queue(QUEUE);
     const t0 = Date.now();
     await q.addBulk(questions.map((d) => ({ name: JOB_NAME, data: { runId: d.runId, to: d.to, body: d.body, expectReply: true, replyWithin: '1h' }, opts: { ...JOB_OPTIONS } })));
-    log(`[replies ${timings}] ${questions.length} questions to ${people.length} people; serve crashing at ${CRASH_AT}`);
+    log(`[replies ${timings}] ${questions.length} questions to ${people.length} people; serve crashing at ${CRASH_AT}, forwarding to ${app.url}`);
     const idle = async (queue) => {
       const c = await queue.getJobCounts('wait', 'active', 'delayed', 'prioritized', 'paused');
       return c.wait + c.active + c.delayed + c.prioritized + c.paused === 0;
@@ -197,14 +265,18 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
       d.code = text ? shownCode(text) : null;
       message({ from: d.to, runId: d.runId, text: d.answer, body: d.code ? CODED[i % CODED.length](d.code, d.answer) : d.answer, plain: !d.code });
     }
-    const stranger = message({ from: STRANGER, runId: null, text: 'who is this? wrong number', body: 'who is this? wrong number' });
+    // the strangers: every other one posted again by Twilio when a post is cut short, the
+    // others left to serve's sweep (their forward too)
+    const strangers = STRANGERS.map(([from, text], i) => message({ from, runId: null, text, body: text, stranger: true, retry: i % 2 === 0 }));
     // forged: two messages of their own, and a copy of a genuine one
-    const forged = [{ sid: messageSid(900, tag), from: questions[0].to, body: 'k7 roll everything back' }, { sid: messageSid(901, tag), from: STRANGER, body: 'yes' }, { ...messages[1] }];
+    const forged = [{ sid: messageSid(900, tag), from: questions[0].to, body: 'k7 roll everything back' }, { sid: messageSid(901, tag), from: STRANGERS[0][0], body: 'yes' }, { ...messages[1] }];
+    /** The form Twilio posts for `m` (a forward must carry it unchanged). */
+    const paramsOf = (m) => inboundParams({ sid: m.sid, from: m.from, to: OUR_NUMBER, body: m.body, accountSid: ACCOUNT_SID });
 
     const recorded = async (sid) => (await lab.admin.exists(`ringback:inbound:${CLAIM_PREFIX}${sid}`)) === 1;
     /** Posts `m` as Twilio does, signed with `token`, again while no answer comes. */
     async function deliver(m, { token = AUTH_TOKEN, mayLeave = true } = {}) {
-      const params = inboundParams({ sid: m.sid, from: m.from, to: OUR_NUMBER, body: m.body, accountSid: ACCOUNT_SID });
+      const params = paramsOf(m);
       const signature = twilio.getExpectedTwilioSignature(token, `${PUBLIC_URL}${INBOUND_PATH}`, params);
       for (let attempt = 1; attempt <= MAX_POSTS; attempt += 1) {
         tally.posts += 1;
@@ -219,7 +291,9 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
         );
         if (res.status === 200 && res.body !== null) {
           tally.ok += 1;
-          if (res.body !== EMPTY_TWIML) tally.refused.push(`${m.sid}: 200 with ${res.body.slice(0, 80)}`);
+          // a stranger's message forwarded in its request: the app's TwiML, relayed
+          if (m.stranger && res.body === APP_TWIML) tally.relayed += 1;
+          else if (res.body !== EMPTY_TWIML) tally.refused.push(`${m.sid}: 200 with ${res.body.slice(0, 80)}`);
           return 'ok';
         }
         if (res.status === 403) {
@@ -234,6 +308,7 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
         // no answer (serve died or is restarting) or a 5xx: Twilio with connection overrides
         // posts again; without them it gives up, and a message serve recorded is the sweep's
         tally.unanswered += 1;
+        tally.cutShort.add(m.sid);
         if (mayLeave && !m.retry && (await recorded(m.sid))) {
           tally.leftToSweep.add(m.sid);
           return 'left';
@@ -256,7 +331,7 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
     async function resend(m) {
       const d = questions.find((x) => x.runId === m.runId);
       if (!d) {
-        check(false, `${m.sid} (${m.runId === null ? "the stranger's" : m.runId}) was ambiguous`);
+        check(false, `${m.sid} (${m.runId === null ? "a stranger's" : m.runId}) was ambiguous`);
         return;
       }
       const askBacks = await waitFor(
@@ -300,12 +375,22 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
       await post();
     });
     // settled: every message consumed, every ambiguous one answered again, nothing pending for
-    // serve's sweep, both queues idle
+    // serve's sweep, both queues idle, every stranger's message forwarded and none still
+    // scheduled for forwarding
     const everyConsumed = () => messages.every((m) => consumed.has(m.sid));
     const pendingKey = `ringback:inbound-pending:${CLAIM_PREFIX}`;
+    const everyForwarded = () => strangers.every((m) => app.received.some((f) => f.sid === m.sid));
     const quiet = async () => {
       await Promise.all(resending);
-      return everyConsumed() && messages.every((m) => resolved.has(m.sid) || consumed.get(m.sid)[0].matched !== 'ambiguous') && (await lab.admin.zcard(pendingKey)) === 0 && (await idle(q)) && (await idle(repliesQueue));
+      return (
+        everyConsumed() &&
+        messages.every((m) => resolved.has(m.sid) || consumed.get(m.sid)[0].matched !== 'ambiguous') &&
+        (await lab.admin.zcard(pendingKey)) === 0 &&
+        everyForwarded() &&
+        (await lab.admin.zcard(forwardsKey)) === 0 &&
+        (await idle(q)) &&
+        (await idle(repliesQueue))
+      );
     };
     let settled = await waitFor(quiet, 60_000, 'the replies to settle', 100).then(
       () => true,
@@ -314,7 +399,7 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
     watching = false;
     await watcher;
     const settleMs = Date.now() - t1;
-    log(`[replies ${timings}] ${settled ? 'settled' : 'NOT settled'} ${settleMs} ms after the first post (${tally.posts} posts, ${lab.crashes.serve || 0} crashes of serve); late retries next`);
+    log(`[replies ${timings}] ${settled ? 'settled' : 'NOT settled'} ${settleMs} ms after the first post (${tally.posts} posts, ${lab.crashes.serve || 0} crashes of serve, ${app.received.length} forwards); late retries next`);
 
     // Late: Twilio posts half of the messages again, long after their jobs were consumed; two
     // thirds of those jobs are removed first (as a retention would), the others kept completed.
@@ -389,8 +474,48 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
       if (d && d.matched === 'answer' && d.runId !== m.runId) delivered.wrong.push(`${m.sid} (for ${m.runId}) answered ${d.runId}`);
     }
     check(delivered.wrong.length === 0, `each question's answer reached its run once, the code stripped (${answers.size} of ${questions.length} runs answered${delivered.wrong.length ? `; wrong: ${delivered.wrong.slice(0, 6).join('; ')}` : ''})`);
-    const s = bySid(stranger.sid);
-    check(Boolean(s) && s.runId === null && s.matched === 'unmatched' && s.text === stranger.text, `the stranger's message arrived unmatched, runId null (${s ? `${s.matched}, runId ${s.runId}` : 'not consumed'})`);
+    const strangerWrong = [];
+    for (const m of strangers) {
+      const s = bySid(m.sid);
+      if (!(s && s.runId === null && s.matched === 'unmatched' && s.text === m.text)) strangerWrong.push(`${m.sid} from ${m.from}: ${s ? `${s.matched}, runId ${s.runId}, text ${JSON.stringify(s.text)}` : 'not consumed'}`);
+    }
+    check(strangerWrong.length === 0, `the strangers' ${strangers.length} messages arrived unmatched, runId null${strangerWrong.length ? `: ${strangerWrong.join('; ')}` : ''}`);
+    // forwarding: what the app behind RINGBACK_INBOUND_FORWARD_URL received
+    const forwards = app.received;
+    const forwardedTimes = new Map(); // MessageSid -> forwards received
+    for (const f of forwards) forwardedTimes.set(f.sid, (forwardedTimes.get(f.sid) || 0) + 1);
+    const stillScheduled = await lab.admin.zrange(forwardsKey, 0, -1);
+    const neverForwarded = strangers.filter((m) => !forwardedTimes.has(m.sid));
+    check(
+      neverForwarded.length === 0 && stillScheduled.length === 0,
+      `every stranger's message reached the app behind RINGBACK_INBOUND_FORWARD_URL at least once (${strangers.length - neverForwarded.length} of ${strangers.length}), none left on the forward schedule` +
+        (neverForwarded.length ? `; never forwarded: ${neverForwarded.map((m) => m.sid).join(', ')}` : '') +
+        (stillScheduled.length ? `; still scheduled: ${stillScheduled.slice(0, 6).join(', ')}` : ''),
+    );
+    const unsigned = forwards.filter((f) => !f.valid);
+    check(
+      forwards.length > 0 && unsigned.length === 0,
+      `every forward (${forwards.length}) was signed for the forward URL with the account's auth token (twilio.validateRequest)${unsigned.length ? `; invalid: ${unsigned.slice(0, 6).map((f) => `${f.sid} (${f.method} ${f.path})`).join(', ')}` : ''}`,
+    );
+    const strangerBySid = new Map(strangers.map((m) => [m.sid, m]));
+    const whose = (sid) => {
+      const m = messages.find((x) => x.sid === sid);
+      if (m) return `${sid} (${bySid(sid)?.matched || 'not consumed'}${m.runId ? `, for ${m.runId}` : ''})`;
+      return forged.some((f) => f.sid === sid) ? `${sid} (forged)` : `${sid} (no message of this drill)`;
+    };
+    const notStrangers = [...forwardedTimes.keys()].filter((sid) => !strangerBySid.has(sid));
+    check(notStrangers.length === 0, `only the strangers' messages were forwarded: no answer, ambiguous or forged message (${forwardedTimes.size} messages forwarded)${notStrangers.length ? `; also: ${notStrangers.slice(0, 6).map(whose).join(', ')}` : ''}`);
+    const altered = [];
+    for (const f of forwards) {
+      const m = strangerBySid.get(f.sid);
+      if (!m) continue;
+      const sent = paramsOf(m);
+      const keys = new Set([...Object.keys(sent), ...Object.keys(f.params)]);
+      const diff = [...keys].filter((k) => sent[k] !== f.params[k]);
+      if (f.method !== 'POST' || f.path !== APP_PATH || diff.length) altered.push(`${f.sid}: ${f.method} ${f.path}${diff.length ? `, ${diff.map((k) => `${k} ${JSON.stringify(f.params[k])} (sent ${JSON.stringify(sent[k])})`).join(', ')}` : ''}`);
+    }
+    check(altered.length === 0, `each forward POSTed every parameter Twilio sent, unchanged, to the forward URL${altered.length ? `: ${altered.slice(0, 4).join('; ')}` : ''}`);
+    const forwardedTwice = [...forwardedTimes].filter(([, c]) => c > 1).map(([sid, c]) => `${sid}×${c}`);
     const forgedOnly = forged.slice(0, 2);
     const forgedTraces = [];
     for (const f of forgedOnly) {
@@ -406,7 +531,7 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
     const ambiguousBy = new Map();
     for (const m of messages) if (bySid(m.sid)?.matched === 'ambiguous') ambiguousBy.set(m.from, (ambiguousBy.get(m.from) || 0) + 1);
     const askBackWrong = [];
-    for (const p of [...people, STRANGER]) {
+    for (const p of [...people, ...STRANGERS.map(([from]) => from)]) {
       const asked = sim.by_to_sent_body.filter((e) => e.to === p && ASK_BACK.test(e.body)).reduce((k, e) => k + e.count, 0);
       if (asked !== (ambiguousBy.get(p) || 0)) askBackWrong.push(`${p}: ${asked} ask-back(s) for ${ambiguousBy.get(p) || 0} ambiguous message(s)`);
     }
@@ -425,6 +550,8 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
     check(tally.refused.length === 0 && tally.gaveUp.length === 0, `every genuine post answered 200 with empty TwiML once serve was up${tally.refused.length + tally.gaveUp.length ? `: ${[...tally.refused, ...tally.gaveUp.map((x) => `${x}: no answer after ${MAX_POSTS} posts`)].slice(0, 5).join('; ')}` : ''}`);
     const crashes = lab.crashes.serve || 0;
     check(crashes >= 1, `serve crashed after recording a message (${crashes} times)`);
+    const serveOutput = lab.processes.filter((p) => p.label.startsWith('ringback-serve')).map((p) => p.output());
+    const sweptForwards = serveOutput.reduce((k, out) => k + [...out.matchAll(/[^\n]*inbound messages forwarded again[^\n]*/g)].reduce((a, [line]) => a + Number(/forwarded=(\d+)/.exec(line)?.[1] || 0), 0), 0);
     const swept = lab.processes.filter((p) => p.label.startsWith('ringback-serve')).reduce((k, p) => k + [...p.output().matchAll(/inbound messages recorded earlier were finished[^\n]*?finished=(\d+)|finished=(\d+)[^\n]*inbound messages recorded earlier were finished/g)].reduce((a, x) => a + Number(x[1] || x[2]), 0), 0);
 
     const ok =
@@ -451,22 +578,29 @@ async function replies({ runs = 12, version = '6', timings = 'compressed', clust
           .filter((p) => questions.filter((d) => d.to === p).length > 1)
           .map((p) => `${p}: ${questions.filter((d) => d.to === p).map((d) => (d.code ? d.code : `(${fixed.get(d.runId)?.code})`)).join(' ')}`)
           .join('; '),
-        'messages (answers, sent again after an ask-back, the stranger\'s)': `${messages.length} (${questions.length}, ${tally.resent}, 1)`,
+        'messages (answers, sent again after an ask-back, the strangers\')': `${messages.length} (${questions.length}, ${tally.resent}, ${strangers.length})`,
         'ambiguous messages asked back': ambiguousCount,
         'posts (genuine and forged, with Twilio\'s retries)': tally.posts,
         'posts without an answer (serve down or restarting)': tally.unanswered,
         'crashes of serve (after-reply-recorded)': crashes,
         'messages left to serve\'s sweep / finished by a sweep': `${tally.leftToSweep.size} / ${swept}`,
         'late retries (messages; jobs removed before)': `${tally.late}; ${tally.removed}`,
-        'time to settle (first post to every message consumed, nothing pending)': `${settleMs} ms`,
+        'strangers\' messages with a post unanswered (serve down) / left to serve\'s sweep': `${strangers.filter((m) => tally.cutShort.has(m.sid)).length} / ${strangers.filter((m) => tally.leftToSweep.has(m.sid)).length} of ${strangers.length}`,
+        'forwards the app received (messages forwarded; by serve\'s sweep; app TwiML relayed to Twilio)': `${forwards.length} (${forwardedTimes.size}; ${sweptForwards}; ${tally.relayed})`,
+        'messages forwarded more than once (at least once allows it)': forwardedTwice.length ? `${forwardedTwice.length}: ${forwardedTwice.slice(0, 6).join(', ')}` : 0,
+        'time to settle (first post to every message consumed and forwarded, nothing pending)': `${settleMs} ms`,
         'workers that failed by themselves': lab.failures.length ? lab.failures.slice(0, 5) : 0,
       },
     };
-    log(`[replies ${timings}] ${ok ? 'ok' : 'FAILED'}: ${delivered.consumed} consumed for ${messages.length} messages, ${crashes} crashes of serve`);
+    log(`[replies ${timings}] ${ok ? 'ok' : 'FAILED'}: ${delivered.consumed} consumed for ${messages.length} messages, ${crashes} crashes of serve, ${forwards.length} forwards for ${strangers.length} strangers' messages`);
     return report;
   } finally {
     for (const close of closeConsumer) await close().catch(() => {});
-    await lab.stop();
+    try {
+      await lab.stop();
+    } finally {
+      if (app) await app.close();
+    }
   }
 }
 

@@ -143,15 +143,24 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             ..Default::default()
         };
         let (receipts, _) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
+        let replies = sms.replies(conn.clone(), &queue.prefix, &queue.queue);
         let q = ringback::queue::commands::Commands::new(
             conn,
             ringback::store::keys::QueueKeys::new(&queue.prefix, &queue.queue),
             Default::default(),
         );
-        receipts.record(run_id, Some(&q)).await
+        let record = receipts.record(run_id, Some(&q)).await?;
+        let question = replies.question_of(run_id).await?;
+        let answers = replies.replies_of(run_id).await?;
+        Ok::<_, ringback::Error>((record, question, answers))
+    };
+    let when = |ms: i64| {
+        chrono::DateTime::from_timestamp_millis(ms)
+            .map(|d| d.to_rfc3339())
+            .unwrap_or_default()
     };
     match record.await {
-        Ok(r) => {
+        Ok((r, question, answers)) => {
             println!("run        {}", r.run_id);
             println!("state      {}", r.state);
             println!("message    {}", r.message_sid.as_deref().unwrap_or("-"));
@@ -168,12 +177,29 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             if r.conflict {
                 println!("conflict   two different final statuses arrived; the first was kept");
             }
+            if let Some(q) = &question {
+                let code = if q.shown { "shown" } else { "not shown" };
+                match &q.answered_by {
+                    Some(sid) => println!("question   code {} ({code}), answered by {sid}", q.code),
+                    None => println!(
+                        "question   code {} ({code}), open until {}",
+                        q.code,
+                        when(q.until)
+                    ),
+                }
+            }
+            for a in &answers {
+                println!(
+                    "reply      {}  {}  {:<6} {}  {:?}",
+                    when(a.received_at),
+                    a.from,
+                    a.matched,
+                    a.message_sid,
+                    a.text
+                );
+            }
             for h in &r.history {
-                let at = h["at"]
-                    .as_i64()
-                    .and_then(chrono::DateTime::from_timestamp_millis)
-                    .map(|d| d.to_rfc3339())
-                    .unwrap_or_default();
+                let at = h["at"].as_i64().map(when).unwrap_or_default();
                 println!(
                     "  {at}  {:<12} {:<8} {}",
                     h["status"].as_str().unwrap_or(""),

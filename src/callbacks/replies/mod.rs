@@ -16,8 +16,11 @@
 //!   or restart adds it twice, even after the job was removed; then the run's record keeps the
 //!   reply. A message recorded whose later steps were cut short stays in a pending set that
 //!   `serve`'s sweep finishes ([`Replies::finish_pending`]).
+//! - **Forwarding** ([`forwards`]): a message that answers no question goes on, at least once,
+//!   to whatever handled the number's inbound messages before.
 
 pub mod code;
+pub mod forwards;
 pub mod optouts;
 
 use std::time::Duration;
@@ -87,6 +90,10 @@ pub struct Inbound {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opt_out_type: Option<String>,
     pub received_at: i64,
+    /// The whole form Twilio posted, kept only for a message to forward (it is forwarded as
+    /// Twilio sent it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub form: Vec<(String, String)>,
 }
 
 /// What a message was matched to.
@@ -115,6 +122,12 @@ impl Match {
             Match::OptOut => "opt_out",
             Match::Unmatched => "unmatched",
         }
+    }
+
+    /// Whether a message of this match goes on to the forward URL: it answers no question
+    /// (an ambiguous one is asked back instead).
+    pub fn forwarded(&self) -> bool {
+        matches!(self, Match::Unmatched | Match::OptOut)
     }
 
     fn run_id(&self) -> Option<&str> {
@@ -178,6 +191,11 @@ pub struct Replies {
     callbacks: Commands,
     callback_job_name: String,
     pub opt_outs: optouts::OptOuts,
+    /// The messages still to forward.
+    pub forwards: forwards::Forwards,
+    /// Whether messages that answer no question are forwarded (a forward URL is set).
+    forwarding: bool,
+    before_record: Option<CrashHook>,
     crash_after_record: Option<CrashHook>,
 }
 
@@ -193,6 +211,9 @@ impl Replies {
     ) -> Self {
         Self {
             opt_outs: optouts::OptOuts::new(conn.clone(), claim_prefix),
+            forwards: forwards::Forwards::new(conn.clone(), claim_prefix),
+            forwarding: false,
+            before_record: None,
             conn,
             claim_prefix: claim_prefix.into(),
             record_ttl,
@@ -202,6 +223,19 @@ impl Replies {
             callback_job_name: callback_job_name.into(),
             crash_after_record: None,
         }
+    }
+
+    /// Forward the messages that answer no question (`serve` with a forward URL).
+    pub fn with_forwarding(mut self, on: bool) -> Self {
+        self.forwarding = on;
+        self
+    }
+
+    /// Drills and tests: call `hook` right before a message's first arrival is recorded (its
+    /// pending entry and forward schedule already written).
+    pub fn with_hook_before_record(mut self, hook: CrashHook) -> Self {
+        self.before_record = Some(hook);
+        self
     }
 
     /// Drills: call `hook` right after a message is recorded, before it is enqueued.
@@ -279,22 +313,10 @@ impl Replies {
                 if others.iter().any(|c| c.eq_ignore_ascii_case(&fresh.code)) {
                     fresh.code = code::fresh(&others);
                 }
-                let _: Option<String> = redis::cmd("SET")
-                    .arg(&qkey)
-                    .arg(serde_json::to_string(&fresh).unwrap_or_default())
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(self.record_ttl.as_millis().max(1) as u64)
-                    .query_async(&mut self.conn())
-                    .await?;
                 // another attempt may have fixed it first: its question is the run's
-                let fixed: Option<String> = redis::cmd("GET")
-                    .arg(&qkey)
-                    .query_async(&mut self.conn())
-                    .await?;
-                fixed
-                    .and_then(|v| serde_json::from_str(&v).ok())
-                    .unwrap_or(fresh)
+                let json = serde_json::to_string(&fresh).unwrap_or_default();
+                let stands = self.set_first(&qkey, &json, self.record_ttl).await?;
+                serde_json::from_str(&stands).unwrap_or(fresh)
             }
         };
         if question.answered_by.is_none() {
@@ -449,29 +471,35 @@ impl Replies {
     /// question.
     async fn claim_answer(&self, run_id: &str, sid: &str) -> Result<bool, Error> {
         let key = keys::question_answered(&self.claim_prefix, run_id);
-        let _: Option<String> = redis::cmd("SET")
-            .arg(&key)
-            .arg(sid)
+        Ok(self.set_first(&key, sid, self.record_ttl).await? == sid)
+    }
+
+    /// `SET key value NX GET PX ttl`: the value that stands, `value` when this call set it (or
+    /// a lost reply's earlier run of it did), the first writer's otherwise.
+    async fn set_first(&self, key: &str, value: &str, ttl: Duration) -> Result<String, Error> {
+        let before: Option<String> = redis::cmd("SET")
+            .arg(key)
+            .arg(value)
             .arg("NX")
+            .arg("GET")
             .arg("PX")
-            .arg(self.record_ttl.as_millis().max(1) as u64)
+            .arg(ttl.as_millis().max(1) as u64)
             .query_async(&mut self.conn())
             .await?;
-        let by: Option<String> = redis::cmd("GET")
-            .arg(&key)
-            .query_async(&mut self.conn())
-            .await?;
-        Ok(by.as_deref() == Some(sid))
+        Ok(before.unwrap_or_else(|| value.to_string()))
     }
 
     /// Take one inbound message: record it and its match once, then enqueue it once, keep it
     /// on its run's record, and ask which question it answers when that is not clear.
     pub async fn receive(&self, m: Inbound) -> Result<Received, Error> {
         let ikey = keys::inbound(&self.claim_prefix, &m.message_sid);
-        // pending first: a crash after the record leaves it for the sweep
+        // pending first: a crash after the record leaves it for the sweep. Scored by the latest
+        // arrival (GT): the sweep waits out the grace period from the newest post, whose
+        // handler may still be about to record it (kept from the first post, the sweep could
+        // drop it as never recorded just before this handler records it and stops)
         let _: () = redis::cmd("ZADD")
             .arg(keys::inbound_pending(&self.claim_prefix))
-            .arg("NX")
+            .arg("GT")
             .arg(m.received_at)
             .arg(&m.message_sid)
             .query_async(&mut self.conn())
@@ -484,31 +512,32 @@ impl Replies {
             Some(r) => (r, true),
             None => {
                 let (matched, text) = self.decide(&m).await?;
+                let mut m = m;
+                if self.forwarding && matched.forwarded() {
+                    // scheduled before the record: a crash after it leaves the forward due
+                    self.forwards
+                        .schedule(
+                            &m.message_sid,
+                            m.received_at + PENDING_GRACE.as_millis() as i64,
+                        )
+                        .await?;
+                } else {
+                    m.form.clear();
+                }
+                if let Some(hook) = &self.before_record {
+                    hook();
+                }
                 let fresh = Recorded {
                     inbound: m,
                     matched,
                     text,
                 };
-                let set: Option<String> = redis::cmd("SET")
-                    .arg(&ikey)
-                    .arg(serde_json::to_string(&fresh).unwrap_or_default())
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(self.retention.as_millis().max(1) as u64)
-                    .query_async(&mut self.conn())
-                    .await?;
-                if set.is_none() {
-                    // a concurrent arrival of the same message recorded it first
-                    let first: Option<String> = redis::cmd("GET")
-                        .arg(&ikey)
-                        .query_async(&mut self.conn())
-                        .await?;
-                    match first.and_then(|v| serde_json::from_str(&v).ok()) {
-                        Some(r) => (r, true),
-                        None => (fresh, false),
-                    }
-                } else {
-                    (fresh, false)
+                let json = serde_json::to_string(&fresh).unwrap_or_default();
+                let stands = self.set_first(&ikey, &json, self.retention).await?;
+                // a concurrent arrival of the same message may have recorded it first
+                match serde_json::from_str(&stands) {
+                    Ok(first) if stands != json => (first, true),
+                    _ => (fresh, false),
                 }
             }
         };

@@ -3,7 +3,8 @@
 //! TwiML `<Response/>`, so ringback itself never texts back from this route (Twilio answers
 //! STOP, START and HELP on its own). The message is handed to [`crate::callbacks::replies`];
 //! one that answers no question is forwarded, signed again for its URL, to whatever handled
-//! inbound messages before (`RINGBACK_INBOUND_FORWARD_URL`), whose TwiML answer is relayed.
+//! inbound messages before (`RINGBACK_INBOUND_FORWARD_URL`), whose TwiML answer is relayed; one
+//! the URL did not accept is forwarded again by `serve`'s sweep ([`forward_due`]).
 
 use super::*;
 use std::sync::Arc;
@@ -34,13 +35,7 @@ pub(super) async fn webhook_inbound(
     body: axum::body::Bytes,
 ) -> Result<Response, AppError> {
     let params = super::webhook::signed_form(&s, &uri, &headers, &body, "inbound message")?;
-    let field = |k: &str| {
-        params
-            .iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.clone())
-            .filter(|v| !v.is_empty())
-    };
+    let field = |k: &str| super::webhook::form_field(&params, k).filter(|v| !v.is_empty());
     let sid = field("MessageSid")
         .or_else(|| field("SmsMessageSid"))
         .or_else(|| field("SmsSid"))
@@ -80,6 +75,7 @@ pub(super) async fn webhook_inbound(
         messaging_service_sid: field("MessagingServiceSid"),
         opt_out_type: field("OptOutType"),
         received_at: crate::queue::commands::now_ms(),
+        form: params.clone(),
     };
     let received = s.replies.receive(inbound).await?;
     crate::telemetry::global()
@@ -93,20 +89,58 @@ pub(super) async fn webhook_inbound(
         })
         .inc();
     tracing::info!(%sid, matched = received.matched.label(), repeat = received.repeat, job = %received.job_id, "inbound message");
-    let forward = matches!(received.matched, Match::Unmatched | Match::OptOut) && !received.repeat;
-    if let (true, Some(url)) = (forward, s.inbound_forward.as_deref()) {
-        let relayed = forward_to(&s, url, &params).await;
+    if let (true, Some(url)) = (
+        received.matched.forwarded() && !received.repeat,
+        s.inbound_forward.as_deref(),
+    ) && let Forwarded::Accepted(answer) = forward_to(&s, url, &params).await
+    {
+        s.replies.forwards.done(&sid).await?;
         // never a reply to an opt-out keyword: Twilio answers those itself
-        if let Some(answer) = relayed.filter(|_| received.matched == Match::Unmatched) {
+        if let Some(answer) = answer.filter(|_| received.matched == Match::Unmatched) {
             return Ok(twiml(answer));
         }
     }
     Ok(twiml(EMPTY_TWIML.into()))
 }
 
+/// What became of a forward.
+enum Forwarded {
+    /// The URL answered 2xx, with its TwiML answer when it gave one.
+    Accepted(Option<String>),
+    /// Refused or unreachable: the sweep tries again.
+    NotYet,
+}
+
+/// `serve`'s sweep: forward again each message whose forward is due (refused, unreachable, or
+/// cut short by a crash) as of `now` (ms); one still not accepted is tried again
+/// [`FORWARD_RETRY`] later. Returns how many the URL accepted.
+///
+/// [`FORWARD_RETRY`]: crate::callbacks::replies::forwards::FORWARD_RETRY
+pub async fn forward_due(s: &ApiState, now: i64) -> Result<usize, crate::error::Error> {
+    let Some(url) = s.inbound_forward.as_deref() else {
+        return Ok(0);
+    };
+    let forwards = &s.replies.forwards;
+    let mut accepted = 0;
+    for r in forwards.due(now, 100).await? {
+        let sid = &r.inbound.message_sid;
+        match forward_to(s, url, &r.inbound.form).await {
+            Forwarded::Accepted(_) => {
+                forwards.done(sid).await?;
+                accepted += 1;
+            }
+            Forwarded::NotYet => {
+                let retry = crate::callbacks::replies::forwards::FORWARD_RETRY;
+                forwards.later(sid, now + retry.as_millis() as i64).await?;
+            }
+        }
+    }
+    Ok(accepted)
+}
+
 /// POST the message's parameters to `url`, signed for it with the account's auth token (so the
 /// Node app's `twilio.webhook()` check passes); its TwiML answer when it gave one.
-async fn forward_to(s: &ApiState, url: &str, params: &[(String, String)]) -> Option<String> {
+async fn forward_to(s: &ApiState, url: &str, params: &[(String, String)]) -> Forwarded {
     let signature = crate::twilio::signature::sign(s.twilio_auth_token.expose(), url, params);
     let sent = s
         .http
@@ -130,18 +164,18 @@ async fn forward_to(s: &ApiState, url: &str, params: &[(String, String)]) -> Opt
                 .get(header::CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.contains("xml"));
-            let text = resp.text().await.ok()?;
-            (xml && text.contains("<Response")).then_some(text)
+            let text = resp.text().await.ok();
+            Forwarded::Accepted(text.filter(|t| xml && t.contains("<Response")))
         }
         Ok(resp) => {
             outcome("refused");
-            tracing::warn!(%url, status = resp.status().as_u16(), "the inbound forward was refused; the message is kept");
-            None
+            tracing::warn!(%url, status = resp.status().as_u16(), "the inbound forward was refused; forwarded again later");
+            Forwarded::NotYet
         }
         Err(e) => {
             outcome("error");
-            tracing::warn!(%url, error = %e, "the inbound forward failed; the message is kept");
-            None
+            tracing::warn!(%url, error = %e, "the inbound forward failed; forwarded again later");
+            Forwarded::NotYet
         }
     }
 }

@@ -35,7 +35,7 @@ use crate::edge::access::{Refusal, Role, SendPolicy, Tokens};
 use crate::queue::commands::Commands;
 use crate::twilio::Secret;
 
-mod inbound;
+pub mod inbound;
 mod startup;
 mod webhook;
 
@@ -95,7 +95,7 @@ impl ApiState {
         serve: &crate::edge::cli::ServeConfig,
     ) -> Self {
         Self {
-            replies,
+            replies: replies.with_forwarding(serve.inbound_forward.is_some()),
             inbound_forward: serve.inbound_forward.clone(),
             http: {
                 crate::twilio::client::install_tls_provider();

@@ -14,6 +14,14 @@ use crate::twilio::Secret;
 use crate::twilio::message::is_message_sid;
 use crate::twilio::signature;
 
+/// The first value of `name` in a decoded form or query string.
+pub(super) fn form_field(params: &[(String, String)], name: &str) -> Option<String> {
+    params
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+}
+
 /// The form parameters of a request Twilio signed: form-encoded UTF-8, and its
 /// `X-Twilio-Signature` made over the public URL Twilio called with the account's auth token
 /// (or, during a rotation, the secondary one). `what` names the webhook in the refusal's log.
@@ -74,7 +82,7 @@ pub(super) async fn webhook_status(
     body: axum::body::Bytes,
 ) -> Result<StatusCode, AppError> {
     let params = signed_form(&s, &uri, &headers, &body, "status callback")?;
-    let field = |k: &str| params.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let field = |k: &str| form_field(&params, k);
     let sid = field("MessageSid")
         .or_else(|| field("SmsSid"))
         .unwrap_or_default();
@@ -99,12 +107,7 @@ pub(super) async fn webhook_status(
         .query()
         .and_then(|q| serde_urlencoded::from_str(q).ok())
         .unwrap_or_default();
-    let query_field = |name: &str| {
-        query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    };
+    let query_field = |name: &str| form_field(&query, name);
     // with traces on, a span of its own trace, linked to the run's (its `traceparent` rode in
     // the StatusCallback URL): a receipt minutes or hours later does not stretch the run's trace
     let span = crate::trace::linked("status callback", query_field("tp").as_deref());

@@ -54,7 +54,8 @@ pub struct ServeArgs {
     pub drill_reports: Option<std::path::PathBuf>,
     /// Where inbound messages that answer no question are forwarded (form-encoded, signed
     /// again for this URL with TWILIO_AUTH_TOKEN): the app that handled the number's inbound
-    /// messages before. Its TwiML answer is relayed. Unset: they are kept only.
+    /// messages before. Its TwiML answer is relayed; a message it does not accept (2xx) is
+    /// forwarded again every minute. Unset: they are kept only.
     #[arg(long, env = "RINGBACK_INBOUND_FORWARD_URL")]
     pub inbound_forward_url: Option<String>,
 }
