@@ -515,6 +515,15 @@ async fn drills_page_shows_saved_reports_and_says_what_it_cannot_read() {
         dir.path().join("20261130T230000Z.json"),
     )
     .unwrap();
+    // and of `DRILL_TIMINGS=prod ringback drill replies --json`: its figures and checks shown
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/drill-replies-report.json"
+        ),
+        dir.path().join("20261201T080000Z.json"),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("broken.json"), "<b>not json").unwrap();
     let mut serve = common::serve_config();
     serve.drill_reports = Some(dir.path().to_path_buf());
@@ -532,6 +541,15 @@ async fn drills_page_shows_saved_reports_and_says_what_it_cannot_read() {
             && body.contains("ringback@after-claim")
             && body.contains("legacy@after-provider-accept")
             && body.contains("<td>3120</td>"),
+        "{body}"
+    );
+    assert!(
+        body.contains("drill replies · timings prod")
+            && body.contains("<th>crashes of serve (after-reply-recorded)</th><td>39</td>")
+            && body.contains(
+                "<th>messages forwarded more than once (at least once allows it)</th><td>0</td>"
+            )
+            && body.contains("<li>ok: the strangers"),
         "{body}"
     );
     assert!(body.contains("unreadable: not JSON"), "{body}");

@@ -301,6 +301,14 @@ fn num(v: &serde_json::Value, k: &str) -> String {
     }
 }
 
+/// A report's value as text: a string as it is, anything else as compact JSON.
+fn shown(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn passed(v: &serde_json::Value) -> Markup {
     match v.get("ok").and_then(|o| o.as_bool()) {
         Some(true) => html! { span.badge.state-delivered { "passed" } },
@@ -338,6 +346,12 @@ pub fn drills(dir: Option<&str>, files: Result<Vec<ReportFile>, String>) -> Mark
                                     }
                                     @if let Some(v) = r.get("verdict") {
                                         p { "runs " (num(v, "runs")) " · texts " (num(v, "texts")) " · duplicates " (num(v, "duplicates")) " · lost " (num(v, "lost")) " · settled in " (num(v, "settleMs")) " ms" }
+                                    }
+                                    @if let Some(figures) = r.get("figures").and_then(|f| f.as_object()).filter(|f| !f.is_empty()) {
+                                        table.figures { tbody { @for (name, v) in figures { tr { th { (name) } td { (shown(v)) } } } } }
+                                    }
+                                    @if let Some(checks) = r.get("checks").and_then(|c| c.as_array()).filter(|c| !c.is_empty()) {
+                                        ul.checks { @for c in checks { li { (shown(c)) } } }
                                     }
                                 }
                             }
