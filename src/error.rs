@@ -62,6 +62,9 @@ pub enum Error {
     /// binary exits 0 on it; `Worker::run` returns `Ok`).
     #[error("stopped before Redis answered")]
     Stopped,
+    /// A question that cannot be fixed yet (every reply code is taken by an open question).
+    #[error("the run's question: {0}")]
+    Question(String),
     #[error("unexpected reply from {script}: {detail}")]
     Reply {
         script: &'static str,

@@ -86,6 +86,66 @@ fn texts_to(e: &Env, to: &str) -> Vec<String> {
         .collect()
 }
 
+/// `serve`'s inbound webhook, beside the status callback URL the environment gives.
+fn inbound_url(e: &Env) -> String {
+    e.status_callback
+        .get()
+        .unwrap()
+        .replace("/webhook/status", "/webhook/inbound")
+}
+
+/// The replies as the worker and `serve` of the environment see them.
+async fn replies_of(e: &Env) -> ringback::callbacks::replies::Replies {
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    sms_config().replies(conn, "bull", &e.queue)
+}
+
+/// A stranger's message (it answers no question), arrived at `at`.
+fn stranger(sid: &str, at: i64) -> ringback::callbacks::replies::Inbound {
+    ringback::callbacks::replies::Inbound {
+        message_sid: sid.into(),
+        from: "+15550798888".into(),
+        to: OUR_NUMBER.into(),
+        text: "who is this?".into(),
+        media: vec![],
+        messaging_service_sid: None,
+        opt_out_type: None,
+        received_at: at,
+        form: vec![("MessageSid".into(), sid.into())],
+    }
+}
+
+/// A handler of `replies` receiving `m`, paused right before it records it; once `go` is sent it
+/// records it and stops there (its task ends in a panic, as `serve` stopping would end it).
+/// Returns when the handler is paused.
+async fn receive_paused(
+    replies: &ringback::callbacks::replies::Replies,
+    m: ringback::callbacks::replies::Inbound,
+) -> (
+    tokio::task::JoinHandle<Result<ringback::callbacks::replies::Received, ringback::error::Error>>,
+    std::sync::mpsc::Sender<()>,
+) {
+    use std::sync::{Arc, Mutex, mpsc};
+    let (paused_tx, paused) = mpsc::channel::<()>();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let (paused_tx, go_rx) = (Mutex::new(paused_tx), Mutex::new(go_rx));
+    let replies = replies
+        .clone()
+        .with_hook_before_record(Arc::new(move || {
+            paused_tx.lock().unwrap().send(()).unwrap();
+            go_rx.lock().unwrap().recv().unwrap();
+        }))
+        .with_crash_after_record(Arc::new(|| panic!("serve stopped after the record")));
+    let handler = tokio::spawn(async move { replies.receive(m).await });
+    tokio::task::spawn_blocking(move || paused.recv().unwrap())
+        .await
+        .unwrap();
+    (handler, go)
+}
+
 async fn question(e: &Env, run: &str, to: &str, body: &str) {
     let data = serde_json::json!({"runId": run, "to": to, "body": body, "expectReply": true, "replyWithin": "1h"});
     let id = add(e, &data.to_string()).await;
@@ -97,11 +157,7 @@ async fn question(e: &Env, run: &str, to: &str, body: &str) {
 async fn questions_answers_and_the_replies_queue() {
     let e = env("replies", "").await;
     serve_receipts(&e, &mut sms_config()).await;
-    let inbound = e
-        .status_callback
-        .get()
-        .unwrap()
-        .replace("/webhook/status", "/webhook/inbound");
+    let inbound = inbound_url(&e);
     let w = start_worker(&e, sms_config()).await;
 
     // one open question: its text carries no code
@@ -271,11 +327,7 @@ async fn questions_answers_and_the_replies_queue() {
 async fn media_replies_are_kept_as_links() {
     let e = env("replies-media", "").await;
     serve_receipts(&e, &mut sms_config()).await;
-    let inbound = e
-        .status_callback
-        .get()
-        .unwrap()
-        .replace("/webhook/status", "/webhook/inbound");
+    let inbound = inbound_url(&e);
     let w = start_worker(&e, sms_config()).await;
     question(&e, "m1", TO, "Send a photo of the rack").await;
     let mut p = reply(TO, &sid(7), "");
@@ -308,16 +360,8 @@ async fn opt_outs_are_recorded_as_twilio_reports_them() {
     )
     .await;
     serve_receipts(&e, &mut sms_config()).await;
-    let inbound = e
-        .status_callback
-        .get()
-        .unwrap()
-        .replace("/webhook/status", "/webhook/inbound");
-    let client = redis::Client::open(e.redis.url()).unwrap();
-    let conn = ringback::store::connection::commands(&client)
-        .await
-        .unwrap();
-    let replies = sms_config().replies(conn, "bull", &e.queue);
+    let inbound = inbound_url(&e);
+    let replies = replies_of(&e).await;
 
     // an inbound STOP (Advanced Opt-Out's OptOutType) is recorded, never answered
     let mut stop = reply("+15550002222", &sid(11), "STOP");
@@ -469,6 +513,15 @@ async fn forward_app() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>
 /// `ringback serve` on a port of its own, forwarding what answers no question to `forward`;
 /// `crash_at`: a drill's crash point.
 async fn spawn_serve(e: &Env, port: u16, forward: &str, crash_at: Option<&str>) -> Proc {
+    let crash: Vec<(&str, &str)> = crash_at
+        .map(|p| ("RINGBACK_CRASH_AT", p))
+        .into_iter()
+        .collect();
+    spawn_serve_with(e, port, forward, &crash).await
+}
+
+/// `ringback serve` as [`spawn_serve`] starts it, with more settings.
+async fn spawn_serve_with(e: &Env, port: u16, forward: &str, more: &[(&str, &str)]) -> Proc {
     let api = format!("http://127.0.0.1:{port}");
     let mut serve = ringback_command(e, "serve", Timings::Production);
     serve
@@ -476,9 +529,7 @@ async fn spawn_serve(e: &Env, port: u16, forward: &str, crash_at: Option<&str>) 
         .env("RINGBACK_PUBLIC_URL", &api)
         .env("RINGBACK_INBOUND_FORWARD_URL", forward)
         .env("RINGBACK_API_TOKEN", "api-token-0123456789");
-    if let Some(point) = crash_at {
-        serve.env("RINGBACK_CRASH_AT", point);
-    }
+    serve.envs(more.iter().copied());
     let proc = Proc(serve.spawn().expect("ringback serve"));
     let http = reqwest::Client::new();
     wait_for(T, "serve ready", || {
@@ -498,11 +549,7 @@ async fn spawn_serve(e: &Env, port: u16, forward: &str, crash_at: Option<&str>) 
 #[tokio::test]
 async fn a_crash_of_serve_between_recording_and_enqueuing_loses_and_doubles_nothing() {
     let e = env("replies-crash", "").await;
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = common::free_port();
     let inbound = format!("http://127.0.0.1:{port}/api/notify/webhook/inbound");
     let (forward, forwarded) = forward_app().await;
     let mut c = e.redis.conn().await;
@@ -847,26 +894,16 @@ async fn a_question_is_answered_once_whatever_arrives_at_the_same_moment() {
 /// the forward's due time would let this sweep drop the message as never recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retry_past_the_grace_period_is_not_dropped_before_its_record() {
-    use ringback::callbacks::replies::{Inbound, PENDING_GRACE};
-    use std::sync::{Arc, Mutex, mpsc};
+    use ringback::callbacks::replies::PENDING_GRACE;
     let server = common::RedisServer::start();
     let client = redis::Client::open(server.url()).unwrap();
     let conn = ringback::store::connection::commands(&client)
         .await
         .unwrap();
     let queue = common::queue_name("replies-retry");
-    let (paused_tx, paused) = mpsc::channel::<()>();
-    let (go, go_rx) = mpsc::channel::<()>();
-    let (paused_tx, go_rx) = (Mutex::new(paused_tx), Mutex::new(go_rx));
     let replies = sms_config()
         .replies(conn, "bull", &queue)
-        .with_forwarding(true)
-        .with_hook_before_record(Arc::new(move || {
-            paused_tx.lock().unwrap().send(()).unwrap();
-            go_rx.lock().unwrap().recv().unwrap();
-        }))
-        // the handler stops right after the record (the task ends there)
-        .with_crash_after_record(Arc::new(|| panic!("serve stopped after the record")));
+        .with_forwarding(true);
     let sid = sid(41);
     let now = ringback::queue::commands::now_ms();
     let first_post = now - 2 * PENDING_GRACE.as_millis() as i64;
@@ -885,24 +922,7 @@ async fn a_retry_past_the_grace_period_is_not_dropped_before_its_record() {
         )
         .await
         .unwrap();
-    let retry = Inbound {
-        message_sid: sid.clone(),
-        from: "+15550798888".into(),
-        to: OUR_NUMBER.into(),
-        text: "who is this?".into(),
-        media: vec![],
-        messaging_service_sid: None,
-        opt_out_type: None,
-        received_at: now,
-        form: vec![("MessageSid".into(), sid.clone())],
-    };
-    let handler = tokio::spawn({
-        let replies = replies.clone();
-        async move { replies.receive(retry).await }
-    });
-    tokio::task::spawn_blocking(move || paused.recv().unwrap())
-        .await
-        .unwrap();
+    let (handler, go) = receive_paused(&replies, stranger(&sid, now)).await;
     // the sweep runs now, the retry's handler about to record
     replies.finish_pending().await.unwrap();
     let due = replies.forwards.due(now, 100).await.unwrap();
@@ -932,4 +952,239 @@ async fn a_retry_past_the_grace_period_is_not_dropped_before_its_record() {
     let later = now + 2 * PENDING_GRACE.as_millis() as i64;
     let due = replies.forwards.due(later, 100).await.unwrap();
     assert_eq!(due.len(), 1, "the sweep forwards it once due");
+}
+
+#[tokio::test]
+async fn a_question_sent_late_is_open_as_long_after_its_text_as_asked() {
+    // Twilio answers the first create 429, retry in 3 s; the question is to stay open 2 s
+    let e = env(
+        "replies-sent-late",
+        r#"{"create":[{"fault":"rate_limited","retry_after_s":3,"times":1}]}"#,
+    )
+    .await;
+    serve_receipts(&e, &mut sms_config()).await;
+    let inbound = inbound_url(&e);
+    let w = start_worker(&e, sms_config()).await;
+    let data = serde_json::json!({"runId": "late1", "to": TO, "body": "Roll back api-7?",
+        "expectReply": true, "replyWithin": "2s"});
+    let id = add(&e, &data.to_string()).await;
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    assert_eq!(texts_to(&e, TO), ["Roll back api-7?"]);
+    // answered at once, more than 2 s after the question was first fixed, not after the text
+    let (status, _, _) = post(&inbound, &reply(TO, &sid(51), "yes")).await;
+    assert_eq!(status, 200);
+    let jobs = reply_jobs(&e).await;
+    assert_eq!(jobs[&sid(51)]["matched"], "answer", "{jobs:#?}");
+    assert_eq!(jobs[&sid(51)]["runId"], "late1");
+    w.stop().await;
+}
+
+/// Every reply code (a letter and one or two digits, the letters and digits that read alike
+/// left out).
+fn every_code() -> Vec<String> {
+    let (letters, digits) = ("ACDEFHJKMNPRTUVWXY", "23456789");
+    let mut all = Vec::new();
+    for l in letters.chars() {
+        for d in digits.chars() {
+            all.push(format!("{l}{d}"));
+            for d2 in digits.chars() {
+                all.push(format!("{l}{d}{d2}"));
+            }
+        }
+    }
+    all
+}
+
+#[tokio::test]
+async fn a_person_asked_for_ever_keeps_codes_to_spare_and_never_stalls_a_worker() {
+    let e = env("replies-codes", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    let person = keys_open_questions(TO);
+    let mut c = e.redis.conn().await;
+    let now = ringback::queue::commands::now_ms();
+    let codes = every_code();
+    assert_eq!(codes.len(), 1_296);
+    // every code taken by questions asked long ago, past their record's life (an hour here)
+    let old = now - 3_600_000 - 60_000;
+    for (i, code) in codes.iter().enumerate() {
+        let q = serde_json::json!({"runId": format!("old{i}"), "code": code, "shown": true,
+            "until": old, "excerpt": "an old question"});
+        let _: () = c
+            .hset(&person, format!("old{i}"), q.to_string())
+            .await
+            .unwrap();
+    }
+    question(&e, "fresh1", TO, "Deploy web-3 to production?").await;
+    assert_eq!(texts_to(&e, TO), ["Deploy web-3 to production?"]);
+    let left: Vec<String> = c.hkeys(&person).await.unwrap();
+    assert_eq!(
+        left,
+        ["fresh1"],
+        "the questions past their record's life are gone"
+    );
+
+    // every code taken by questions still open: the question waits (no text, no hang), then
+    // goes once one of them closes
+    let _: () = c.del(&person).await.unwrap();
+    for (i, code) in codes.iter().enumerate() {
+        let q = serde_json::json!({"runId": format!("open{i}"), "code": code, "shown": true,
+            "until": now + 3_600_000, "excerpt": "an open question"});
+        let _: () = c
+            .hset(&person, format!("open{i}"), q.to_string())
+            .await
+            .unwrap();
+    }
+    let data = serde_json::json!({"runId": "fresh2", "to": TO, "body": "Approve the rollback?",
+        "expectReply": true, "replyWithin": "1h"});
+    let id = add(&e, &data.to_string()).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        texts_to(&e, TO).len(),
+        1,
+        "not texted while no code is free"
+    );
+    let _: () = c.hdel(&person, "open77").await.unwrap();
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    let sent = texts_to(&e, TO);
+    assert_eq!(sent.len(), 2);
+    assert!(
+        sent[1].ends_with(&format!("(Start your reply with {}.)", codes[77])),
+        "{sent:?}"
+    );
+    w.stop().await;
+}
+
+fn keys_open_questions(number: &str) -> String {
+    ringback::store::keys::open_questions("agent-callback:", number)
+}
+
+#[tokio::test]
+async fn a_keyword_alone_is_twilios_never_an_answer_nor_asked_back() {
+    let e = env("replies-keywords", "").await;
+    serve_receipts(&e, &mut sms_config()).await;
+    let inbound = inbound_url(&e);
+    let replies = replies_of(&e).await;
+    let w = start_worker(&e, sms_config()).await;
+    question(&e, "k1", TO, "Approve the rollback of api-7?").await;
+    question(&e, "k2", TO, "Deploy web-3 to production?").await;
+
+    // without Advanced Opt-Out Twilio posts no OptOutType; it opts the person out all the same
+    for (n, word) in [(61, "Stop"), (62, "HELP"), (63, " unsubscribe ")] {
+        let (status, _, body) = post(&inbound, &reply(TO, &sid(n), word)).await;
+        assert_eq!(status, 200);
+        assert!(body.ends_with("<Response/>"), "{body}");
+    }
+    let jobs = reply_jobs(&e).await;
+    for (n, how) in [(61, "STOP"), (62, "HELP"), (63, "STOP")] {
+        assert_eq!(jobs[&sid(n)]["matched"], "opt_out", "{jobs:#?}");
+        assert_eq!(jobs[&sid(n)]["optOutType"], how);
+        assert_eq!(jobs[&sid(n)]["runId"], serde_json::Value::Null);
+    }
+    let list = replies.opt_outs.list().await.unwrap();
+    assert_eq!(
+        (list.len(), list[0].how.as_str(), list[0].number.as_str()),
+        (1, "STOP", "********5310")
+    );
+    // START, alone, clears it
+    post(&inbound, &reply(TO, &sid(64), "start")).await;
+    assert!(replies.opt_outs.list().await.unwrap().is_empty());
+    // no "which one?" text for any of them, and both questions still open
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let bodies = texts_to(&e, TO);
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    let code = bodies[1]
+        .rsplit("Start your reply with ")
+        .next()
+        .unwrap()
+        .trim_end_matches(".)")
+        .to_string();
+    // "stop the deploy" is not a keyword alone: an answer like any other
+    post(
+        &inbound,
+        &reply(TO, &sid(65), &format!("{code} stop the deploy")),
+    )
+    .await;
+    let jobs = reply_jobs(&e).await;
+    assert_eq!(jobs[&sid(65)]["matched"], "answer");
+    assert_eq!(jobs[&sid(65)]["runId"], "k2");
+    assert_eq!(jobs[&sid(65)]["text"], "stop the deploy");
+    w.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_on_a_clock_ahead_never_sweeps_a_message_another_replica_is_recording() {
+    let e = env("replies-clock", "").await;
+    // a replica of serve whose clock is a minute ahead, sweeping every 5 s
+    let port = common::free_port();
+    let (forward, _) = forward_app().await;
+    let _serve = spawn_serve_with(&e, port, &forward, &[("RINGBACK_CLOCK_SKEW_MS", "60000")]).await;
+    // the other replica, on the right clock: it stops right after recording the message
+    let replies = replies_of(&e).await;
+    replies.read_clock().await.unwrap();
+    let mut c = e.redis.conn().await;
+    let pending_key = ringback::store::keys::inbound_pending("agent-callback:");
+    // a message nobody recorded, long ago: the sweep forgets it, which shows it ran
+    let _: () = c.zadd(&pending_key, "SMforgotten", 0).await.unwrap();
+    let sid = sid(71);
+    let (handler, go) = receive_paused(&replies, stranger(&sid, replies.now())).await;
+    wait_for(T, "a sweep of the replica ahead", || {
+        let mut c = c.clone();
+        let key = pending_key.clone();
+        async move {
+            let s: Option<f64> = c.zscore(&key, "SMforgotten").await.unwrap();
+            s.is_none().then_some(())
+        }
+    })
+    .await;
+    go.send(()).unwrap();
+    assert!(
+        handler.await.is_err(),
+        "the handler stopped after the record"
+    );
+    let pending: Option<f64> = c.zscore(&pending_key, &sid).await.unwrap();
+    assert!(pending.is_some(), "still pending, for a sweep to finish");
+    // and the sweep finishes it, once, 15 s after it arrived
+    wait_for(
+        Duration::from_secs(30),
+        "the message in the replies queue",
+        || {
+            let e = &e;
+            let sid = sid.clone();
+            async move { reply_jobs(e).await.contains_key(&sid).then_some(()) }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_question_claimed_by_an_answer_cut_short_is_never_asked_about() {
+    let e = env("replies-claimed", "").await;
+    serve_receipts(&e, &mut sms_config()).await;
+    let inbound = inbound_url(&e);
+    let w = start_worker(&e, sms_config()).await;
+    question(&e, "c1", TO, "Approve the rollback of api-7?").await;
+    question(&e, "c2", TO, "Deploy web-3 to production?").await;
+    // an answer to c1 claimed it and its handler stopped before recording it; Twilio never
+    // posted it again
+    let mut c = e.redis.conn().await;
+    let claim = ringback::store::keys::question_answered("agent-callback:", "c1");
+    let _: () = c.set(&claim, sid(80)).await.unwrap();
+    // the next reply without a code: c1 is closed, so it answers c2, the one left
+    let (status, _, _) = post(&inbound, &reply(TO, &sid(81), "yes")).await;
+    assert_eq!(status, 200);
+    let jobs = reply_jobs(&e).await;
+    assert_eq!(jobs[&sid(81)]["matched"], "answer", "{jobs:#?}");
+    assert_eq!(jobs[&sid(81)]["runId"], "c2");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !texts_to(&e, TO)
+            .iter()
+            .any(|b| b.starts_with("Your reply could answer")),
+        "asked which"
+    );
+    let person: std::collections::HashMap<String, String> =
+        c.hgetall(keys_open_questions(TO)).await.unwrap();
+    let c1: serde_json::Value = serde_json::from_str(&person["c1"]).unwrap();
+    assert_eq!(c1["answeredBy"], sid(80), "{c1}");
+    w.stop().await;
 }

@@ -187,9 +187,16 @@ pub async fn serve(
 /// then the forwards due are sent again ([`crate::edge::api::inbound::forward_due`]).
 async fn sweep_inbound(state: Arc<crate::edge::api::ApiState>, shutdown: CancellationToken) {
     loop {
+        // the pending set's scores and the sweep's cut are on Redis's clock: read it first (at
+        // start too, before the first message is scored), then every round
+        let clock = state.replies.read_clock().await;
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(INBOUND_SWEEP_EVERY) => {}
+        }
+        if let Err(e) = clock {
+            tracing::warn!(error = %e, "could not read Redis's clock for the inbound sweep; trying again");
+            continue;
         }
         match state.replies.finish_pending().await {
             Ok(0) => {}
@@ -199,7 +206,7 @@ async fn sweep_inbound(state: Arc<crate::edge::api::ApiState>, shutdown: Cancell
             ),
             Err(e) => tracing::warn!(error = %e, "the inbound sweep failed; trying again"),
         }
-        let now = crate::queue::commands::now_ms();
+        let now = state.replies.now();
         match crate::edge::api::inbound::forward_due(&state, now).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(forwarded = n, "inbound messages forwarded again"),

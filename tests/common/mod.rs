@@ -174,7 +174,7 @@ impl Drop for RedisServer {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

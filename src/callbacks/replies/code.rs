@@ -13,21 +13,42 @@ pub const SUFFIX_MAX: usize = 30;
 const LETTERS: &[u8] = b"ACDEFHJKMNPRTUVWXY";
 const DIGITS: &[u8] = b"23456789";
 
-/// A code that is none of `taken` (compared without case).
-pub fn fresh(taken: &[String]) -> String {
-    let free = |c: &str| !taken.iter().any(|t| t.eq_ignore_ascii_case(c));
-    for _ in 0..64 {
+/// A code that is none of `taken` (compared without case), at random among the free ones: a
+/// letter and a digit while one is free, else a letter and two digits. `None` once all 1,296
+/// are taken: the caller decides what a person with that many questions kept gets.
+pub fn fresh(taken: &[String]) -> Option<String> {
+    let free = |c: &String| !taken.iter().any(|t| t.eq_ignore_ascii_case(c));
+    // a few draws first: with few codes taken (the usual case) no list is built
+    for _ in 0..8 {
         let c = pick(1);
         if free(&c) {
-            return c;
+            return Some(c);
         }
     }
-    loop {
-        let c = pick(2);
-        if free(&c) {
-            return c;
+    for digits in 1..=2 {
+        let left: Vec<String> = every(digits).filter(free).collect();
+        if !left.is_empty() {
+            return Some(left[rand::random_range(0..left.len())].clone());
         }
     }
+    None
+}
+
+/// Every code of a letter and `digits` digits.
+fn every(digits: u32) -> impl Iterator<Item = String> {
+    let n = DIGITS.len().pow(digits);
+    LETTERS.iter().flat_map(move |l| {
+        (0..n).map(move |mut i| {
+            let mut s = String::from(*l as char);
+            let mut tail = Vec::new();
+            for _ in 0..digits {
+                tail.push(DIGITS[i % DIGITS.len()] as char);
+                i /= DIGITS.len();
+            }
+            s.extend(tail);
+            s
+        })
+    })
 }
 
 fn pick(digits: usize) -> String {
@@ -72,19 +93,32 @@ mod tests {
     fn codes_are_fresh_and_grow_once_the_short_ones_run_out() {
         let mut taken = Vec::new();
         for _ in 0..40 {
-            let c = fresh(&taken);
+            let c = fresh(&taken).expect("a free code");
             assert!(!taken.contains(&c), "{c} twice");
             taken.push(c);
         }
-        let all: Vec<String> = LETTERS
-            .iter()
-            .flat_map(|l| {
-                DIGITS
-                    .iter()
-                    .map(move |d| format!("{}{}", *l as char, *d as char))
-            })
-            .collect();
-        assert_eq!(fresh(&all).len(), 3);
+        let short: Vec<String> = every(1).collect();
+        assert_eq!(short.len(), 144);
+        // the last short code free is found, not missed by chance
+        let last = short[77].clone();
+        let all_but_one: Vec<String> = short.iter().filter(|c| **c != last).cloned().collect();
+        assert_eq!(fresh(&all_but_one), Some(last));
+        assert_eq!(fresh(&short).map(|c| c.len()), Some(3));
+    }
+
+    #[test]
+    fn no_code_once_every_one_is_taken() {
+        let all: Vec<String> = every(1).chain(every(2)).collect();
+        assert_eq!(all.len(), 1_296);
+        let distinct: std::collections::HashSet<&String> = all.iter().collect();
+        assert_eq!(distinct.len(), 1_296);
+        assert!(
+            all.iter()
+                .all(|c| split(c).map(|(w, _)| w) == Some(c.clone()))
+        );
+        let lower: Vec<String> = all.iter().map(|c| c.to_lowercase()).collect();
+        assert_eq!(fresh(&lower), None);
+        assert!(fresh(&all[1..]).is_some_and(|c| c == all[0]));
     }
 
     #[test]

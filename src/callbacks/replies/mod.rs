@@ -23,6 +23,8 @@ pub mod code;
 pub mod forwards;
 pub mod optouts;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -86,7 +88,8 @@ pub struct Inbound {
     pub media: Vec<Media>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messaging_service_sid: Option<String>,
-    /// Advanced Opt-Out's `OptOutType` (`STOP`, `START`, `HELP`).
+    /// Advanced Opt-Out's `OptOutType` (`STOP`, `START`, `HELP`), or the one Twilio's default
+    /// handling gives its keyword alone in the message ([`optouts::default_keyword`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opt_out_type: Option<String>,
     pub received_at: i64,
@@ -197,6 +200,10 @@ pub struct Replies {
     forwarding: bool,
     before_record: Option<CrashHook>,
     crash_after_record: Option<CrashHook>,
+    /// Redis's clock less this process's (ms), as last read: the pending set's scores and the
+    /// sweep's cut are on Redis's clock, so replicas of `serve` whose clocks disagree by more
+    /// than the grace period never sweep each other's messages early.
+    clock_offset: Arc<AtomicI64>,
 }
 
 impl Replies {
@@ -222,7 +229,24 @@ impl Replies {
             callbacks,
             callback_job_name: callback_job_name.into(),
             crash_after_record: None,
+            clock_offset: Arc::default(),
         }
+    }
+
+    /// Now on Redis's clock, as last read by [`Replies::read_clock`] (ms).
+    pub fn now(&self) -> i64 {
+        now_ms() + self.clock_offset.load(Ordering::Relaxed)
+    }
+
+    /// Read Redis's clock (`TIME`), for [`Replies::now`]. `serve`'s sweep reads it every round.
+    pub async fn read_clock(&self) -> Result<(), Error> {
+        let before = now_ms();
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut self.conn()).await?;
+        let after = now_ms();
+        let redis_now = secs * 1000 + micros / 1000;
+        self.clock_offset
+            .store(redis_now - (before + after) / 2, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Forward the messages that answer no question (`serve` with a forward URL).
@@ -262,19 +286,41 @@ impl Replies {
 
     /// Every question asked of `number` the person's hash still holds: open, answered or past
     /// its time (their codes stay taken, so a late reply naming one is never another's answer).
+    /// One past its time by more than a record's life is gone from the hash here: its run's
+    /// record is gone too, and a person asked every day would otherwise keep every code taken.
     async fn questions_to(&self, number: &str) -> Result<Vec<Question>, Error> {
-        let values: Vec<String> = redis::cmd("HVALS")
-            .arg(keys::open_questions(&self.claim_prefix, number))
+        let key = keys::open_questions(&self.claim_prefix, number);
+        let all: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+            .arg(&key)
             .query_async(&mut self.conn())
             .await?;
-        Ok(values
-            .iter()
-            .filter_map(|v| serde_json::from_str::<Question>(v).ok())
-            .collect())
+        let gone_before = now_ms() - self.record_ttl.as_millis() as i64;
+        let mut kept = Vec::with_capacity(all.len());
+        let mut gone = Vec::new();
+        for (run_id, v) in all {
+            match serde_json::from_str::<Question>(&v) {
+                Ok(q) if q.until > gone_before => kept.push(q),
+                _ => gone.push(run_id),
+            }
+        }
+        if !gone.is_empty() {
+            let removed: Result<(), _> = redis::cmd("HDEL")
+                .arg(&key)
+                .arg(&gone)
+                .query_async(&mut self.conn())
+                .await;
+            if let Err(e) = removed {
+                tracing::warn!(error = %e, "could not drop questions past their record's life");
+            }
+        }
+        Ok(kept)
     }
 
     /// The run's question, fixed before its first claim, and `req` with the body it sends (the
-    /// producer's body and, when shown, the code). Every attempt of the run gets the same.
+    /// producer's body and, when shown, the code). Every attempt of the run gets the same code
+    /// and body; each one that is about to send keeps the question open `replyWithin` from
+    /// now, so a question held by quiet hours or retried later is open as long after the text
+    /// that goes out as the producer asked.
     pub async fn ask(&self, req: &mut CallbackRequest) -> Result<Question, Error> {
         let Some(within) = req.expect_reply else {
             return Err(Error::Reply {
@@ -282,36 +328,66 @@ impl Replies {
                 detail: "not a question".into(),
             });
         };
+        let within_ms = within.min(self.record_ttl).as_millis() as i64;
         let qkey = keys::question(&self.claim_prefix, &req.run_id);
         let existing: Option<String> = redis::cmd("GET")
             .arg(&qkey)
             .query_async(&mut self.conn())
             .await?;
+        let now = now_ms();
         let question = match existing.and_then(|v| serde_json::from_str::<Question>(&v).ok()) {
-            Some(q) => q,
+            Some(mut q) => {
+                if q.answered_by.is_none() && q.until < now + within_ms {
+                    q.until = now + within_ms;
+                    let _: Option<String> = redis::cmd("SET")
+                        .arg(&qkey)
+                        .arg(serde_json::to_string(&q).unwrap_or_default())
+                        .arg("XX")
+                        .arg("PX")
+                        .arg(self.record_ttl.as_millis().max(1) as u64)
+                        .query_async(&mut self.conn())
+                        .await?;
+                }
+                q
+            }
             None => {
-                let now = now_ms();
-                let taken = |open: &[Question]| -> Vec<String> {
-                    open.iter()
+                let others = |qs: &[Question], open_only: bool| -> Vec<String> {
+                    qs.iter()
                         .filter(|q| q.run_id != req.run_id)
+                        .filter(|q| !open_only || (q.until > now && q.answered_by.is_none()))
                         .map(|q| q.code.clone())
                         .collect()
                 };
+                // a code no kept question of the person has; with all 1,296 taken, one no open
+                // question has (a late reply naming the old one then reaches this run)
+                let free_code = |kept: &[Question]| {
+                    code::fresh(&others(kept, false))
+                        .or_else(|| code::fresh(&others(kept, true)))
+                        .ok_or_else(|| {
+                            Error::Question(format!(
+                                "every reply code is taken by a question open to {}; this one waits until one closes",
+                                mask(&req.to)
+                            ))
+                        })
+                };
                 let mut fresh = Question {
                     run_id: req.run_id.clone(),
-                    code: code::fresh(&taken(&self.questions_to(&req.to).await?)),
+                    code: free_code(&self.questions_to(&req.to).await?)?,
                     shown: false,
-                    until: now + within.min(self.record_ttl).as_millis() as i64,
+                    until: now + within_ms,
                     excerpt: excerpt(&req.body),
                     answered_by: None,
                 };
                 // open first, then look: of two questions to one person asked at the same
                 // moment, at least the later to look sees the other and shows its code
                 self.open(&req.to, &fresh).await?;
-                fresh.shown = !taken(&self.open_to(&req.to, now).await?).is_empty();
-                let others = taken(&self.questions_to(&req.to).await?);
-                if others.iter().any(|c| c.eq_ignore_ascii_case(&fresh.code)) {
-                    fresh.code = code::fresh(&others);
+                let kept = self.questions_to(&req.to).await?;
+                fresh.shown = !others(&kept, true).is_empty();
+                if others(&kept, false)
+                    .iter()
+                    .any(|c| c.eq_ignore_ascii_case(&fresh.code))
+                {
+                    fresh.code = free_code(&kept)?;
                 }
                 // another attempt may have fixed it first: its question is the run's
                 let json = serde_json::to_string(&fresh).unwrap_or_default();
@@ -321,6 +397,14 @@ impl Replies {
         };
         if question.answered_by.is_none() {
             self.open(&req.to, &question).await?;
+            // an answer claimed while this attempt read the question: it stays closed
+            let answered: Option<String> = redis::cmd("GET")
+                .arg(keys::question_answered(&self.claim_prefix, &req.run_id))
+                .query_async(&mut self.conn())
+                .await?;
+            if let Some(sid) = answered {
+                self.close(&req.run_id, &req.to, &sid).await?;
+            }
         }
         if question.shown {
             req.body.push_str(&code::suffix(&question.code));
@@ -395,18 +479,44 @@ impl Replies {
 
     /// Decide what a new message answers.
     async fn decide(&self, m: &Inbound) -> Result<(Match, String), Error> {
-        if m.opt_out_type.is_some() {
+        // Twilio's keyword, reported (Advanced Opt-Out) or alone in the message (Twilio's default
+        // handling acts on it whatever ringback does): never an answer, never asked back
+        if m.opt_out_type.is_some() || optouts::default_keyword(&m.text).is_some() {
             return Ok((Match::OptOut, m.text.clone()));
         }
         // questions another message claimed as their answer while this one was being decided
         let mut taken: Vec<String> = vec![];
         loop {
             let (matched, text) = self.choose(m, &taken).await?;
-            if let Match::Answer { run_id, .. } = &matched
-                && !self.claim_answer(run_id, &m.message_sid).await?
-            {
-                taken.push(run_id.clone());
-                continue;
+            match &matched {
+                Match::Answer { run_id, .. } => {
+                    let holder = self.claim_answer(run_id, &m.message_sid).await?;
+                    if holder != m.message_sid {
+                        self.close(run_id, &m.from, &holder).await?;
+                        taken.push(run_id.clone());
+                        continue;
+                    }
+                }
+                // a question another message claimed stays closed, also when that message was
+                // cut short before it closed it (and never came again): never asked about
+                Match::Ambiguous { run_ids } => {
+                    let mut claimed = false;
+                    for run_id in run_ids {
+                        let holder: Option<String> = redis::cmd("GET")
+                            .arg(keys::question_answered(&self.claim_prefix, run_id))
+                            .query_async(&mut self.conn())
+                            .await?;
+                        if let Some(holder) = holder.filter(|h| *h != m.message_sid) {
+                            self.close(run_id, &m.from, &holder).await?;
+                            taken.push(run_id.clone());
+                            claimed = true;
+                        }
+                    }
+                    if claimed {
+                        continue;
+                    }
+                }
+                _ => {}
             }
             return Ok((matched, text));
         }
@@ -465,13 +575,13 @@ impl Replies {
         })
     }
 
-    /// Claim `run_id`'s question as answered by `sid` (`SET NX`): false when another message
-    /// answered it first. A question closes at its first answer even when two messages are
-    /// decided at the same moment, or one was recorded and cut short before it closed the
-    /// question.
-    async fn claim_answer(&self, run_id: &str, sid: &str) -> Result<bool, Error> {
+    /// Claim `run_id`'s question as answered by `sid` (`SET NX`): the MessageSid that stands,
+    /// another's when that message answered it first. A question closes at its first answer even
+    /// when two messages are decided at the same moment, or one was recorded and cut short
+    /// before it closed the question.
+    async fn claim_answer(&self, run_id: &str, sid: &str) -> Result<String, Error> {
         let key = keys::question_answered(&self.claim_prefix, run_id);
-        Ok(self.set_first(&key, sid, self.record_ttl).await? == sid)
+        self.set_first(&key, sid, self.record_ttl).await
     }
 
     /// `SET key value NX GET PX ttl`: the value that stands, `value` when this call set it (or
@@ -513,6 +623,9 @@ impl Replies {
             None => {
                 let (matched, text) = self.decide(&m).await?;
                 let mut m = m;
+                if matches!(matched, Match::OptOut) && m.opt_out_type.is_none() {
+                    m.opt_out_type = optouts::default_keyword(&m.text).map(str::to_string);
+                }
                 if self.forwarding && matched.forwarded() {
                     // scheduled before the record: a crash after it leaves the forward due
                     self.forwards
@@ -670,7 +783,7 @@ impl Replies {
             .cmd("ZREMRANGEBYSCORE")
             .arg(&key)
             .arg("-inf")
-            .arg(now_ms() - self.retention.as_millis() as i64)
+            .arg(self.now() - self.retention.as_millis() as i64)
             .ignore()
             .query_async(&mut self.conn())
             .await?;
@@ -715,7 +828,7 @@ impl Replies {
         let sids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
             .arg(&pending)
             .arg("-inf")
-            .arg(now_ms() - PENDING_GRACE.as_millis() as i64)
+            .arg(self.now() - PENDING_GRACE.as_millis() as i64)
             .arg("LIMIT")
             .arg(0)
             .arg(100)

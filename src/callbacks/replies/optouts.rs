@@ -18,6 +18,21 @@ use crate::store::keys;
 /// Twilio's error for a send to a number that opted out of the sender's texts.
 pub const OPTED_OUT: u32 = 21610;
 
+/// The `OptOutType` Twilio's default opt-out handling gives a message that is one of its
+/// keywords alone (any case, surrounding spaces ignored): it acts on such a message without
+/// Advanced Opt-Out and without posting `OptOutType`. "YES", also an opt-in keyword of
+/// Twilio's, is left out: to a question it is almost always the answer.
+pub fn default_keyword(text: &str) -> Option<&'static str> {
+    match text.trim().to_ascii_uppercase().as_str() {
+        "STOP" | "STOPALL" | "UNSUBSCRIBE" | "CANCEL" | "END" | "QUIT" | "REVOKE" | "OPTOUT" => {
+            Some("STOP")
+        }
+        "START" | "UNSTOP" => Some("START"),
+        "HELP" | "INFO" => Some("HELP"),
+        _ => None,
+    }
+}
+
 /// How often a worker re-reads which opt-outs exist (to clear one a send disproves).
 const REFRESH_EVERY_MS: i64 = 30_000;
 
@@ -129,5 +144,22 @@ impl OptOuts {
             .collect();
         all.sort_by_key(|o| std::cmp::Reverse(o.at));
         Ok(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_keyword_alone_is_what_twilio_makes_of_it() {
+        assert_eq!(default_keyword(" stop "), Some("STOP"));
+        assert_eq!(default_keyword("Unsubscribe"), Some("STOP"));
+        assert_eq!(default_keyword("unstop"), Some("START"));
+        assert_eq!(default_keyword("INFO"), Some("HELP"));
+        assert_eq!(default_keyword("yes"), None);
+        assert_eq!(default_keyword("stop the deploy"), None);
+        assert_eq!(default_keyword("K7 stop"), None);
+        assert_eq!(default_keyword(""), None);
     }
 }

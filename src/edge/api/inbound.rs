@@ -74,7 +74,7 @@ pub(super) async fn webhook_inbound(
         media,
         messaging_service_sid: field("MessagingServiceSid"),
         opt_out_type: field("OptOutType"),
-        received_at: crate::queue::commands::now_ms(),
+        received_at: s.replies.now(),
         form: params.clone(),
     };
     let received = s.replies.receive(inbound).await?;
