@@ -146,6 +146,15 @@ async fn receive_paused(
     (handler, go)
 }
 
+/// The reply code a question's text ends with.
+fn shown_code(body: &str) -> String {
+    body.rsplit("Start your reply with ")
+        .next()
+        .unwrap()
+        .trim_end_matches(".)")
+        .to_string()
+}
+
 async fn question(e: &Env, run: &str, to: &str, body: &str) {
     let data = serde_json::json!({"runId": run, "to": to, "body": body, "expectReply": true, "replyWithin": "1h"});
     let id = add(e, &data.to_string()).await;
@@ -167,12 +176,7 @@ async fn questions_answers_and_the_replies_queue() {
     question(&e, "q2", TO, "Deploy web-3 to production?").await;
     let sent = texts_to(&e, TO);
     let second = sent.iter().find(|b| b.starts_with("Deploy")).unwrap();
-    let code = second
-        .rsplit("Start your reply with ")
-        .next()
-        .unwrap()
-        .trim_end_matches(".)")
-        .to_string();
+    let code = shown_code(second);
     assert!(
         second.ends_with(&format!("\n\n(Start your reply with {code}.)")),
         "{second:?}"
@@ -1092,12 +1096,7 @@ async fn a_keyword_alone_is_twilios_never_an_answer_nor_asked_back() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let bodies = texts_to(&e, TO);
     assert_eq!(bodies.len(), 2, "{bodies:?}");
-    let code = bodies[1]
-        .rsplit("Start your reply with ")
-        .next()
-        .unwrap()
-        .trim_end_matches(".)")
-        .to_string();
+    let code = shown_code(&bodies[1]);
     // "stop the deploy" is not a keyword alone: an answer like any other
     post(
         &inbound,
