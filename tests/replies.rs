@@ -94,6 +94,13 @@ fn inbound_url(e: &Env) -> String {
         .replace("/webhook/status", "/webhook/inbound")
 }
 
+/// `serve` with its receipts and inbound webhook, and one worker, at the suite's settings: the
+/// inbound URL and the running worker.
+async fn serve_and_work(e: &Env) -> (String, Running) {
+    serve_receipts(e, &mut sms_config()).await;
+    (inbound_url(e), start_worker(e, sms_config()).await)
+}
+
 /// The replies as the worker and `serve` of the environment see them.
 async fn replies_of(e: &Env) -> ringback::callbacks::replies::Replies {
     let client = redis::Client::open(e.redis.url()).unwrap();
@@ -165,9 +172,7 @@ async fn question(e: &Env, run: &str, to: &str, body: &str) {
 #[tokio::test]
 async fn questions_answers_and_the_replies_queue() {
     let e = env("replies", "").await;
-    serve_receipts(&e, &mut sms_config()).await;
-    let inbound = inbound_url(&e);
-    let w = start_worker(&e, sms_config()).await;
+    let (inbound, w) = serve_and_work(&e).await;
 
     // one open question: its text carries no code
     question(&e, "q1", TO, "Approve the rollback of api-7?").await;
@@ -330,9 +335,7 @@ async fn questions_answers_and_the_replies_queue() {
 #[tokio::test]
 async fn media_replies_are_kept_as_links() {
     let e = env("replies-media", "").await;
-    serve_receipts(&e, &mut sms_config()).await;
-    let inbound = inbound_url(&e);
-    let w = start_worker(&e, sms_config()).await;
+    let (inbound, w) = serve_and_work(&e).await;
     question(&e, "m1", TO, "Send a photo of the rack").await;
     let mut p = reply(TO, &sid(7), "");
     p.retain(|(k, _)| *k != "NumMedia");
@@ -966,9 +969,7 @@ async fn a_question_sent_late_is_open_as_long_after_its_text_as_asked() {
         r#"{"create":[{"fault":"rate_limited","retry_after_s":3,"times":1}]}"#,
     )
     .await;
-    serve_receipts(&e, &mut sms_config()).await;
-    let inbound = inbound_url(&e);
-    let w = start_worker(&e, sms_config()).await;
+    let (inbound, w) = serve_and_work(&e).await;
     let data = serde_json::json!({"runId": "late1", "to": TO, "body": "Roll back api-7?",
         "expectReply": true, "replyWithin": "2s"});
     let id = add(&e, &data.to_string()).await;
@@ -1158,9 +1159,7 @@ async fn serve_on_a_clock_ahead_never_sweeps_a_message_another_replica_is_record
 #[tokio::test]
 async fn a_question_claimed_by_an_answer_cut_short_is_never_asked_about() {
     let e = env("replies-claimed", "").await;
-    serve_receipts(&e, &mut sms_config()).await;
-    let inbound = inbound_url(&e);
-    let w = start_worker(&e, sms_config()).await;
+    let (inbound, w) = serve_and_work(&e).await;
     question(&e, "c1", TO, "Approve the rollback of api-7?").await;
     question(&e, "c2", TO, "Deploy web-3 to production?").await;
     // an answer to c1 claimed it and its handler stopped before recording it; Twilio never

@@ -40,12 +40,10 @@ fn every(digits: u32) -> impl Iterator<Item = String> {
     LETTERS.iter().flat_map(move |l| {
         (0..n).map(move |mut i| {
             let mut s = String::from(*l as char);
-            let mut tail = Vec::new();
             for _ in 0..digits {
-                tail.push(DIGITS[i % DIGITS.len()] as char);
+                s.push(DIGITS[i % DIGITS.len()] as char);
                 i /= DIGITS.len();
             }
-            s.extend(tail);
             s
         })
     })
