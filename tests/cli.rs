@@ -13,7 +13,8 @@ use common::{Add, RedisServer, add_job, queue_name};
 use ringback::store::keys::QueueKeys;
 
 const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
-const TOKEN: &str = "sim-token";
+/// Twilio's shape (32 hex digits): check-config checks it against Twilio's own API.
+const TOKEN: &str = "fedcba9876543210fedcba9876543210";
 const API_TOKEN: &str = "api-token-0123456789";
 const T: Duration = Duration::from_secs(20);
 
@@ -39,7 +40,7 @@ fn ringback(args: &[&str]) -> Command {
 fn twilio_env(cmd: &mut Command) -> &mut Command {
     cmd.env("TWILIO_ACCOUNT_SID", ACCOUNT)
         .env("TWILIO_AUTH_TOKEN", TOKEN)
-        .env("TWILIO_FROM", "+15558675310")
+        .env("TWILIO_FROM", "+14155550123")
 }
 
 /// A running binary whose output lines arrive on channels; killed on drop.
@@ -369,7 +370,9 @@ fn check_config_ties_validity_to_the_deadline_and_checks_the_sender_list() {
     );
     // no status callback URL: told what that costs, and still valid
     assert!(
-        stdout.contains("warning: RINGBACK_STATUS_CALLBACK_URL is not set"),
+        stdout.lines().any(|l| l
+            .trim_start()
+            .starts_with("RINGBACK_STATUS_CALLBACK_URL is not set")),
         "{stdout}"
     );
 }
@@ -397,7 +400,7 @@ fn check_config_checks_the_windows_assumptions_against_the_legacy_fleet() {
         assert!(
             stdout
                 .lines()
-                .any(|l| l.starts_with(&format!("warning: {warning}")) && l.contains(says)),
+                .any(|l| l.trim_start().starts_with(warning) && l.contains(says)),
             "{warning}: {stdout}"
         );
     }
@@ -734,4 +737,36 @@ async fn the_poll_recovers_a_status_the_webhook_refused() {
         .collect();
     assert!(sources.contains(&"poll"), "{:?}", record.history);
     assert!(!sources.contains(&"webhook"), "{:?}", record.history);
+}
+
+/// `ringback status` tells a run never seen (exit 3, "no record") from a run whose record
+/// exists; "unknown" is kept for a send whose outcome is unknown.
+#[test]
+fn status_tells_a_run_never_seen_from_a_record() {
+    let server = common::RedisServer::start();
+    let out = ringback(&["status", "never-seen-run"])
+        .env("REDIS_URL", server.url())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("no record"), "{stdout}");
+    assert!(!stdout.contains("unknown"), "{stdout}");
+    // a run with a claim is a run seen
+    let mut conn = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("agent-callback:seen-run")
+        .arg("pending")
+        .query(&mut conn)
+        .unwrap();
+    let out = ringback(&["status", "seen-run"])
+        .env("REDIS_URL", server.url())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("state"), "{stdout}");
 }

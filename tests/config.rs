@@ -11,7 +11,9 @@ use std::process::{Command, Output};
 use common::RedisServer;
 
 const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
-const TOKEN: &str = "sim-token";
+/// An auth token of Twilio's shape (32 hex digits): check-config checks the shape against
+/// Twilio's own API, the default `TWILIO_API_BASE`.
+const TOKEN: &str = "fedcba9876543210fedcba9876543210";
 
 /// The binary with an empty environment: only what a test sets is seen.
 fn ringback(args: &[&str]) -> Command {
@@ -151,10 +153,10 @@ fn check_config_names_every_unparsable_missing_and_broken_setting_in_one_run() {
     // every invariant with its verdict, judged on the defaults where a value did not parse
     for verdict in [
         "ok       0 < RINGBACK_LOCK_RENEW_TIME_MS (15000) < RINGBACK_LOCK_DURATION_MS (30000)",
-        "broken   RINGBACK_SENT_TTL_MS (500) > RINGBACK_PENDING_TTL_MS (15000)",
-        "broken   RINGBACK_CLAIM_LEASE_MS (1000) > lock duration",
+        "broken   does not hold: RINGBACK_SENT_TTL_MS (500) > RINGBACK_PENDING_TTL_MS (15000)",
+        "broken   does not hold: RINGBACK_CLAIM_LEASE_MS (1000) > lock duration",
         "ok       RINGBACK_PENDING_TTL_MS (15000) > TWILIO_TIMEOUT_MS + 2000 ms (10000)",
-        "warning  RINGBACK_STATUS_CALLBACK_URL is set",
+        "warning  does not hold: receipts on: RINGBACK_STATUS_CALLBACK_URL is set",
     ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(verdict)),
@@ -202,7 +204,7 @@ fn check_config_checks_what_serve_and_drain_need() {
     let (code, stdout, stderr) = run(&mut cmd);
     assert_eq!(code, Some(2), "{stdout}{stderr}");
     assert!(
-        stdout.contains("broken   RINGBACK_LISTEN (0.0.0.0:3001)"),
+        stdout.contains("broken   does not hold: RINGBACK_LISTEN (0.0.0.0:3001)"),
         "{stdout}"
     );
     assert!(
@@ -225,7 +227,10 @@ fn check_config_checks_what_serve_and_drain_need() {
     );
     let (code, _, stderr) = run(&mut ringback(&["check-config", "status"]));
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("worker, serve or drain"), "{stderr}");
+    assert!(
+        stderr.contains("worker, serve, drain or resend"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -238,7 +243,7 @@ fn test_knobs_are_hidden_from_help_and_reported_when_set() {
     let (code, stdout, stderr) = run(ringback(&["check-config"])
         .env("TWILIO_ACCOUNT_SID", ACCOUNT)
         .env("TWILIO_AUTH_TOKEN", TOKEN)
-        .env("TWILIO_FROM", "+15558675310")
+        .env("TWILIO_FROM", "+14155550123")
         .env("RINGBACK_CLOCK_SKEW_MS", "5000")
         .env("RINGBACK_PROCESSOR", "sms"));
     assert_eq!(code, Some(0), "{stdout}{stderr}");
@@ -352,7 +357,7 @@ fn records_of_another_layout_are_refused_at_start() {
         cmd.env("REDIS_URL", redis.url())
             .env("TWILIO_ACCOUNT_SID", ACCOUNT)
             .env("TWILIO_AUTH_TOKEN", TOKEN)
-            .env("TWILIO_FROM", "+15558675310")
+            .env("TWILIO_FROM", "+14155550123")
             .env("TWILIO_API_BASE", "http://127.0.0.1:9")
             .env("RINGBACK_METRICS_LISTEN", "off");
         cmd
@@ -400,7 +405,7 @@ fn check_config_refuses_otel_settings_it_cannot_honour() {
     let twilio = |cmd: &mut Command| {
         cmd.env("TWILIO_ACCOUNT_SID", ACCOUNT)
             .env("TWILIO_AUTH_TOKEN", TOKEN)
-            .env("TWILIO_FROM", "+15558675310");
+            .env("TWILIO_FROM", "+14155550123");
     };
     let mut cmd = ringback(&["check-config"]);
     twilio(&mut cmd);
@@ -454,4 +459,402 @@ fn check_config_refuses_otel_settings_it_cannot_honour() {
         "{stdout}"
     );
     assert!(!stdout.contains("s3cret"), "{stdout}");
+}
+
+/// The `NAME=value` lines of the README's minimal configuration, as a reader pastes them.
+fn readme_block() -> Vec<(String, String)> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let start = readme
+        .find("# ringback.env: the worker")
+        .expect("the README's minimal configuration");
+    let block = &readme[start
+        ..readme[start..]
+            .find("```")
+            .map_or(readme.len(), |e| start + e)];
+    let pairs: Vec<(String, String)> = block
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    assert!(pairs.len() >= 6, "the block's settings: {pairs:?}");
+    pairs
+}
+
+#[test]
+fn the_readmes_minimal_configuration_pasted_literally_is_refused() {
+    let with_block = |args: &[&str]| {
+        let mut cmd = ringback(args);
+        for (k, v) in readme_block() {
+            cmd.env(k, v);
+        }
+        run(&mut cmd)
+    };
+    // every placeholder named at once, each by variable and flag
+    let (code, stdout, stderr) = with_block(&["check-config"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    for (name, flag) in [
+        ("REDIS_URL", "--redis-url"),
+        ("TWILIO_ACCOUNT_SID", "--account-sid"),
+        ("TWILIO_AUTH_TOKEN", "--auth-token"),
+        ("TWILIO_FROM", "--twilio-from"),
+        ("RINGBACK_STATUS_CALLBACK_URL", "--status-callback-url"),
+    ] {
+        let line = named(&stderr, name, flag).unwrap_or_else(|| panic!("{name}: {stderr}"));
+        assert!(
+            line.contains("placeholder") || line.contains("fictional"),
+            "{line}"
+        );
+    }
+    assert!(!stdout.contains("all invariants hold"), "{stdout}");
+    // the auth token's value is never printed, even refused
+    let token = readme_block()
+        .into_iter()
+        .find(|(k, _)| k == "TWILIO_AUTH_TOKEN")
+        .map(|(_, v)| v)
+        .expect("the block sets the auth token");
+    assert!(
+        !stderr.contains(&token) && !stdout.contains(&token),
+        "{stderr}"
+    );
+
+    let (code, stdout, stderr) = with_block(&["check-config", "serve"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    for (name, flag) in [
+        ("REDIS_URL", "--redis-url"),
+        ("RINGBACK_PUBLIC_URL", "--public-url"),
+        ("RINGBACK_API_TOKEN", "--api-token"),
+        ("TWILIO_AUTH_TOKEN", "--auth-token"),
+    ] {
+        assert!(named(&stderr, name, flag).is_some(), "{name}: {stderr}");
+    }
+    let (code, stdout, stderr) = with_block(&["check-config", "drain"]);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        named(&stderr, "TWILIO_ACCOUNT_SID", "--account-sid").is_some(),
+        "{stderr}"
+    );
+}
+
+/// The worker's settings with Twilio's own API, valid but for what a test sets after.
+fn live_twilio(cmd: &mut Command) -> &mut Command {
+    cmd.env("REDIS_URL", "redis://127.0.0.1:1")
+        .env("TWILIO_ACCOUNT_SID", ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env("TWILIO_FROM", "+14155550123")
+        .env(
+            "RINGBACK_STATUS_CALLBACK_URL",
+            "https://ringback.acme.test/api/notify/webhook/status",
+        )
+}
+
+#[test]
+fn shapes_twilio_refuses_are_refused_against_twilio_and_a_simulator_keeps_its_own() {
+    let (code, stdout, stderr) = run(live_twilio(&mut ringback(&["check-config"])));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("all invariants hold"), "{stdout}");
+
+    for (name, flag, value, says) in [
+        (
+            "TWILIO_ACCOUNT_SID",
+            "--account-sid",
+            "ACzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
+            "malformed",
+        ),
+        ("TWILIO_ACCOUNT_SID", "--account-sid", "AC123", "malformed"),
+        (
+            "TWILIO_AUTH_TOKEN",
+            "--auth-token",
+            "sim-token",
+            "malformed",
+        ),
+        ("TWILIO_FROM", "--twilio-from", "+15558675310", "fictional"),
+    ] {
+        let (code, stdout, stderr) =
+            run(live_twilio(&mut ringback(&["check-config"])).env(name, value));
+        assert_eq!(code, Some(2), "{name}={value}: {stdout}{stderr}");
+        let line = named(&stderr, name, flag).unwrap_or_else(|| panic!("{name}={value}: {stderr}"));
+        assert!(line.contains(says), "{name}={value}: {line}");
+    }
+    // a Messaging Service SID is checked as one, in place of the sender
+    for value in ["+14155550123", "MG123"] {
+        let (code, _, stderr) = run(live_twilio(&mut ringback(&["check-config"]))
+            .env_remove("TWILIO_FROM")
+            .env("TWILIO_MESSAGING_SERVICE_SID", value));
+        assert_eq!(code, Some(2), "{value}: {stderr}");
+        assert!(
+            named(
+                &stderr,
+                "TWILIO_MESSAGING_SERVICE_SID",
+                "--messaging-service-sid"
+            )
+            .is_some_and(|l| l.contains("MG followed by 32 hex digits")),
+            "{value}: {stderr}"
+        );
+    }
+    // an API key and its secret, by Twilio's shapes
+    let (code, _, stderr) = run(live_twilio(&mut ringback(&["check-config"]))
+        .env_remove("TWILIO_AUTH_TOKEN")
+        .env("TWILIO_API_KEY", "SK123")
+        .env("TWILIO_API_SECRET", "short"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        named(&stderr, "TWILIO_API_KEY", "--api-key").is_some(),
+        "{stderr}"
+    );
+    assert!(
+        named(&stderr, "TWILIO_API_SECRET", "--api-secret").is_some(),
+        "{stderr}"
+    );
+    // a simulator keeps its own credentials: the shape is Twilio's rule, the placeholder is not
+    let (code, stdout, stderr) = run(live_twilio(&mut ringback(&["check-config"]))
+        .env("TWILIO_API_BASE", "http://127.0.0.1:1")
+        .env("TWILIO_ACCOUNT_SID", "ACzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz")
+        .env("TWILIO_AUTH_TOKEN", "sim-token")
+        .env("TWILIO_FROM", "+14155550123"));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let (code, _, stderr) = run(live_twilio(&mut ringback(&["check-config"]))
+        .env("TWILIO_API_BASE", "http://127.0.0.1:1")
+        .env("TWILIO_ACCOUNT_SID", "ACxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+    assert_eq!(code, Some(2), "{stderr}");
+    let (code, _, stderr) =
+        run(live_twilio(&mut ringback(&["check-config"])).env("TWILIO_API_BASE", "https://"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        named(&stderr, "TWILIO_API_BASE", "--api-base").is_some_and(|l| l.contains("host")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn serve_refuses_a_public_url_without_a_host_and_placeholder_tokens() {
+    let serve = |cmd: &mut Command| {
+        cmd.env("RINGBACK_PUBLIC_URL", "https://ringback.acme.test")
+            .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+            .env("TWILIO_AUTH_TOKEN", TOKEN);
+    };
+    for (name, flag, value, says) in [
+        ("RINGBACK_PUBLIC_URL", "--public-url", "https://", "no host"),
+        (
+            "RINGBACK_PUBLIC_URL",
+            "--public-url",
+            "ringback.acme.test",
+            "malformed",
+        ),
+        (
+            "RINGBACK_API_TOKEN",
+            "--api-token",
+            "replace-with-openssl-rand-hex-32",
+            "placeholder",
+        ),
+        ("RINGBACK_API_TOKEN", "--api-token", "short", "malformed"),
+        (
+            "TWILIO_AUTH_TOKEN",
+            "--auth-token",
+            "your-twilio-auth-token",
+            "placeholder",
+        ),
+    ] {
+        let mut cmd = ringback(&["check-config", "serve"]);
+        serve(&mut cmd);
+        let (code, stdout, stderr) = run(cmd.env(name, value));
+        assert_eq!(code, Some(2), "{name}={value}: {stdout}{stderr}");
+        let line = named(&stderr, name, flag).unwrap_or_else(|| panic!("{name}={value}: {stderr}"));
+        assert!(line.contains(says), "{name}={value}: {line}");
+        // a set but malformed value is not called missing
+        assert!(!line.contains("required"), "{line}");
+    }
+}
+
+#[test]
+fn a_cluster_queue_without_a_hash_tag_is_refused_on_every_subcommand() {
+    for args in [
+        &["check-config"][..],
+        &["check-config", "serve"],
+        &["check-config", "drain"],
+    ] {
+        let mut cmd = ringback(args);
+        live_twilio(&mut cmd).env("REDIS_URL", "redis+cluster://127.0.0.1:7000,127.0.0.1:7001");
+        let (code, _, stderr) = run(&mut cmd);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            named(&stderr, "RINGBACK_PREFIX", "--prefix").is_some_and(|l| l.contains("hash tag")),
+            "{args:?}: {stderr}"
+        );
+    }
+    // a tag in the prefix or in the queue's name keeps a queue in one slot
+    for (prefix, queue) in [("{bull}", "notify"), ("bull", "{notify}")] {
+        let mut cmd = ringback(&["check-config"]);
+        live_twilio(&mut cmd)
+            .env("REDIS_URL", "redis+cluster://127.0.0.1:7000")
+            .env("RINGBACK_PREFIX", prefix)
+            .env("RINGBACK_QUEUE", queue);
+        let (code, stdout, stderr) = run(&mut cmd);
+        assert_eq!(code, Some(0), "{prefix} {queue}: {stdout}{stderr}");
+    }
+}
+
+#[test]
+fn the_scripted_processor_is_refused_outside_drill_mode() {
+    let (code, _, stderr) = run(ringback(&["check-config", "--processor", "scripted"])
+        .env("REDIS_URL", "redis://127.0.0.1:1"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("RINGBACK_PROCESSOR") && stderr.contains("RINGBACK_DRILL=1"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run(ringback(&["check-config", "--processor", "scripted"])
+        .env("REDIS_URL", "redis://127.0.0.1:1")
+        .env("RINGBACK_DRILL", "1"));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+}
+
+#[test]
+fn unknown_and_misspelled_variables_are_named_with_the_real_one() {
+    let (code, stdout, stderr) = run(live_twilio(&mut ringback(&["check-config"]))
+        .env("RINGBACK_PENDNG_TTL_MS", "5000")
+        .env("RINGBACK_SOMETHING_ELSE", "1")
+        .env("TWILIO_ACOUNT_SID", ACCOUNT)
+        .env("OTEL_SERVICE_NAM", "x")
+        // read by other tools, and by the image's health check: quiet
+        .env("OTEL_LOGS_EXPORTER", "none")
+        .env("TWILIO_REGION", "ie1")
+        .env("RINGBACK_HEALTH_PORT", "3000"));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    for (name, says) in [
+        (
+            "RINGBACK_PENDNG_TTL_MS",
+            "did you mean RINGBACK_PENDING_TTL_MS?",
+        ),
+        ("RINGBACK_SOMETHING_ELSE", "is not a setting ringback reads"),
+        ("TWILIO_ACOUNT_SID", "misspelling of TWILIO_ACCOUNT_SID"),
+        ("OTEL_SERVICE_NAM", "misspelling of OTEL_SERVICE_NAME"),
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("warning: {name} ")) && l.contains(says)),
+            "{name}: {stdout}"
+        );
+    }
+    for quiet in [
+        "OTEL_LOGS_EXPORTER",
+        "TWILIO_REGION",
+        "RINGBACK_HEALTH_PORT",
+    ] {
+        assert!(!stdout.contains(quiet), "{quiet}: {stdout}");
+    }
+    assert!(!stdout.contains("all invariants hold"), "{stdout}");
+    assert!(stdout.contains("4 warning(s) above"), "{stdout}");
+}
+
+#[test]
+fn every_ringback_variable_the_repositorys_tools_set_is_known() {
+    // a script's or the image's own variable must not read as a misspelling in check-config
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let name = regex::Regex::new(r"\bRINGBACK_[A-Z][A-Z_]*[A-Z]\b").expect("pattern");
+    let mut text = String::new();
+    for dir in [
+        "scripts",
+        "deploy",
+        "node-harness/lib",
+        "node-harness/bin",
+        "node-harness/test",
+    ] {
+        for entry in walk(&root.join(dir)) {
+            text.push_str(&std::fs::read_to_string(entry).unwrap_or_default());
+        }
+    }
+    text.push_str(&std::fs::read_to_string(root.join("Dockerfile")).expect("Dockerfile"));
+    let mut cmd = ringback(&["check-config"]);
+    live_twilio(&mut cmd);
+    let mut names: Vec<&str> = name.find_iter(&text).map(|m| m.as_str()).collect();
+    names.sort();
+    names.dedup();
+    for n in &names {
+        cmd.env(n, "1");
+    }
+    let (_, stdout, stderr) = run(&mut cmd);
+    let unknown: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.contains("is not a setting ringback reads"))
+        .collect();
+    assert!(unknown.is_empty(), "{unknown:#?}\n{stderr}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn verdicts_read_true_and_name_the_setting_changed() {
+    // the receipts rule unkept: its verdict, the rule, and why, side by side
+    let (code, stdout, stderr) =
+        run(live_twilio(&mut ringback(&["check-config"]))
+            .env_remove("RINGBACK_STATUS_CALLBACK_URL"));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("warning  does not hold: receipts on"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(lines[at + 1].contains("is not set"), "{stdout}");
+    assert!(stdout.contains("1 warning(s) above"), "{stdout}");
+
+    // with an error present the explanations are still printed; a sent TTL below the lease
+    // names the setting changed, for the worker and for serve
+    let (code, stdout, stderr) = run(live_twilio(&mut ringback(&["check-config"]))
+        .env_remove("RINGBACK_STATUS_CALLBACK_URL")
+        .env("RINGBACK_SENT_TTL_MS", "300000"));
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(stdout.contains("does not hold: receipts on"), "{stdout}");
+    assert!(
+        named(&stderr, "RINGBACK_SENT_TTL_MS", "--sent-ttl-ms")
+            .is_some_and(|l| l.contains("shorter than RINGBACK_CLAIM_LEASE_MS")),
+        "{stderr}"
+    );
+    assert!(
+        named(&stderr, "RINGBACK_CLAIM_LEASE_MS", "--claim-lease-ms").is_none(),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run(ringback(&["check-config", "serve"])
+        .env("RINGBACK_PUBLIC_URL", "https://ringback.acme.test")
+        .env("RINGBACK_API_TOKEN", "api-token-0123456789")
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env("RINGBACK_SENT_TTL_MS", "300000"));
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        named(&stderr, "RINGBACK_SENT_TTL_MS", "--sent-ttl-ms").is_some(),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_config_resend_checks_the_settings_resend_reads() {
+    let (code, stdout, stderr) = run(live_twilio(&mut ringback(&["check-config", "resend"])));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.starts_with("# ringback resend reads the settings drain reads"),
+        "{stdout}"
+    );
+    let (code, _, stderr) =
+        run(live_twilio(&mut ringback(&["check-config", "resend"])).env_remove("TWILIO_FROM"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        named(&stderr, "TWILIO_FROM", "--twilio-from").is_some(),
+        "{stderr}"
+    );
 }

@@ -926,6 +926,7 @@ async fn the_binary_reports_metrics_and_readiness() {
     let _child = KillOnDrop(
         std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
             .args(["worker", "--processor", "scripted"])
+            .env("RINGBACK_DRILL", "1")
             .env("REDIS_URL", server.url())
             .env("RINGBACK_QUEUE", &q)
             .env("RINGBACK_METRICS_LISTEN", format!("127.0.0.1:{port}"))
@@ -1185,6 +1186,7 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
 fn named_worker(server: &RedisServer, q: &str, log: &std::path::Path) -> std::process::Child {
     std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
         .args(["worker", "--processor", "scripted"])
+        .env("RINGBACK_DRILL", "1")
         .env("REDIS_URL", server.url())
         .env("RINGBACK_QUEUE", q)
         .env("RINGBACK_WORKER_NAME", "rb-names")

@@ -213,10 +213,11 @@ async fn gauges(processor: &SmsProcessor) -> Result<(), crate::error::Error> {
 pub async fn run(
     processor: SmsProcessor,
     interval: Duration,
+    name: String,
     permits: Option<Arc<Semaphore>>,
     cancel: CancellationToken,
 ) {
-    let (id, name) = (processor.worker_id().to_string(), worker_name());
+    let id = processor.worker_id().to_string();
     loop {
         if let Err(e) = processor.window().heartbeat(&id, &name).await {
             tracing::debug!(error = %e, "heartbeat not written");
@@ -240,10 +241,27 @@ pub async fn run(
     }
 }
 
-/// How `ringback drain` names this worker when it refuses.
-fn worker_name() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "localhost".into());
-    format!("ringback worker pid {} on {host}", std::process::id())
+/// How the console and `ringback drain` name this worker: `name` (`RINGBACK_WORKER_NAME`,
+/// the name `getWorkers()` shows too), else the machine's hostname, with the process id.
+pub fn worker_name(name: Option<&str>) -> String {
+    match name.filter(|n| !n.is_empty()) {
+        Some(name) => format!("ringback worker {name} pid {}", std::process::id()),
+        None => format!(
+            "ringback worker pid {} on {}",
+            std::process::id(),
+            hostname()
+        ),
+    }
+}
+
+/// The machine's hostname, as the kernel has it (systemd sets no `$HOSTNAME` for a unit):
+/// read from procfs, Linux being the one supported system, else `localhost`.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 #[cfg(test)]

@@ -30,17 +30,20 @@ pub async fn connect(
 }
 
 /// Start the orphan sweep (inside the worker's concurrency limit, `permits`) and the receipt
-/// reconciliation on `tracker`, until `shutdown`: the caller waits on the tracker, so an attempt
+/// reconciliation on `tracker`, until `shutdown`; the heartbeat names the worker `name`
+/// (`RINGBACK_WORKER_NAME`), else the host: the caller waits on the tracker, so an attempt
 /// the sweep started finishes (sent marker written) before the process exits.
 pub fn start(
     processor: &SmsProcessor,
     permits: Option<std::sync::Arc<tokio::sync::Semaphore>>,
+    name: Option<&str>,
     shutdown: &tokio_util::sync::CancellationToken,
     tracker: &tokio_util::task::TaskTracker,
 ) {
     tracker.spawn(crate::callbacks::orphans::run(
         processor.clone(),
         processor.sweep_interval(),
+        crate::callbacks::orphans::worker_name(name),
         permits,
         shutdown.clone(),
     ));

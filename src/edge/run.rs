@@ -53,7 +53,13 @@ pub async fn worker<P: Processor>(
     // The orphan sweep and the reconciliation: inside the concurrency limit and the shutdown.
     let tracker = TaskTracker::new();
     if let Some(p) = &sms {
-        crate::callbacks::service::start(p, Some(worker.permits()), &shutdown, &tracker);
+        crate::callbacks::service::start(
+            p,
+            Some(worker.permits()),
+            config.name.as_deref(),
+            &shutdown,
+            &tracker,
+        );
     }
     tracker.close();
     let stopped = worker.run(shutdown).await;

@@ -27,6 +27,93 @@ pub fn documentation_host(url: &str) -> Option<&str> {
     reserved.then_some(host)
 }
 
+/// Why `value` reads as a value copied from the docs rather than a deployment's own: the
+/// docs' placeholder words (`your-…`, `replace-with-…`, `changeme`), a run of `x` standing for
+/// digits (`ACxxxx…`), an `<angle-bracketed>` name, or a documentation host. Such a value
+/// passes every syntax check and fails only when Redis or Twilio is first called, so it is
+/// refused where settings are read.
+pub fn placeholder(value: &str) -> Option<String> {
+    let lower = value.to_ascii_lowercase();
+    let words = [
+        "your-",
+        "your_",
+        "yourcompany",
+        "replace-with",
+        "replace_with",
+        "changeme",
+        "change-me",
+        "placeholder",
+    ];
+    if let Some(word) = words.iter().find(|w| lower.contains(*w)) {
+        return Some(format!(
+            "{value:?} is a placeholder from the docs (it holds {word:?})"
+        ));
+    }
+    if lower.contains("xxxxxx") {
+        return Some(format!(
+            "{value:?} is a placeholder from the docs (x stands for digits)"
+        ));
+    }
+    if let Some(open) = value.find('<')
+        && value[open..].contains('>')
+    {
+        return Some(format!(
+            "{value:?} is a placeholder from the docs (an <angle-bracketed> name)"
+        ));
+    }
+    if value.contains("://")
+        && let Some(host) = documentation_host(value)
+    {
+        return Some(format!("{host} is a documentation host nobody can reach"));
+    }
+    None
+}
+
+/// The host of an `http(s)://` or `redis…://` URL, when it has one (`https://` alone has none).
+pub fn url_host(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or("")
+    } else {
+        host_port.split(':').next().unwrap_or("")
+    };
+    (!host.is_empty()).then_some(host)
+}
+
+/// The hash tag of a queue's keys (`{bull}` in `{bull}:notify:wait`), by Redis Cluster's rule:
+/// the text between the first `{` and the next `}`, when not empty.
+pub fn hash_tag(prefix: &str, queue: &str) -> Option<String> {
+    let key = format!("{prefix}:{queue}:");
+    let open = key.find('{')?;
+    let close = key[open + 1..].find('}')?;
+    (close > 0).then(|| key[open..open + close + 2].to_string())
+}
+
+/// What a deployment's queue address gives away before anything connects: a placeholder host
+/// from the docs, and on a Redis Cluster a prefix and queue name without a hash tag.
+pub fn address_problems(redis_url: &str, prefix: &str, queue: &str) -> Vec<ConfigError> {
+    let mut out = vec![];
+    let cluster =
+        redis_url.starts_with("redis+cluster://") || redis_url.starts_with("rediss+cluster://");
+    if cluster && hash_tag(prefix, queue).is_none() {
+        out.push(ConfigError::new(
+            "RINGBACK_PREFIX",
+            format!(
+                "{prefix:?} has no hash tag: on a Redis Cluster the queue's keys need one, such as \
+                 RINGBACK_PREFIX={{bull}} (the Node side's prefix too), because BullMQ's scripts \
+                 touch several keys of the queue at once and a Cluster refuses keys of different \
+                 slots in one script"
+            ),
+        ));
+    }
+    if let Some(why) = placeholder(redis_url) {
+        out.push(ConfigError::new("REDIS_URL", why));
+    }
+    out
+}
+
 /// Everything a worker needs to run against one queue.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -153,6 +240,9 @@ impl WorkerConfig {
         ];
         let mut errors = ConfigErrors::default();
         for e in found.into_iter().flatten() {
+            errors.push(e);
+        }
+        for e in address_problems(&self.redis_url, &self.prefix, &self.queue) {
             errors.push(e);
         }
         errors

@@ -70,6 +70,9 @@ pub(crate) fn serve_config(
 > {
     let mut errors = ConfigErrors::default();
     let sms = errors.take(sms.to_config());
+    if let Some(sms) = &sms {
+        ringback::error::judge(&sms.record_invariants(), &mut errors);
+    }
     let serve = errors.take(serve.to_config());
     let client = errors.take(queue.client());
     let ((sms, serve), client) = errors.or(sms.zip(serve).zip(client))?;
@@ -135,8 +138,11 @@ pub(crate) async fn serve_api(
 }
 
 pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) -> ExitCode {
+    let client = match queue.client() {
+        Ok(client) => client,
+        Err(errors) => return bad_config(errors),
+    };
     let record = async {
-        let client = queue.client().map_err(ringback::Error::Config)?;
         let conn = ringback::store::connection::commands(&client).await?;
         let sms = ringback::callbacks::sms::SmsConfig {
             claim_prefix: claim_prefix.to_string(),
@@ -160,6 +166,16 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             .unwrap_or_default()
     };
     match record.await {
+        Ok((r, question, answers)) if !r.seen && question.is_none() && answers.is_empty() => {
+            // not "unknown": that word is a send whose outcome is unknown
+            println!("run        {}", r.run_id);
+            println!(
+                "no record  no job, claim or record of this run on {} (queue {}, claim prefix {claim_prefix:?}); its records expire after RINGBACK_SENT_TTL_MS",
+                ringback::redact::url(&queue.redis_url),
+                queue.queue
+            );
+            ExitCode::from(3)
+        }
         Ok((r, question, answers)) => {
             println!("run        {}", r.run_id);
             println!("state      {}", r.state);

@@ -198,6 +198,13 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
             .map_err(|_| ConfigError::new("RINGBACK_METRICS_LISTEN", "expected host:port or off")),
     });
     let sms = match args.processor {
+        ProcessorKind::Scripted if !args.sms.drill => {
+            errors.push(ConfigError::new(
+                "RINGBACK_PROCESSOR",
+                "scripted texts nobody (a test processor): refused outside drill mode (RINGBACK_DRILL=1); unset it to text callbacks",
+            ));
+            None
+        }
         ProcessorKind::Scripted => Some(None),
         ProcessorKind::Sms => {
             let mut twilio = errors.take(args.twilio.to_config());
@@ -346,6 +353,7 @@ fn subcommand_named() -> Option<String> {
     }
     match args.find(|a| a != "--reference").as_deref() {
         Some(t @ ("worker" | "serve" | "drain")) => Some(t.to_string()),
+        Some("resend") => Some("drain".to_string()),
         _ => Some("worker".to_string()),
     }
 }
@@ -463,14 +471,22 @@ fn check_config(
         return ExitCode::SUCCESS;
     }
     let (target, rest) = match args.first().and_then(|a| a.to_str()) {
-        Some(t @ ("worker" | "serve" | "drain")) => (t.to_string(), &args[1..]),
+        Some(t @ ("worker" | "serve" | "drain" | "resend")) => (t.to_string(), &args[1..]),
         Some(other) if !other.starts_with('-') => {
-            eprintln!("ringback check-config: checks worker, serve or drain, not {other:?}");
+            eprintln!(
+                "ringback check-config: checks worker, serve, drain or resend (which reads drain's settings), not {other:?}"
+            );
             return ExitCode::from(2);
         }
         _ => ("worker".to_string(), &args[..]),
     };
-    let argv = ["ringback".into(), target.clone().into()]
+    // resend reads exactly drain's settings: they are checked as drain's
+    let parsed_as = if target == "resend" {
+        "drain"
+    } else {
+        target.as_str()
+    };
+    let argv = ["ringback".into(), parsed_as.into()]
         .into_iter()
         .chain(rest.iter().cloned());
     let cli = match Cli::try_parse_from(argv) {
@@ -493,6 +509,9 @@ fn check_config(
         } => check_drain(queue, sms, twilio),
         _ => return ExitCode::from(2),
     };
+    if target == "resend" {
+        println!("# ringback resend reads the settings drain reads");
+    }
     println!("# ringback {target}: effective settings");
     for (name, value) in settings {
         println!("{name}={value}");
@@ -502,14 +521,34 @@ fn check_config(
     }
     println!("# invariants");
     for i in &invariants {
-        println!("{:<8} {}", i.verdict(), i.rule);
+        if i.holds {
+            println!("{:<8} {}", i.verdict(), i.rule);
+        } else {
+            // the verdict, the rule it judges, and why it matters, side by side
+            println!("{:<8} does not hold: {}", i.verdict(), i.rule);
+            println!("{:<8} {}", "", i.problem);
+        }
+    }
+    let unknown = ringback::edge::cli::reference::unknown_env(&root, std::env::vars_os());
+    for u in &unknown {
+        println!("warning: {u}");
     }
     match checked {
         Ok(warnings) if unparsable.is_empty() => {
-            for w in &warnings {
+            let shown: Vec<&String> = warnings
+                .iter()
+                .filter(|w| !invariants.iter().any(|i| !i.holds && &i.problem == *w))
+                .collect();
+            for w in &shown {
                 println!("warning: {w}");
             }
-            println!("all invariants hold");
+            let warned =
+                shown.len() + unknown.len() + invariants.iter().filter(|i| !i.holds).count();
+            if warned == 0 {
+                println!("all invariants hold");
+            } else {
+                println!("no broken setting; {warned} warning(s) above");
+            }
             ExitCode::SUCCESS
         }
         Ok(_) => bad_config_with(&unparsable, ConfigErrors::default()),
@@ -549,7 +588,8 @@ fn check_serve(queue: &QueueArgs, sms: &SmsArgs, serve: &ServeArgs, otel: &OtelA
     settings.extend(sms.effective());
     settings.extend(serve.effective());
     settings.extend(otel.effective());
-    let invariants = serve.invariants();
+    let mut invariants = serve.invariants();
+    invariants.extend(sms.window().record_invariants());
     let mut errors = ConfigErrors::default();
     let served = errors.take(serve_config(queue, sms, serve));
     let traced = errors.take(otel.to_config());
@@ -561,8 +601,10 @@ fn check_drain(queue: &QueueArgs, sms: &SmsArgs, twilio: &TwilioArgs) -> Checked
     let mut settings = WorkerArgs::effective_queue(queue);
     settings.extend(sms.effective());
     settings.extend(twilio.effective());
-    let invariants = vec![sms.validity_invariant(twilio)];
+    let mut invariants = sms.window().record_invariants();
+    invariants.push(sms.validity_invariant(twilio));
     let mut errors = ConfigErrors::default();
+    ringback::error::judge(&sms.window().record_invariants(), &mut errors);
     let sending = errors.take(sending_config(sms, twilio));
     let client = errors.take(queue.client());
     let checked = errors.or(sending.zip(client)).map(|_| vec![]);

@@ -30,7 +30,11 @@ impl Receipts {
             None => false,
         };
         let state = derive_state(&fields, &attempt, claim.as_deref(), queued);
+        let seen = queued
+            || claim.is_some()
+            || !(fields.is_empty() && attempt.is_empty() && history.is_empty());
         Ok(CallbackRecord {
+            seen,
             run_id: run_id.to_string(),
             state,
             message_sid: fields
@@ -115,6 +119,10 @@ pub struct CallbackRecord {
     pub conflict: bool,
     /// Every status seen: status, sid, at (ms), source (webhook, poll, send), outcome.
     pub history: Vec<serde_json::Value>,
+    /// Anything of the run exists: its job, claim, attempt or record. `false` is a run never
+    /// seen (or one whose keys all expired), not a send whose outcome is unknown.
+    #[serde(skip)]
+    pub seen: bool,
 }
 
 pub(crate) fn derive_state(

@@ -148,6 +148,78 @@ impl SmsConfig {
         lock_duration: Duration,
         stalled_interval: Duration,
     ) -> Vec<Invariant> {
+        let mut all = self.record_invariants();
+        all.extend(self.timing_invariants(provider_timeout, lock_duration, stalled_interval));
+        all
+    }
+
+    /// The rules between the record lifetimes alone (no worker or Twilio timing): what every
+    /// command that reads or writes records keeps, `serve` included.
+    pub fn record_invariants(&self) -> Vec<Invariant> {
+        let ms = |d: Duration| d.as_millis();
+        vec![
+            Invariant::new(
+                "RINGBACK_SENT_TTL_MS",
+                self.pending_ttl < self.sent_ttl,
+                Severity::Error,
+                format!(
+                    "RINGBACK_SENT_TTL_MS ({}) > RINGBACK_PENDING_TTL_MS ({})",
+                    ms(self.sent_ttl),
+                    ms(self.pending_ttl)
+                ),
+                "must be longer than RINGBACK_PENDING_TTL_MS",
+            ),
+            Invariant::new(
+                "RINGBACK_RECONCILE_WINDOW_MS",
+                !self.reconcile_poll.is_zero() && !self.reconcile_window.is_zero(),
+                Severity::Error,
+                format!(
+                    "RINGBACK_RECONCILE_WINDOW_MS ({}) and RINGBACK_RECONCILE_POLL_MS ({}) > 0",
+                    ms(self.reconcile_window),
+                    ms(self.reconcile_poll)
+                ),
+                "the reconcile window and poll must be positive",
+            ),
+            Invariant::new(
+                // the setting changed from its default is the one to name
+                if self.sent_ttl != SmsConfig::default().sent_ttl {
+                    "RINGBACK_SENT_TTL_MS"
+                } else {
+                    "RINGBACK_CLAIM_LEASE_MS"
+                },
+                self.claim_lease <= self.sent_ttl,
+                Severity::Error,
+                format!(
+                    "RINGBACK_CLAIM_LEASE_MS ({}) <= RINGBACK_SENT_TTL_MS ({})",
+                    ms(self.claim_lease),
+                    ms(self.sent_ttl)
+                ),
+                format!(
+                    "RINGBACK_SENT_TTL_MS ({} ms) is shorter than RINGBACK_CLAIM_LEASE_MS ({} ms): the attempt record must outlive the claim (raise the one or lower the other)",
+                    ms(self.sent_ttl),
+                    ms(self.claim_lease)
+                ),
+            ),
+            Invariant::new(
+                "RINGBACK_UNKNOWN_ESCALATE_MS",
+                !self.unknown_escalate.is_zero(),
+                Severity::Error,
+                format!(
+                    "RINGBACK_UNKNOWN_ESCALATE_MS ({}) > 0",
+                    ms(self.unknown_escalate)
+                ),
+                "must be positive",
+            ),
+        ]
+    }
+
+    /// The rules between the window's timings and the worker's lock and Twilio's timeout.
+    fn timing_invariants(
+        &self,
+        provider_timeout: Duration,
+        lock_duration: Duration,
+        stalled_interval: Duration,
+    ) -> Vec<Invariant> {
         let ms = |d: Duration| d.as_millis();
         let handback = lock_duration + stalled_interval * 2 + self.pending_ttl;
         let legacy_lock = self.legacy.lock_duration.unwrap_or(lock_duration);
@@ -172,28 +244,6 @@ impl SmsConfig {
                 ),
             ),
             Invariant::new(
-                "RINGBACK_SENT_TTL_MS",
-                self.pending_ttl < self.sent_ttl,
-                Severity::Error,
-                format!(
-                    "RINGBACK_SENT_TTL_MS ({}) > RINGBACK_PENDING_TTL_MS ({})",
-                    ms(self.sent_ttl),
-                    ms(self.pending_ttl)
-                ),
-                "must be longer than RINGBACK_PENDING_TTL_MS",
-            ),
-            Invariant::new(
-                "RINGBACK_RECONCILE_WINDOW_MS",
-                !self.reconcile_poll.is_zero() && !self.reconcile_window.is_zero(),
-                Severity::Error,
-                format!(
-                    "RINGBACK_RECONCILE_WINDOW_MS ({}) and RINGBACK_RECONCILE_POLL_MS ({}) > 0",
-                    ms(self.reconcile_window),
-                    ms(self.reconcile_poll)
-                ),
-                "the reconcile window and poll must be positive",
-            ),
-            Invariant::new(
                 "RINGBACK_CLAIM_LEASE_MS",
                 self.claim_lease > handback,
                 Severity::Error,
@@ -208,27 +258,6 @@ impl SmsConfig {
                      fences the legacy worker off",
                     ms(handback)
                 ),
-            ),
-            Invariant::new(
-                "RINGBACK_CLAIM_LEASE_MS",
-                self.claim_lease <= self.sent_ttl,
-                Severity::Error,
-                format!(
-                    "RINGBACK_CLAIM_LEASE_MS ({}) <= RINGBACK_SENT_TTL_MS ({})",
-                    ms(self.claim_lease),
-                    ms(self.sent_ttl)
-                ),
-                "must not exceed RINGBACK_SENT_TTL_MS (the attempt record must outlive the claim)",
-            ),
-            Invariant::new(
-                "RINGBACK_UNKNOWN_ESCALATE_MS",
-                !self.unknown_escalate.is_zero(),
-                Severity::Error,
-                format!(
-                    "RINGBACK_UNKNOWN_ESCALATE_MS ({}) > 0",
-                    ms(self.unknown_escalate)
-                ),
-                "must be positive",
             ),
             // A4 for the legacy fleet: a legacy create that started before the reconcile window
             // must have returned when it closes, or ringback may resend beside a legacy send
@@ -270,7 +299,7 @@ impl SmsConfig {
                 "RINGBACK_STATUS_CALLBACK_URL",
                 self.status_callback_url.is_some(),
                 Severity::Warning,
-                "RINGBACK_STATUS_CALLBACK_URL is set (receipts prove a send whose answer was lost)",
+                "receipts on: RINGBACK_STATUS_CALLBACK_URL is set (a receipt proves a send whose answer was lost)",
                 "RINGBACK_STATUS_CALLBACK_URL is not set: no receipt can prove a send whose answer was lost, so each such callback \
                  is settled unknown and escalated for a person to check (set it to serve's \
                  /api/notify/webhook/status)",

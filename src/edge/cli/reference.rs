@@ -27,11 +27,6 @@ pub const ENVIRONMENT_ONLY: &[EnvOnly] = &[
         meaning: "Set: no colours in log lines, also on a terminal (off a terminal there are none).",
     },
     EnvOnly {
-        name: "HOSTNAME",
-        test_knob: false,
-        meaning: "Names this host when `drain` refuses beside a live worker.",
-    },
-    EnvOnly {
         name: "RINGBACK_CLOCK_SKEW_MS",
         test_knob: true,
         meaning: "Shifts this process's clock (the BullMQ timestamps it writes) by this many ms, to prove that no window decision uses it.",
@@ -42,6 +37,70 @@ pub const ENVIRONMENT_ONLY: &[EnvOnly] = &[
         meaning: "`1`: lays the window's Redis calls out as on a Redis Cluster, on one Redis.",
     },
 ];
+
+/// Variables the repository's scripts and container image read, never the binary: quiet in
+/// the unknown-variable check (the image's `HEALTHCHECK` reads `RINGBACK_HEALTH_PORT`).
+pub const READ_BY_TOOLS: &[&str] = &[
+    "RINGBACK_HEALTH_PORT",
+    "RINGBACK_BIN",
+    "RINGBACK_BIN_DIR",
+    "RINGBACK_WORKER_CMD",
+    "RINGBACK_DRILL_NETNS",
+    "RINGBACK_FUZZ_ITERATIONS",
+    "RINGBACK_FUZZ_SEED",
+    "RINGBACK_POINTS",
+    "RINGBACK_QUIET",
+    "RINGBACK_RUN_TEST",
+];
+
+/// Every variable in `vars` that ringback does not read but looks meant for it: any unknown
+/// `RINGBACK_*` (named with the closest variable ringback reads), and a `TWILIO_*` or `OTEL_*`
+/// within two edits of one ringback reads (a misspelling; other tools' variables of those
+/// prefixes stay quiet). A misspelled setting is otherwise silently its default.
+pub fn unknown_env(
+    root: &Command,
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<String> {
+    let mut known: Vec<String> = settings(root).into_iter().map(|s| s.env).collect();
+    known.extend(ENVIRONMENT_ONLY.iter().map(|e| e.name.to_string()));
+    let closest = |name: &str| {
+        known
+            .iter()
+            .map(|k| (strsim::levenshtein(name, k), k))
+            .min()
+            .map(|(d, k)| (d, k.clone()))
+    };
+    let mut out = vec![];
+    let mut names: Vec<String> = vars
+        .into_iter()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .collect();
+    names.sort();
+    for name in names {
+        if known.contains(&name) || READ_BY_TOOLS.contains(&name.as_str()) {
+            continue;
+        }
+        let near = closest(&name);
+        if name.starts_with("RINGBACK_") {
+            out.push(match near {
+                Some((d, k)) if d <= 3 => format!(
+                    "{name} is not a setting ringback reads (did you mean {k}?); it is ignored"
+                ),
+                _ => format!(
+                    "{name} is not a setting ringback reads (ringback check-config --reference lists them); it is ignored"
+                ),
+            });
+        } else if (name.starts_with("TWILIO_") || name.starts_with("OTEL_"))
+            && let Some((d, k)) = near
+            && d <= 2
+        {
+            out.push(format!(
+                "{name} looks like a misspelling of {k}, which ringback reads; {name} is ignored"
+            ));
+        }
+    }
+    out
+}
 
 /// One setting: a flag with its variable.
 #[derive(Debug, Clone)]

@@ -74,6 +74,41 @@ pub struct ServeConfig {
     pub inbound_forward: Option<String>,
 }
 
+/// The public base URL, or why it is not one Twilio can call: no http(s) scheme, no host, a
+/// placeholder or a documentation host.
+fn public_url(url: &str) -> Result<String, ConfigError> {
+    let bad = |problem: String| ConfigError::new("RINGBACK_PUBLIC_URL", problem);
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Err(bad(format!("malformed: {url:?} is not an http(s) URL")));
+    }
+    if crate::queue::config::url_host(url).is_none() {
+        return Err(bad(format!("malformed: {url:?} has no host")));
+    }
+    if let Some(why) = crate::queue::config::placeholder(url) {
+        return Err(bad(format!(
+            "{why}: set the URL Twilio calls, as Twilio sees it"
+        )));
+    }
+    Ok(url.to_string())
+}
+
+/// A bearer token of at least 16 characters that is not a placeholder from the docs.
+fn own_token(setting: &'static str, token: &str) -> Result<String, ConfigError> {
+    if crate::queue::config::placeholder(token).is_some() {
+        return Err(ConfigError::new(
+            setting,
+            "is a placeholder from the docs: set a secret of your own (openssl rand -hex 32)",
+        ));
+    }
+    if token.len() < 16 {
+        return Err(ConfigError::new(
+            setting,
+            "malformed: at least 16 characters (openssl rand -hex 32)",
+        ));
+    }
+    Ok(token.to_string())
+}
+
 impl ServeArgs {
     /// What `serve` needs; every broken or missing setting at once.
     pub fn to_config(&self) -> Result<ServeConfig, ConfigErrors> {
@@ -84,41 +119,49 @@ impl ServeArgs {
                 "binds to loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true (put a TLS proxy in front)",
             ));
         }
-        let public_url = errors.require(
-            self.public_url
-                .clone()
-                .filter(|u| u.starts_with("https://") || u.starts_with("http://")),
-            "RINGBACK_PUBLIC_URL",
-            "required: the http(s) base URL Twilio calls",
-        );
-        if let Some(url) = self.public_url.as_deref()
-            && let Some(host) = crate::queue::config::documentation_host(url)
-        {
-            errors.push(ConfigError::new(
-                "RINGBACK_PUBLIC_URL",
-                format!(
-                    "{host} is a documentation host: set the URL Twilio calls, as Twilio sees it"
-                ),
-            ));
-        }
-        let api_token = errors.require(
-            self.api_token.clone().filter(|t| t.len() >= 16),
-            "RINGBACK_API_TOKEN",
-            "required, at least 16 characters",
-        );
-        let twilio_auth_token = errors.require(
-            self.twilio_auth_token.clone().filter(|t| !t.is_empty()),
-            "TWILIO_AUTH_TOKEN",
-            "required to check X-Twilio-Signature",
-        );
+        let public_url = match self.public_url.as_deref().filter(|u| !u.is_empty()) {
+            None => {
+                errors.push(ConfigError::new(
+                    "RINGBACK_PUBLIC_URL",
+                    "required: the http(s) base URL Twilio calls",
+                ));
+                None
+            }
+            Some(url) => errors.take(public_url(url)),
+        };
+        let api_token = match self.api_token.as_deref().filter(|t| !t.is_empty()) {
+            None => {
+                errors.push(ConfigError::new(
+                    "RINGBACK_API_TOKEN",
+                    "required, at least 16 characters (openssl rand -hex 32)",
+                ));
+                None
+            }
+            Some(t) => errors.take(own_token("RINGBACK_API_TOKEN", t)),
+        };
+        let twilio_auth_token = match self.twilio_auth_token.as_deref().filter(|t| !t.is_empty()) {
+            None => {
+                errors.push(ConfigError::new(
+                    "TWILIO_AUTH_TOKEN",
+                    "required to check X-Twilio-Signature",
+                ));
+                None
+            }
+            Some(t) if crate::queue::config::placeholder(t).is_some() => {
+                errors.push(ConfigError::new(
+                    "TWILIO_AUTH_TOKEN",
+                    "is a placeholder from the docs: set the auth token Twilio's Console shows",
+                ));
+                None
+            }
+            Some(t) => Some(t.to_string()),
+        };
         let token = |name: &'static str, v: &Option<String>, errors: &mut ConfigErrors| match v {
             None => None,
             Some(t) if t.is_empty() => None,
-            Some(t) if t.len() < 16 => {
-                errors.push(ConfigError::new(name, "at least 16 characters when set"));
-                None
-            }
-            Some(t) => Some(crate::twilio::Secret::new(t.clone())),
+            Some(t) => errors
+                .take(own_token(name, t))
+                .map(crate::twilio::Secret::new),
         };
         let read = token("RINGBACK_READ_TOKEN", &self.read_token, &mut errors);
         let send = token("RINGBACK_SEND_TOKEN", &self.send_token, &mut errors);
@@ -156,13 +199,19 @@ impl ServeArgs {
             ));
         }
         let inbound_forward = self.inbound_forward_url.clone().filter(|u| !u.is_empty());
-        if let Some(u) = inbound_forward.as_deref()
-            && !(u.starts_with("https://") || u.starts_with("http://"))
-        {
-            errors.push(ConfigError::new(
-                "RINGBACK_INBOUND_FORWARD_URL",
-                format!("{u:?} is not an http(s) URL"),
-            ));
+        if let Some(u) = inbound_forward.as_deref() {
+            let problem = if !(u.starts_with("https://") || u.starts_with("http://"))
+                || crate::queue::config::url_host(u).is_none()
+            {
+                Some(format!(
+                    "malformed: {u:?} is not an http(s) URL with a host"
+                ))
+            } else {
+                crate::queue::config::placeholder(u)
+            };
+            if let Some(problem) = problem {
+                errors.push(ConfigError::new("RINGBACK_INBOUND_FORWARD_URL", problem));
+            }
         }
         let parts = public_url.zip(api_token).zip(twilio_auth_token).zip(policy);
         let (((public_url, api_token), twilio_auth_token), send_policy) = errors.or(parts)?;

@@ -162,13 +162,28 @@ impl SmsArgs {
                 "honoured only in drill mode (RINGBACK_DRILL=1): it aborts this process on purpose",
             ));
         }
-        if let Some(url) = self.status_callback_url.as_deref()
-            && let Some(host) = crate::queue::config::documentation_host(url)
+        if let Some(url) = self
+            .status_callback_url
+            .as_deref()
+            .filter(|u| !u.is_empty())
         {
-            errors.push(ConfigError::new(
-                "RINGBACK_STATUS_CALLBACK_URL",
-                format!("{host} is a documentation host nobody can reach: set serve's public URL, or leave it empty to rely on polling"),
-            ));
+            let problem = if !(url.starts_with("https://") || url.starts_with("http://"))
+                || crate::queue::config::url_host(url).is_none()
+            {
+                Some(format!(
+                    "malformed: {url:?} is not an http(s) URL with a host"
+                ))
+            } else {
+                crate::queue::config::placeholder(url)
+            };
+            if let Some(problem) = problem {
+                errors.push(ConfigError::new(
+                    "RINGBACK_STATUS_CALLBACK_URL",
+                    format!(
+                        "{problem}: set serve's public URL, or leave it empty to rely on polling"
+                    ),
+                ));
+            }
         }
         let fallback_to = match self.fallback_to.as_deref().filter(|f| !f.is_empty()) {
             Some(f) if !crate::twilio::message::is_e164(f) => {

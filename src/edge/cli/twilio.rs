@@ -55,40 +55,119 @@ pub struct TwilioArgs {
     pub validity_period_s: Option<u32>,
 }
 
+/// A Twilio SID (`AC`, `SK`, `MG` and 32 hex digits) for `setting`, or why it is not one:
+/// a placeholder from the docs always; a wrong shape against Twilio's own API (`live`), where
+/// Twilio would refuse it; elsewhere (the simulator) the prefix and length only, so a test
+/// double's SIDs stay valid.
+fn sid_shape(
+    setting: &'static str,
+    sid: &str,
+    prefix: &str,
+    live: bool,
+) -> Result<String, ConfigError> {
+    if let Some(why) = crate::queue::config::placeholder(sid) {
+        return Err(ConfigError::new(setting, format!("{why}: set your own")));
+    }
+    let digits = sid.strip_prefix(prefix).unwrap_or("");
+    let shaped = digits.len() == 32 && (!live || digits.bytes().all(|b| b.is_ascii_hexdigit()));
+    if shaped {
+        Ok(sid.to_string())
+    } else {
+        Err(ConfigError::new(
+            setting,
+            format!("malformed: {sid:?} is not {prefix} followed by 32 hex digits"),
+        ))
+    }
+}
+
+/// An auth token (32 hex digits) or an API key's secret (32 letters and digits) for
+/// `setting`, or why it is not one; the shape is checked against Twilio's own API only.
+fn secret_shape(
+    setting: &'static str,
+    secret: &str,
+    live: bool,
+    hex: bool,
+) -> Result<String, ConfigError> {
+    if crate::queue::config::placeholder(secret).is_some() {
+        return Err(ConfigError::new(
+            setting,
+            "is a placeholder from the docs: set the secret Twilio's Console shows",
+        ));
+    }
+    let fits = |b: u8| {
+        if hex {
+            b.is_ascii_hexdigit()
+        } else {
+            b.is_ascii_alphanumeric()
+        }
+    };
+    if live && !(secret.len() == 32 && secret.bytes().all(fits)) {
+        let shape = if hex {
+            "32 hex digits"
+        } else {
+            "32 letters and digits"
+        };
+        return Err(ConfigError::new(
+            setting,
+            format!("malformed: Twilio's secret is {shape} (the value is not shown)"),
+        ));
+    }
+    Ok(secret.to_string())
+}
+
+/// A North American number in area code 555, which is never assigned: the docs' example
+/// numbers (`+15558675310`), never a real sender.
+fn fictional_number(number: &str) -> bool {
+    number
+        .strip_prefix("whatsapp:")
+        .unwrap_or(number)
+        .starts_with("+1555")
+}
+
 impl TwilioArgs {
     /// The validated client settings, or every broken or missing setting at once.
     pub fn to_config(&self) -> Result<crate::twilio::TwilioConfig, ConfigErrors> {
         use crate::twilio::{Auth, Secret, Sender};
         let mut errors = ConfigErrors::default();
-        let account_sid = errors.require(
-            self.account_sid
-                .clone()
-                .filter(|s| s.starts_with("AC") && s.len() == 34),
-            "TWILIO_ACCOUNT_SID",
-            "required: AC followed by 32 hex digits",
-        );
-        let auth = match (&self.api_key, &self.api_secret, &self.auth_token) {
-            (Some(key), Some(_), _) if !key.starts_with("SK") => Err(ConfigError::new(
-                "TWILIO_API_KEY",
-                "an API key SID starts with SK",
-            )),
-            (Some(key), Some(secret), _) => Ok(Auth::ApiKey {
-                sid: key.clone(),
-                secret: Secret::new(secret.clone()),
-            }),
-            (Some(_), None, _) => Err(ConfigError::new(
-                "TWILIO_API_SECRET",
-                "required with TWILIO_API_KEY",
-            )),
-            (None, _, Some(token)) if !token.is_empty() => {
-                Ok(Auth::AuthToken(Secret::new(token.clone())))
+        let live = is_twilio_api(&self.api_base);
+        let account_sid = match self.account_sid.as_deref().filter(|s| !s.is_empty()) {
+            None => {
+                errors.push(ConfigError::new(
+                    "TWILIO_ACCOUNT_SID",
+                    "required: AC followed by 32 hex digits (the Console's Account Info)",
+                ));
+                None
             }
-            _ => Err(ConfigError::new(
-                "TWILIO_AUTH_TOKEN",
-                "required (or TWILIO_API_KEY with TWILIO_API_SECRET)",
-            )),
+            Some(sid) => errors.take(sid_shape("TWILIO_ACCOUNT_SID", sid, "AC", live)),
         };
-        let auth = errors.take(auth);
+        let auth = match (&self.api_key, &self.api_secret, &self.auth_token) {
+            (Some(key), Some(secret), _) => {
+                let key = errors.take(sid_shape("TWILIO_API_KEY", key, "SK", live));
+                let secret = errors.take(secret_shape("TWILIO_API_SECRET", secret, live, false));
+                key.zip(secret).map(|(sid, secret)| Auth::ApiKey {
+                    sid,
+                    secret: Secret::new(secret),
+                })
+            }
+            (Some(_), None, _) => {
+                errors.push(ConfigError::new(
+                    "TWILIO_API_SECRET",
+                    "required with TWILIO_API_KEY",
+                ));
+                None
+            }
+            (None, _, Some(token)) if !token.is_empty() => errors.take(
+                secret_shape("TWILIO_AUTH_TOKEN", token, live, true)
+                    .map(|t| Auth::AuthToken(Secret::new(t))),
+            ),
+            _ => {
+                errors.push(ConfigError::new(
+                    "TWILIO_AUTH_TOKEN",
+                    "required (or TWILIO_API_KEY with TWILIO_API_SECRET)",
+                ));
+                None
+            }
+        };
         // An empty value (`TWILIO_FROM=` in an env file) is a setting left unset.
         let given = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
         let sender = match (&given(&self.from), &given(&self.messaging_service_sid)) {
@@ -105,34 +184,42 @@ impl TwilioArgs {
                             "{from:?} is not a sender Twilio accepts: an E.164 number (+15558675310), a short code, an alphanumeric sender ID (up to 11 letters, digits, spaces), a WhatsApp sender (whatsapp:+15558675310) or a Messaging Service SID (MG…)"
                         ),
                     )),
-                    Some(_)
-                        if is_test_credentials_number(from) && is_twilio_api(&self.api_base) =>
-                    {
-                        Err(ConfigError::new(
-                            "TWILIO_FROM",
-                            format!(
-                                "{from} is one of Twilio's numbers for test credentials: a live account refuses every message from it; set the account's own number or service"
-                            ),
-                        ))
-                    }
+                    Some(_) if live && fictional_number(from) => Err(ConfigError::new(
+                        "TWILIO_FROM",
+                        format!(
+                            "{from} is a fictional number from the docs (area code 555 is never assigned): set the account's own number or service"
+                        ),
+                    )),
+                    Some(_) if is_test_credentials_number(from) && live => Err(ConfigError::new(
+                        "TWILIO_FROM",
+                        format!(
+                            "{from} is one of Twilio's numbers for test credentials: a live account refuses every message from it; set the account's own number or service"
+                        ),
+                    )),
                     // Twilio accepts a service SID in `From`: it is one, and looked up as one.
                     Some(SenderForm::MessagingService) => {
-                        Ok(Sender::MessagingService(from.clone()))
+                        sid_shape("TWILIO_FROM", from, "MG", live).map(Sender::MessagingService)
                     }
                     Some(_) => Ok(Sender::From(from.clone())),
                 }
             }
-            (None, Some(ms)) => Ok(Sender::MessagingService(ms.clone())),
+            (None, Some(ms)) => sid_shape("TWILIO_MESSAGING_SERVICE_SID", ms, "MG", live)
+                .map(Sender::MessagingService),
             (None, None) => Err(ConfigError::new(
                 "TWILIO_FROM",
                 "required (or TWILIO_MESSAGING_SERVICE_SID)",
             )),
         };
         let sender = errors.take(sender);
-        if !(self.api_base.starts_with("https://") || self.api_base.starts_with("http://")) {
+        if !(self.api_base.starts_with("https://") || self.api_base.starts_with("http://"))
+            || crate::queue::config::url_host(&self.api_base).is_none()
+        {
             errors.push(ConfigError::new(
                 "TWILIO_API_BASE",
-                "must be an http(s) URL",
+                format!(
+                    "malformed: {:?} is not an http(s) URL with a host",
+                    self.api_base
+                ),
             ));
         }
         if self.timeout_ms == 0 || self.connect_timeout_ms == 0 {

@@ -57,15 +57,24 @@ impl QueueArgs {
     }
 
     /// A Redis client for these settings, the TLS invariants checked first.
-    pub fn client(&self) -> Result<crate::store::connection::Client, ConfigError> {
+    pub fn client(&self) -> Result<crate::store::connection::Client, ConfigErrors> {
+        let problems =
+            crate::queue::config::address_problems(&self.redis_url, &self.prefix, &self.queue);
+        if !problems.is_empty() {
+            let mut errors = ConfigErrors::default();
+            for e in problems {
+                errors.push(e);
+            }
+            return Err(errors);
+        }
         let tls = self.tls();
         tls.validate(&self.redis_url)?;
-        crate::store::connection::client(&self.redis_url, &tls)
+        Ok(crate::store::connection::client(&self.redis_url, &tls)
             .map(|c| c.with_wait(self.redis_wait()))
             .map_err(|e| match e {
                 crate::error::Error::Config(c) => c,
                 e => ConfigError::new("REDIS_URL", e.to_string()),
-            })
+            })?)
     }
 }
 
