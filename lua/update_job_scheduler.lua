@@ -1,7 +1,7 @@
 --[[
   update_job_scheduler: when a worker activates a job of a job scheduler (`every` or cron
-  `pattern`), create the scheduler's next iteration, as a Node worker does at activation
-  (bullmq-protocol.md §5). The next iteration's options are derived from the producing job's, as
+  `pattern`), create the scheduler's next iteration, as a Node worker does at activation.
+  The next iteration's options are derived from the producing job's, as
   Node derives them: `repeat` gets count + 1 (and loses `immediately`), `repeatJobKey`,
   `timestamp`, `jobId`, `delay`. A cron pattern's next run is computed by the caller (Node does
   it client-side with cron-parser; ringback in src/queue/cron) and passed as ARGV[7].

@@ -2,7 +2,7 @@
 //! these are infrastructure and configuration failures.
 
 /// A BullMQ script refused an operation. Not a job failure: for −2/−6 the job now belongs to
-/// stall recovery or another worker, and must be left alone (bullmq-protocol.md §2.9, §8.4).
+/// stall recovery or another worker, and must be left alone, as a Node worker leaves it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScriptCode {

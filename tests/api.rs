@@ -717,3 +717,51 @@ async fn replicas_never_take_the_same_due_poll() {
         "every message taken exactly once"
     );
 }
+
+/// `ringback_reconcile_backlog` counts messages waiting for a final receipt: one whose final
+/// receipt the webhook recorded leaves it at the gauge's next pass, not when its poll comes due.
+#[tokio::test]
+async fn the_backlog_counts_messages_still_waiting_for_a_final_receipt() {
+    let server = RedisServer::start();
+    let s = state(&server, &queue_name("backlog")).await;
+    let router = app(s.clone());
+    // the send path records the send, links its sid and schedules its poll a minute later
+    s.receipts
+        .apply(&StatusUpdate {
+            run_id: "backlog-1".into(),
+            sid: SID.into(),
+            status: "queued".into(),
+            error_code: None,
+            raw_dlr_done_date: None,
+            source: Source::Send,
+            repeat_id: None,
+            attempt: None,
+        })
+        .await
+        .unwrap();
+    let schedule = ringback::store::keys::reconcile_schedule("agent-callback:");
+    let mut c = server.conn().await;
+    let due = chrono::Utc::now().timestamp_millis() + 60_000;
+    let _: () = c.zadd(&schedule, SID, due).await.unwrap();
+    let deadline = std::time::Duration::from_secs(900);
+    assert_eq!(s.receipts.receipt_backlog(deadline).await.unwrap(), (1, 0));
+    // "sent" is not final: still waiting
+    let path = "/api/notify/webhook/status?runId=backlog-1";
+    let resp = router
+        .clone()
+        .oneshot(callback(path, &status_params("sent", &[]), Some("t1")))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(s.receipts.receipt_backlog(deadline).await.unwrap(), (1, 0));
+    // the final receipt: nothing waits any more, and the poll is dropped
+    let resp = router
+        .clone()
+        .oneshot(callback(path, &status_params("delivered", &[]), Some("t2")))
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(s.receipts.receipt_backlog(deadline).await.unwrap(), (0, 0));
+    let left: u64 = c.zcard(&schedule).await.unwrap();
+    assert_eq!(left, 0, "the settled message's poll is dropped");
+}

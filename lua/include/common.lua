@@ -1,9 +1,10 @@
 --[[
   ringback: helpers shared by every script in lua/ (prepended to each script by
-  src/scripts.rs, so a script is always one self-contained EVAL body).
+  src/store/scripts.rs, so a script is always one self-contained EVAL body).
 
-  These are our own functions written to BullMQ's Redis data layout
-  (../shared/reference/bullmq-protocol.md, sections 1-3). Nothing here reads KEYS
+  These are our own functions written to BullMQ's Redis data layout (job hashes,
+  the wait/active/delayed/prioritized lists and sets, the marker, the events stream;
+  docs/compatibility.md). Nothing here reads KEYS
   or ARGV; callers pass every key they use.
 ]]
 local rcall = redis.call

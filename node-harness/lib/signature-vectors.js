@@ -14,11 +14,11 @@ const SDK_VERSION = require('twilio/package.json').version;
  * for the `reference` vectors, the worked example of Twilio's security documentation
  * (https://www.twilio.com/docs/usage/security#validating-requests: auth token 12345, the
  * mycompany.com URL and its call parameters, and the JSON-body form with `bodySHA256`) and
- * variants of it (the vector names' "twilio.md 3.3" means that example).
+ * variants of it (the vector names' "the worked example" means it).
  */
 const SPECS = [
   {
-    name: 'docs vector (twilio.md 3.3)',
+    name: 'docs vector (the worked example)',
     source: 'reference',
     token: '12345',
     url: 'https://mycompany.com/myapp.php?foo=1&bar=2',
@@ -28,7 +28,7 @@ const SPECS = [
     invalid: ['http://mycompany.com/myapp.php?foo=1&bar=2', 'https://mycompany.com/myapp.php?bar=2&foo=1'],
   },
   {
-    name: 'docs vector signed with :443 (twilio.md 3.3)',
+    name: 'docs vector signed with :443 (the worked example)',
     source: 'reference',
     token: '12345',
     url: 'https://mycompany.com:443/myapp.php?foo=1&bar=2',
@@ -38,7 +38,7 @@ const SPECS = [
     invalid: ['https://mycompany.com:8443/myapp.php?foo=1&bar=2'],
   },
   {
-    name: 'status callback (twilio.md 3.3)',
+    name: 'status callback (the worked example)',
     source: 'reference',
     token: 'test_auth_token',
     url: 'https://example.com/twilio/status?tenant=42',
@@ -57,7 +57,7 @@ const SPECS = [
     invalid: ['https://example.com/twilio/status?tenant=43', 'https://example.com/twilio/status'],
   },
   {
-    name: 'HMAC_SHA256 (SharedKey) variant of the docs vector (twilio.md 3.3)',
+    name: 'HMAC_SHA256 (SharedKey) variant of the docs vector (the worked example)',
     source: 'reference',
     algorithm: 'HMAC_SHA256',
     token: '12345',
@@ -68,7 +68,7 @@ const SPECS = [
     invalid: [],
   },
   {
-    name: 'JSON body: URL carries bodySHA256, no params (twilio.md 3.3)',
+    name: 'JSON body: URL carries bodySHA256, no params (the worked example)',
     source: 'reference',
     token: '12345',
     url: 'https://mycompany.com/myapp.php?foo=1&bar=2&bodySHA256=0a1ff7634d9ab3b95db5c9a2dfe9416e41502b283a80c7cf19632632f96e6620',

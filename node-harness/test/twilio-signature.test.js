@@ -1,5 +1,5 @@
 // X-Twilio-Signature interop: the official twilio SDK (pinned 6.3.1) must accept every status
-// callback `ringback twilio-sim` signs, and the reference vectors of twilio.md 3.3 (plus the
+// callback `ringback twilio-sim` signs, and the reference vectors of the worked example in Twilio's security docs (plus the
 // SDK-computed fixtures the Rust side checks itself against) must be what the SDK computes.
 'use strict';
 
@@ -114,7 +114,7 @@ describe('twilio-sim status callbacks validate with the twilio SDK', () => {
 });
 
 describe('signature vectors computed with the twilio SDK', () => {
-  it('twilio.md 3.3 reference vectors equal what the SDK computes', () => {
+  it('the reference vectors of the worked example equal what the SDK computes', () => {
     for (const spec of SPECS.filter((s) => s.expected)) {
       const got = twilio.getExpectedTwilioSignature(spec.token, spec.url, spec.params, spec.algorithm);
       assert.equal(got, spec.expected, spec.name);

@@ -1,5 +1,5 @@
 //! The fetch driver: takes the next job, or waits for one the way BullMQ 5/6 workers do, on the
-//! marker ZSET with `BZPOPMIN` over a dedicated connection (bullmq-protocol.md §2.2, §8.1–8.3).
+//! marker ZSET with `BZPOPMIN` over a dedicated connection.
 //!
 //! After every wake-up or timeout we call `move_to_active` again: one marker stands for many
 //! jobs, and pause/resume delete and re-add it.

@@ -2,7 +2,7 @@
 //! happens after an attempt (attempts, backoff, lifo, removeOnComplete/removeOnFail).
 //!
 //! Options are parsed leniently, as Node parses them: the stored `opts` is cjson output, where
-//! large integers may be in exponent form and unknown fields abound (bullmq-protocol.md §1.4).
+//! large integers may be in exponent form and unknown fields abound.
 
 use serde_json::Value;
 

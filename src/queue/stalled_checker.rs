@@ -1,5 +1,5 @@
 //! Recovers jobs whose worker died: runs the two-phase stall sweep at start and then every
-//! `stalledInterval`, as every Node worker does (bullmq-protocol.md §3). The sweep throttles
+//! `stalledInterval`, as every Node worker does. The sweep throttles
 //! itself queue-wide, so many workers cost one effective sweep per interval.
 
 use std::time::Duration;

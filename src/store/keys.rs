@@ -1,7 +1,7 @@
 //! The one place that builds Redis key names: BullMQ's `<prefix>:<queue>:<suffix>` layout.
 //!
 //! The prefix is a plain value, so a hash-tagged prefix such as `{bull}` keeps every key of a
-//! queue in one Redis Cluster slot (bullmq-protocol.md §6).
+//! queue in one Redis Cluster slot.
 
 /// Key names of one BullMQ queue.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! Every create outcome classified in one place: by HTTP status first, then by Twilio's
-//! code (twilio.md §1.3, §1.4); the `code` label of the error counters.
+//! code; the `code` label of the error counters.
 
 use crate::twilio::client::SendOutcome;
 use crate::twilio::message::{ApiError, Message};
@@ -46,7 +46,7 @@ pub(super) fn api_error(status: u16, body: &[u8]) -> ApiError {
 
 /// Whether Twilio refused this worker's credentials or permissions rather than the request:
 /// HTTP 401 and 403, and the codes Twilio uses for it whatever the status. Kept small on
-/// purpose (Twilio: decide on the status, codes change; twilio.md §1.3):
+/// purpose (Twilio: decide on the status, codes change):
 /// - 20003 "Authenticate" / "Permission Denied": wrong or rotated auth token, deleted API key,
 ///   a key of another region, a suspended or closed account
 ///   (<https://www.twilio.com/docs/api/errors/20003>);

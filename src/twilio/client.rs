@@ -1,8 +1,7 @@
 //! The Twilio Messages client ringback uses in production: create, fetch and list, with every
 //! create outcome classified in one place ([`classify_response`], [`classify_transport`]).
 //!
-//! Classification follows Twilio's advice to decide on the HTTP status first (twilio.md §1.3,
-//! §1.4): accepted (2xx), retry later (429, and 21611 "queue full": Twilio did not take the
+//! Classification follows Twilio's advice to decide on the HTTP status first (docs/twilio.md): accepted (2xx), retry later (429, and 21611 "queue full": Twilio did not take the
 //! message), auth refused (401, 403: Twilio refused *our* credentials and created nothing, a
 //! fault of this worker's configuration, not of the message: the callback waits), permanent (other
 //! 4xx: retrying cannot help), ambiguous (5xx, timeouts, a connection lost after the request was

@@ -135,7 +135,7 @@ impl std::fmt::Display for ApiError {
 }
 
 /// Message statuses in the order they can follow each other; a record never moves to a lower
-/// rank (twilio.md §2.4). `None` for statuses outside outbound messaging.
+/// rank. `None` for statuses outside outbound messaging.
 pub fn status_rank(status: &str) -> Option<u8> {
     Some(match status {
         "accepted" | "scheduled" | "queued" => 0,

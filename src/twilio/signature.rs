@@ -1,5 +1,5 @@
 //! `X-Twilio-Signature`: base64(HMAC-SHA1(auth token, URL + Σ sorted(name + value))), computed
-//! over the public URL Twilio called (twilio.md §3). Used by the simulator to sign status
+//! over the public URL Twilio called. Used by the simulator to sign status
 //! callbacks and by the webhook to check them.
 
 use base64::Engine;
@@ -50,7 +50,7 @@ pub fn verify(auth_token: &str, url: &str, params: &[(String, String)], signatur
     })
 }
 
-/// The URL forms the official SDK validates a received URL as (twilio.md §3.2): without the
+/// The URL forms the official SDK validates a received URL as: without the
 /// fragment; as received, with its port removed (any port: the SDK's `removePort`), or with the
 /// scheme's default port added when it has none; each also with the apostrophes a WHATWG URL
 /// parser escapes.

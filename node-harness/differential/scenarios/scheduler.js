@@ -1,5 +1,5 @@
 // Job schedulers: the worker, not the producer, creates the next iteration when it activates a
-// scheduler's job (bullmq-protocol.md section 5).
+// scheduler's job, as a Node worker does at activation.
 'use strict';
 
 const assert = require('node:assert/strict');

@@ -6,7 +6,7 @@
 const assert = require('node:assert/strict');
 const { waitFor } = require('../../lib/harness/wait');
 
-/** The Node reference did what bullmq-protocol.md section 3 says (guards the harness itself). */
+/** The Node reference left the job as a Node stall sweep leaves it (guards the harness itself). */
 async function assertHash(side, id, want) {
   const h = await side.redis.hgetall(side.key(id));
   const got = Object.fromEntries(Object.keys(want).map((k) => [k, h[k]]));

@@ -1,5 +1,5 @@
 //! The `ringback` binary: parse flags and environment, build a validated config, call the
-//! library. Subcommands and names follow `../shared/CLI.md`. Exit codes: 0 clean stop,
+//! library. Subcommands, settings and exit codes: docs/commands.md and docs/configuration.md. Exit codes: 0 clean stop,
 //! 1 runtime failure, 2 bad configuration.
 
 use std::process::ExitCode;
@@ -120,7 +120,7 @@ enum Command {
     /// Run a drill end to end (its own redis-server, simulator, Node BullMQ producer and legacy
     /// service, this binary as the worker): exit 0 when it proves one text per run, 1 when not.
     Drill {
-        /// stall | cutover | chaos | mixed | rollback | edges | all
+        /// The drill to run (docs/drills.md); `all` runs every one.
         #[arg(value_parser = clap::builder::PossibleValuesParser::new(ringback::edge::drill::DRILLS))]
         name: String,
         /// Callbacks per drill (default: each drill's own, `docs/drills.md`).

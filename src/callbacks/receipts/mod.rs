@@ -109,7 +109,8 @@ pub const ESCALATED_MARKER_LIVES: u64 = 4;
 const TERMINAL_RANK: u8 = 3;
 
 /// How many scheduled messages the receipts-missing gauge reads per refresh.
-const RECEIPT_SAMPLE: isize = 200;
+/// Scheduled messages the backlog gauge reads in one pass (three pipelined round trips).
+const BACKLOG_READ: isize = 2_000;
 
 /// The callback records.
 #[derive(Clone)]
@@ -281,7 +282,12 @@ impl Receipts {
     }
 
     /// The reconciliation backlog: messages waiting for a final receipt, and how many of them
-    /// (among the first `RECEIPT_SAMPLE` scheduled) were sent more than `deadline` ago.
+    /// were sent more than `deadline` ago. A message whose final receipt the webhook recorded
+    /// is not waiting: its sid stays in the poll schedule until it comes due (the webhook's
+    /// one call in the run's slot never touches the shared schedule), so this pass reads each
+    /// scheduled sid's record, counts the ones without a final status, and drops the others
+    /// from the schedule (as the reconciler would when they come due). At most
+    /// `BACKLOG_READ` sids are read a pass; beyond them each is counted as waiting.
     pub async fn receipt_backlog(&self, deadline: Duration) -> Result<(u64, u64), Error> {
         let schedule = keys::reconcile_schedule(&self.claim_prefix);
         self.trips.add(1);
@@ -291,7 +297,7 @@ impl Receipts {
             .cmd("ZRANGE")
             .arg(&schedule)
             .arg(0)
-            .arg(RECEIPT_SAMPLE - 1)
+            .arg(BACKLOG_READ - 1)
             .query_async(&mut self.conn.clone())
             .await?;
         if sids.is_empty() {
@@ -305,14 +311,46 @@ impl Receipts {
         let runs: Vec<Option<String>> = pipe.query_async(&mut self.conn.clone()).await?;
         let mut pipe = redis::pipe();
         for run in runs.iter().flatten() {
-            pipe.cmd("HGET")
-                .arg(WindowKeys::new(&self.claim_prefix, run).attempt)
-                .arg("sent_at");
+            let w = WindowKeys::new(&self.claim_prefix, run);
+            pipe.cmd("HMGET").arg(&w.record).arg("sid").arg("rank");
+            pipe.cmd("HGET").arg(&w.attempt).arg("sent_at");
         }
         self.trips.add(1);
-        let sent: Vec<Option<i64>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let read: Vec<redis::Value> = pipe.query_async(&mut self.conn.clone()).await?;
         let before = now_ms() - deadline.as_millis() as i64;
-        let missing = sent.into_iter().flatten().filter(|t| *t < before).count() as u64;
-        Ok((count, missing))
+        let (mut waiting, mut missing, mut settled) = (0u64, 0u64, vec![]);
+        let mut replies = read.chunks(2);
+        for (sid, run) in sids.iter().zip(&runs) {
+            if run.is_none() {
+                // no run to settle it for: waiting until the reconciler drops it
+                waiting += 1;
+                continue;
+            }
+            let Some([record, sent_at]) = replies.next() else {
+                break;
+            };
+            let (rec_sid, rank): (Option<String>, Option<u8>) =
+                redis::from_redis_value(record.clone()).unwrap_or((None, None));
+            if rec_sid.as_deref() == Some(sid.as_str()) && rank.is_some_and(|r| r >= TERMINAL_RANK)
+            {
+                settled.push(sid.clone());
+                continue;
+            }
+            waiting += 1;
+            let sent: Option<i64> = redis::from_redis_value(sent_at.clone()).unwrap_or(None);
+            if sent.is_some_and(|t| t < before) {
+                missing += 1;
+            }
+        }
+        if !settled.is_empty() {
+            self.trips.add(1);
+            redis::cmd("ZREM")
+                .arg(&schedule)
+                .arg(&settled)
+                .query_async::<()>(&mut self.conn.clone())
+                .await?;
+        }
+        let unread = count.saturating_sub(sids.len() as u64);
+        Ok((waiting + unread, missing))
     }
 }

@@ -1,5 +1,5 @@
 //! The command-line surface shared by the `ringback` binary and the examples: flags that also
-//! read environment variables (names from `../shared/CLI.md`), turned into a validated config.
+//! read environment variables (docs/configuration.md lists them), turned into a validated config.
 
 mod otel;
 pub mod reference;

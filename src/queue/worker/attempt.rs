@@ -350,8 +350,8 @@ pub(super) fn log_finish(finish: &Finish) {
 pub(super) const UNREADABLE_RETRY: Duration = Duration::from_secs(2);
 
 /// Jobs that must fail without running: a deferred failure (stall limit, failed child), or
-/// options/data Node could not read either. Node loops forever on non-JSON data
-/// (bullmq-protocol.md §8.8); we fail it once, with a reason a person can act on.
+/// options/data Node could not read either. Node retries a job whose data is not JSON
+/// forever; we fail it once, with a reason a person can act on.
 pub(super) fn precheck(job: &Job) -> Option<Outcome> {
     if let Some(reason) = &job.deferred_failure {
         return Some(Outcome::unrecoverable(reason.clone()));

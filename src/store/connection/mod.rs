@@ -300,7 +300,7 @@ pub async fn connect_until(
 
 /// A blocking connection, named as a Node `Worker` names its own so `Queue.getWorkers()` (Bull
 /// Board, Taskforce) lists this worker: `<prefix>:<base64(queue)>`, followed by `:w:<name>`
-/// when the worker has a name (bullmq-protocol.md §2.1). A Redis that refuses `CLIENT SETNAME`
+/// when the worker has a name. A Redis that refuses `CLIENT SETNAME`
 /// (some managed services do) is warned about once, and the connection is used unnamed.
 ///
 /// It is one plain connection with no response timeout, never a self-reconnecting one. On a
