@@ -108,3 +108,169 @@ fn names_a_commit(line: &str) -> bool {
             && w.chars().any(|c| c.is_ascii_alphabetic())
     })
 }
+
+/// Every text file the repository ships or builds from, under `path`.
+fn files(path: &Path, out: &mut Vec<std::path::PathBuf>) {
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            let p = entry.path();
+            if !p.ends_with("node_modules") && !p.ends_with("target") {
+                files(&p, out);
+            }
+        }
+    } else if path.is_file() {
+        out.push(path.to_path_buf());
+    }
+}
+
+/// No file, comments included, cites a file outside the repository: a reader of a clone has
+/// only the clone, so what a source needs from research notes is said in `docs/`.
+#[test]
+fn nothing_cites_a_file_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let outside = regex::Regex::new(
+        r"\.\./shared\b|\bbullmq-protocol\.md\b|\breference/twilio(?:-delivery-facts)?\.md\b|\bSTYLE\.md\b|\bCLI\.md\b",
+    )
+    .expect("pattern");
+    let mut paths = vec![];
+    for top in [
+        "README.md",
+        "CONTRIBUTING.md",
+        "CHANGELOG.md",
+        "Dockerfile",
+        "Cargo.toml",
+        "docs",
+        "src",
+        "lua",
+        "tests",
+        "benches",
+        "examples",
+        "scripts",
+        "deploy",
+        "model",
+        ".ci",
+        "node-harness/README.md",
+        "node-harness/COMPATIBILITY.md",
+        "node-harness/package.json",
+        "node-harness/bin",
+        "node-harness/lib",
+        "node-harness/test",
+        "node-harness/differential",
+    ] {
+        files(&root.join(top), &mut paths);
+    }
+    let this_file = root.join("tests/docs_paths.rs");
+    let mut found = vec![];
+    for path in paths.iter().filter(|p| **p != this_file) {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            if outside.is_match(line) {
+                let rel = path.strip_prefix(root).unwrap_or(path);
+                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(paths.len() > 200, "only {} files read", paths.len());
+    assert!(
+        found.is_empty(),
+        "citations of files outside the repository (say what is needed in docs/):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The docs are read by operators under pressure: at most 30,000 words in all (counted as
+/// `wc -w` counts), and no page but the testing page names a test file or a test: an operator
+/// page says what holds, docs/testing.md says which test proves it.
+#[test]
+fn the_docs_stay_short_and_leave_test_names_to_the_testing_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let test_name = regex::Regex::new(
+        r"(?:^|[^\w/.-])tests/(?:[\w-]+/)*[\w-]+\.(?:rs|js)\b|\b[\w-]+\.test\.js\b|\bnode-harness/test/",
+    )
+    .expect("pattern");
+    let mut words = 0;
+    let mut per_page = vec![];
+    let mut cited = vec![];
+    for entry in std::fs::read_dir(root.join("docs"))
+        .expect("docs")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("page");
+        let n = text.split_whitespace().count();
+        words += n;
+        per_page.push(format!("{n:>6} {}", path.display()));
+        if path.ends_with("testing.md") {
+            continue;
+        }
+        for (i, line) in text.lines().enumerate() {
+            if test_name.is_match(line) {
+                cited.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    per_page.sort();
+    assert!(
+        words <= 30_000,
+        "docs/ holds {words} words, above 30,000:\n{}",
+        per_page.join("\n")
+    );
+    assert!(
+        cited.is_empty(),
+        "test files named outside docs/testing.md:\n{}",
+        cited.join("\n")
+    );
+}
+
+/// One story for serve's port: its default stays the legacy API's 3000 (it takes that port
+/// over at the handover), and everything that deploys it beside the legacy API says 3001
+/// until then: the env example and the unit ship 3001, and every page that sets serve's
+/// listen address tells both.
+#[test]
+fn serve_takes_3001_beside_the_legacy_api_and_3000_after_the_handover() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
+    let example = read("deploy/ringback.env.example");
+    assert!(
+        example
+            .lines()
+            .any(|l| l.trim() == "RINGBACK_LISTEN=127.0.0.1:3001"),
+        "the env example ships serve on 3001"
+    );
+    let unit = read("deploy/ringback-serve.service");
+    assert!(unit.contains("127.0.0.1:3001") && unit.contains("3000"), "{unit}");
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
+        .args(["serve", "--help"])
+        .env_clear()
+        .output()
+        .expect("the binary runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("[default: 127.0.0.1:3000]"), "{help}");
+    for page in [
+        "README.md",
+        "docs/deploying.md",
+        "docs/tutorial.md",
+        "docs/runbook.md",
+        "docs/commands.md",
+        "docs/http-api.md",
+    ] {
+        let text = read(page);
+        if text.contains("RINGBACK_LISTEN") {
+            assert!(
+                text.contains("3001"),
+                "{page} sets serve's address but never says 3001 beside the legacy API"
+            );
+        }
+        for line in text.lines() {
+            assert!(
+                !line.contains("RINGBACK_LISTEN=127.0.0.1:3000"),
+                "{page}: serve on the legacy API's port before the handover: {line}"
+            );
+        }
+    }
+}

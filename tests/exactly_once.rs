@@ -494,7 +494,13 @@ async fn drain_refuses_a_worker_that_starts_during_it_whatever_its_clock() {
         .unwrap();
     let why = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{why}");
-    assert!(why.contains("ringback worker pid"), "names it: {why}");
+    // an unnamed worker by the machine's hostname, whatever $HOSTNAME says (systemd sets none)
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert!(
+        why.contains(&format!("ringback worker pid"))
+            && why.contains(&format!(" on {}", host.trim())),
+        "names it: {why}"
+    );
 }
 
 #[tokio::test]
@@ -521,6 +527,7 @@ async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
         &[
             ("RINGBACK_QUEUE", "some-other-queue"),
             ("TWILIO_API_BASE", "http://127.0.0.1:9"),
+            ("RINGBACK_WORKER_NAME", "rb-ops-7"),
         ],
     );
     let mut c = e.redis.conn().await;
@@ -540,7 +547,11 @@ async fn drain_refuses_beside_a_live_worker_then_resolves_every_open_attempt() {
         "refuses beside a live worker"
     );
     let why = String::from_utf8_lossy(&refused.stderr);
-    assert!(why.contains("ringback worker pid"), "names it: {why}");
+    // by the name the worker was given (the one getWorkers() shows too)
+    assert!(
+        why.contains("ringback worker rb-ops-7 pid"),
+        "names it: {why}"
+    );
     drop(live);
     set_faults(&e, serde_json::json!({})).await;
     // A killed worker's heartbeat ages out (3 sweep intervals, at least 3 s).
