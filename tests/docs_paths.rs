@@ -274,3 +274,40 @@ fn serve_takes_3001_beside_the_legacy_api_and_3000_after_the_handover() {
         }
     }
 }
+
+/// The docs' index lists every page, with word counts that stay within a tenth of the page's
+/// own (a page that grows or shrinks much is listed again).
+#[test]
+fn the_docs_index_lists_every_page_with_its_size() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let index = std::fs::read_to_string(root.join("docs/README.md")).expect("docs/README.md");
+    let words = |p: &str| {
+        std::fs::read_to_string(root.join("docs").join(p))
+            .expect(p)
+            .split_whitespace()
+            .count()
+    };
+    let link = regex::Regex::new(r"\]\(([\w-]+\.md)\)").expect("pattern");
+    let mut listed = vec![];
+    for row in index.lines().filter(|l| l.starts_with("| [")) {
+        let pages: Vec<String> = link.captures_iter(row).map(|c| c[1].to_string()).collect();
+        let stated: usize = row
+            .rsplit('|')
+            .nth(1)
+            .map(|c| c.trim().replace(',', ""))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no word count: {row}"));
+        let actual: usize = pages.iter().map(|p| words(p)).sum();
+        assert!(
+            stated.abs_diff(actual) * 10 <= actual,
+            "{pages:?}: the index says {stated} words, the pages hold {actual}"
+        );
+        listed.extend(pages);
+    }
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".md") && name != "README.md" {
+            assert!(listed.contains(&name), "docs/README.md does not list {name}");
+        }
+    }
+}
