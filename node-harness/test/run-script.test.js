@@ -1,5 +1,6 @@
-// The README's main command, `scripts/run`, at a small size: it must exit 0 with its success
-// line last, and leave nothing it started running (redis-server, the simulator, the worker) nor
+// The README's main command, `scripts/run`, at a small size, in the recommended setup (serve
+// receiving the simulator's status callbacks): it must exit 0 with its success line last (a text
+// and a final receipt per run), and leave nothing it started running (redis-server, the simulator, serve, the worker) nor
 // its redis-server's temp folder. A script that no test runs can break unnoticed: an exit 1
 // after its success line, or a redis-server left behind.
 'use strict';
@@ -67,7 +68,7 @@ describe('scripts/run', () => {
       assert.equal(r.code, 0, `${r.out}\n${r.err}`);
       assert.equal(
         lines.at(-1),
-        'ringback processed 20 agent-callback jobs for 10 runs; the simulator received 10 texts',
+        'ringback processed 20 agent-callback jobs for 10 runs; the simulator received 10 texts, and serve recorded 10 final receipts',
         r.out,
       );
       assert.ok(
