@@ -243,7 +243,10 @@ fn serve_takes_3001_beside_the_legacy_api_and_3000_after_the_handover() {
         "the env example ships serve on 3001"
     );
     let unit = read("deploy/ringback-serve.service");
-    assert!(unit.contains("127.0.0.1:3001") && unit.contains("3000"), "{unit}");
+    assert!(
+        unit.contains("127.0.0.1:3001") && unit.contains("3000"),
+        "{unit}"
+    );
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
         .args(["serve", "--help"])
         .env_clear()
@@ -304,10 +307,16 @@ fn the_docs_index_lists_every_page_with_its_size() {
         );
         listed.extend(pages);
     }
-    for entry in std::fs::read_dir(root.join("docs")).expect("docs").flatten() {
+    for entry in std::fs::read_dir(root.join("docs"))
+        .expect("docs")
+        .flatten()
+    {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.ends_with(".md") && name != "README.md" {
-            assert!(listed.contains(&name), "docs/README.md does not list {name}");
+            assert!(
+                listed.contains(&name),
+                "docs/README.md does not list {name}"
+            );
         }
     }
 }

@@ -497,8 +497,7 @@ async fn drain_refuses_a_worker_that_starts_during_it_whatever_its_clock() {
     // an unnamed worker by the machine's hostname, whatever $HOSTNAME says (systemd sets none)
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     assert!(
-        why.contains(&format!("ringback worker pid"))
-            && why.contains(&format!(" on {}", host.trim())),
+        why.contains("ringback worker pid") && why.contains(&format!(" on {}", host.trim())),
         "names it: {why}"
     );
 }
