@@ -770,3 +770,76 @@ fn status_tells_a_run_never_seen_from_a_record() {
     assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("state"), "{stdout}");
 }
+
+/// `-h` is one line per flag (its variable and the first sentence of its help), for every
+/// subcommand; `--help` stays the reference, with every sentence, variable and default.
+#[test]
+fn short_help_is_one_line_per_flag_and_long_help_the_reference() {
+    let flag = regex::Regex::new(r"(?m)^\s+(?:-\w, )?(--[\w-]+)").unwrap();
+    for sub in [
+        "worker",
+        "serve",
+        "drain",
+        "resend",
+        "status",
+        "check-config",
+        "drill",
+        "twilio-sim",
+    ] {
+        let out = ringback(&[sub, "-h"]).output().unwrap();
+        assert!(out.status.success(), "{sub} -h");
+        let short = String::from_utf8_lossy(&out.stdout);
+        let long = ringback(&[sub, "--help"]).output().unwrap();
+        let long = String::from_utf8_lossy(&long.stdout);
+        // every flag --help shows is in -h, on a line of its own that carries its text
+        let flags: Vec<&str> = flag
+            .captures_iter(&long)
+            .map(|c| c.get(1).unwrap().as_str())
+            .filter(|f| *f != "--help")
+            .collect();
+        assert!(!flags.is_empty() || sub == "status", "{sub}: {long}");
+        for f in &flags {
+            let lines: Vec<&str> = short
+                .lines()
+                .filter(|l| {
+                    l.trim_start().starts_with(&format!("{f} "))
+                        || l.contains(&format!(", {f} "))
+                        || l.trim_end().ends_with(f)
+                })
+                .collect();
+            assert_eq!(lines.len(), 1, "{sub} -h: {f} on one line: {short}");
+        }
+        // no continuation lines: each line under a heading is a flag, an argument or a command
+        for line in short.lines().filter(|l| l.starts_with("   ")) {
+            assert!(
+                line.trim_start().starts_with('-') || line.trim_start().starts_with('<'),
+                "{sub} -h: a continuation line: {line:?}\n{short}"
+            );
+        }
+        assert!(
+            short.lines().count() * 2 <= long.lines().count() + 20,
+            "{sub}: -h is short"
+        );
+        assert!(short.contains(&format!("ringback {sub} --help")), "{short}");
+    }
+    let short =
+        String::from_utf8_lossy(&ringback(&["worker", "-h"]).output().unwrap().stdout).into_owned();
+    assert!(
+        short
+            .lines()
+            .any(|l| l.contains("--concurrency") && l.contains("[RINGBACK_CONCURRENCY]")),
+        "{short}"
+    );
+    let long = String::from_utf8_lossy(&ringback(&["worker", "--help"]).output().unwrap().stdout)
+        .into_owned();
+    assert!(
+        long.contains("[env: RINGBACK_CONCURRENCY=]") && long.contains("[default: 1]"),
+        "{long}"
+    );
+    // the root's -h lists the commands
+    let root = String::from_utf8_lossy(&ringback(&["-h"]).output().unwrap().stdout).into_owned();
+    assert!(
+        root.lines().any(|l| l.trim_start().starts_with("worker ")),
+        "{root}"
+    );
+}

@@ -146,6 +146,41 @@ async fn bad_jobs_fail_at_once_naming_the_field_and_are_escalated() {
     let job: String = c.hget(esc.job(&want[0]), "data").await.unwrap();
     assert!(job.contains(r#""kind":"invalid""#), "{job}");
     w.stop().await;
+
+    // an invalid job with a usable runId is found by it, everywhere a run is: its record
+    // (status, the API) says `invalid`, the console's run page shows the job failed in the
+    // queue, and the Now page counts its escalation
+    let s = common::api_state(&e.redis, &e.queue).await;
+    let record = s.receipts.record("b1", None).await.unwrap();
+    assert_eq!(record.state, "invalid", "{record:?}");
+    assert!(record.escalated && record.seen, "{record:?}");
+    let router = ringback::edge::api::app(s.clone());
+    let get = |path: &str| {
+        axum::http::Request::get(path)
+            .header("authorization", format!("Bearer {}", common::API_TOKEN))
+            .body(axum::body::Body::empty())
+            .unwrap()
+    };
+    use tower::ServiceExt;
+    let res = router
+        .clone()
+        .oneshot(get("/console/runs/b1"))
+        .await
+        .unwrap();
+    assert_eq!(res.status(), axum::http::StatusCode::OK);
+    let page = axum::body::to_bytes(res.into_body(), 1 << 22)
+        .await
+        .unwrap();
+    let page = String::from_utf8_lossy(&page);
+    assert!(page.contains("invalid"), "{page}");
+    assert!(!page.contains("is not in the queue"), "{page}");
+    assert!(page.contains("failed"), "{page}");
+    let res = router.clone().oneshot(get("/console/now")).await.unwrap();
+    let now = axum::body::to_bytes(res.into_body(), 1 << 22)
+        .await
+        .unwrap();
+    let now = String::from_utf8_lossy(&now);
+    assert!(now.contains("/console/runs/b1"), "{now}");
 }
 
 #[tokio::test]

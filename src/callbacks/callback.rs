@@ -67,6 +67,41 @@ pub struct CallbackRequest {
     pub time_zone: Option<String>,
 }
 
+/// The runId of a job's data object, keyed as the legacy worker keys it (a number as
+/// JavaScript's `String(n)`), or why it cannot be one.
+fn run_id_of(obj: &serde_json::Map<String, Value>) -> Result<String, String> {
+    let run_id = match obj.get("runId") {
+        Some(Value::Number(n)) => js_number(n),
+        Some(Value::String(s)) => s.clone(),
+        None | Some(Value::Null) => return Err("field `runId` is missing".into()),
+        Some(other) => {
+            return Err(format!(
+                "field `runId` must be a string, got {}",
+                kind(other)
+            ));
+        }
+    };
+    if run_id.is_empty() {
+        return Err("field `runId` is empty".into());
+    }
+    if run_id.chars().count() > MAX_RUN_ID {
+        return Err(format!(
+            "field `runId` is longer than {MAX_RUN_ID} characters"
+        ));
+    }
+    if run_id.chars().any(char::is_control) {
+        return Err("field `runId` contains control characters".into());
+    }
+    Ok(run_id)
+}
+
+/// The runId of job data that breaks the contract elsewhere (a bad `to`, a missing `body`),
+/// when it has a usable one: an invalid job is found by its runId, as any run is.
+pub fn readable_run_id(data: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(data).ok()?;
+    run_id_of(v.as_object()?).ok()
+}
+
 impl CallbackRequest {
     /// Parse job data; the error says which field is wrong and how.
     pub fn parse(data: &str) -> Result<Self, String> {
@@ -85,26 +120,8 @@ impl CallbackRequest {
                 )),
             }
         };
-        let numeric;
-        let run_id = match obj.get("runId") {
-            // a number is keyed as the legacy worker keys it: JavaScript's `String(n)`
-            Some(Value::Number(n)) => {
-                numeric = js_number(n);
-                numeric.as_str()
-            }
-            _ => text("runId")?.ok_or("field `runId` is missing")?,
-        };
-        if run_id.is_empty() {
-            return Err("field `runId` is empty".into());
-        }
-        if run_id.chars().count() > MAX_RUN_ID {
-            return Err(format!(
-                "field `runId` is longer than {MAX_RUN_ID} characters"
-            ));
-        }
-        if run_id.chars().any(char::is_control) {
-            return Err("field `runId` contains control characters".into());
-        }
+        let run_id = run_id_of(obj)?;
+        let run_id = run_id.as_str();
         let to = text("to")?.ok_or("field `to` is missing")?;
         if !is_recipient(to) {
             return Err(format!(

@@ -300,6 +300,10 @@ fn main() -> ExitCode {
             unsafe { std::env::remove_var(&s.env) };
         }
     }
+    if let Some(text) = short_help() {
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    }
     let unparsable = unparsable_settings();
     let cli = Cli::parse();
     match tokio::runtime::Builder::new_multi_thread()
@@ -323,6 +327,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `-h` (without `--help`): one line per flag, for the subcommands named before it
+/// ([`ringback::edge::cli::reference::short_help`]); `--help` is clap's full reference.
+fn short_help() -> Option<String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "-h") || args.iter().any(|a| a == "--help") {
+        return None;
+    }
+    let root = Cli::command();
+    let mut path: Vec<&str> = vec![];
+    let mut cmd = &root;
+    for a in args.iter().take_while(|a| *a != "-h") {
+        if let Some(sub) = cmd.find_subcommand(a) {
+            path.push(sub.get_name());
+            cmd = sub;
+        }
+    }
+    ringback::edge::cli::reference::short_help(&root, &path)
 }
 
 /// Every variable the named subcommand reads whose value does not parse, named with its flag

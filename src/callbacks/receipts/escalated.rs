@@ -37,6 +37,64 @@ impl Receipts {
 }
 
 impl Receipts {
+    /// Make an invalid job's run findable by its runId, everywhere a run is: its record names
+    /// the job (`invalid_job`, so the run's page shows the job's BullMQ state) and the
+    /// escalation (`escalated`, as every escalated run's does), and the run joins the recent
+    /// runs the console lists (kept at its first time there). The escalation itself stays
+    /// under the job's id (`escalation:job:<jobId>`): a runId is not the job's identity.
+    pub async fn mark_invalid(
+        &self,
+        run_id: &str,
+        job_id: &str,
+        reason: &str,
+    ) -> Result<(), Error> {
+        let record = WindowKeys::new(&self.claim_prefix, run_id).record;
+        let now = now_ms();
+        self.trips.add(1);
+        let (ttl,): (i64,) = redis::pipe()
+            .cmd("HSETNX")
+            .arg(&record)
+            .arg("escalated")
+            .arg(format!("{now}:{reason}"))
+            .ignore()
+            .cmd("HSET")
+            .arg(&record)
+            .arg("invalid_job")
+            .arg(job_id)
+            .ignore()
+            .cmd("PTTL")
+            .arg(&record)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        if ttl == -1 {
+            self.trips.add(1);
+            redis::cmd("PEXPIRE")
+                .arg(&record)
+                .arg(self.times.record_ttl.as_millis().max(1) as u64)
+                .query_async::<()>(&mut self.conn.clone())
+                .await?;
+        }
+        let recent = keys::recent_runs(&self.claim_prefix);
+        self.trips.add(1);
+        redis::pipe()
+            .cmd("ZADD")
+            .arg(&recent)
+            .arg("NX")
+            .arg(now)
+            .arg(run_id)
+            .ignore()
+            .cmd("ZREMRANGEBYRANK")
+            .arg(&recent)
+            .arg(0)
+            .arg(-(keys::RECENT_RUNS_CAP as i64) - 1)
+            .ignore()
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+}
+
+impl Receipts {
     /// Whether this run's escalation was already created (its marker outlives the record).
     pub async fn was_escalated(&self, run_id: &str) -> Result<bool, Error> {
         self.trips.add(1);

@@ -104,7 +104,8 @@ type RecordParts = (
 pub struct CallbackRecord {
     #[serde(rename = "runId")]
     pub run_id: String,
-    /// queued, claimed, accepted, sent, delivered, undelivered, failed, send-failed, unknown.
+    /// queued, claimed, accepted, sent, delivered, undelivered, failed, send-failed, invalid
+    /// (an invalid job of the run was escalated, nothing sent), unknown.
     pub state: String,
     #[serde(rename = "messageSid")]
     pub message_sid: Option<String>,
@@ -141,6 +142,11 @@ pub(crate) fn derive_state(
             _ => "unknown",
         }
         .into();
+    }
+    // an invalid job of the run was escalated, and nothing of it was sent: not "unknown",
+    // which is a send whose outcome is unknown
+    if attempt.is_empty() && claim.is_none() && rec.contains_key("invalid_job") {
+        return "invalid".into();
     }
     match attempt.get("state").map(String::as_str) {
         Some("sent") => "accepted".into(),

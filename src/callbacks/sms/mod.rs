@@ -311,8 +311,9 @@ impl SmsProcessor {
     }
 
     /// A job ringback will not text: a person hears of it (escalated `invalid`, with the reason,
-    /// under `escalation:job:<jobId>`) before it fails; false when the escalation failed (the
-    /// job is kept and tried again).
+    /// under `escalation:job:<jobId>`) before it fails, and its run is found by its runId when
+    /// the data has a usable one; false when the escalation failed (the job is kept and tried
+    /// again).
     async fn escalate_invalid(&self, job: &Job, reason: &str) -> bool {
         let e = crate::callbacks::escalation::Escalation {
             run_id: format!("job:{}", job.id),
@@ -324,6 +325,15 @@ impl SmsProcessor {
         if let Err(err) = self.escalator.escalate(&e).await {
             tracing::warn!(error = %err, job = %job.id, "could not escalate an invalid callback job; will try again");
             return false;
+        }
+        if let Some(run_id) = crate::callbacks::callback::readable_run_id(&job.data)
+            && let Err(err) = self
+                .receipts()
+                .mark_invalid(&run_id, &job.id, &e.reason)
+                .await
+        {
+            // the escalation stands: only the run's listing under its runId is missing
+            tracing::warn!(error = %err, job = %job.id, "invalid callback job escalated, but not listed under its runId");
         }
         self.stats.record(SmsEvent::Invalid);
         true
@@ -403,14 +413,14 @@ mod tests {
             ..SmsConfig::default()
         };
         // every broken invariant at once: the sent TTL under the pending TTL, and the lease
-        // above the sent TTL
+        // above the sent TTL, both named by the setting changed from its default
         assert_eq!(
             settings(
                 short_sent
                     .validate(Duration::from_secs(1), lock.0, lock.1)
                     .unwrap_err()
             ),
-            ["RINGBACK_SENT_TTL_MS", "RINGBACK_CLAIM_LEASE_MS"]
+            ["RINGBACK_SENT_TTL_MS", "RINGBACK_SENT_TTL_MS"]
         );
         let short_lease = SmsConfig {
             claim_lease: Duration::from_secs(100),

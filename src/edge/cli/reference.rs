@@ -320,3 +320,119 @@ pub fn test_knobs_set(root: &Command) -> Vec<String> {
         })
         .collect()
 }
+
+/// The short help (`-h`) of `path` (subcommand names from the root; empty for the root
+/// itself): one line per flag, with its variable and the first sentence of its help, so a
+/// reader scans every setting on one screen. `--help` stays the full reference (every
+/// sentence, defaults, accepted values). `None` when `path` names no subcommand.
+pub fn short_help(root: &Command, path: &[&str]) -> Option<String> {
+    let root = built(root);
+    let mut cmd = &root;
+    for name in path {
+        cmd = cmd.find_subcommand(name)?;
+    }
+    let first_sentence = |s: &str| {
+        let s = one_line(s).replace("\\|", "|");
+        // the first ". " that ends a sentence (not one of "e.g. ", "i.e. ")
+        let end = s
+            .match_indices(". ")
+            .map(|(i, _)| i)
+            .find(|&i| !(s[..i].ends_with("e.g") || s[..i].ends_with("i.e")));
+        let cut = end.map_or(s.as_str(), |i| &s[..i]);
+        cut.trim_end_matches('.').to_string()
+    };
+    let mut out = String::new();
+    if let Some(about) = cmd.get_about() {
+        out.push_str(&first_sentence(&about.to_string()));
+        out.push_str("\n\n");
+    }
+    let mut usage = ["Usage: ringback"]
+        .into_iter()
+        .chain(path.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if cmd
+        .get_arguments()
+        .any(|a| !a.is_positional() && !a.is_hide_set())
+    {
+        usage.push_str(" [OPTIONS]");
+    }
+    for p in cmd.get_positionals() {
+        usage.push_str(&format!(" <{}>", p.get_id().as_str().to_uppercase()));
+    }
+    if cmd.has_subcommands() {
+        usage.push_str(" <COMMAND>");
+    }
+    out.push_str(usage.trim_end());
+    out.push('\n');
+    let mut rows: Vec<(String, String, String)> = vec![];
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        let about = sub
+            .get_about()
+            .map(|a| first_sentence(&a.to_string()))
+            .unwrap_or_default();
+        rows.push(("Commands".into(), sub.get_name().to_string(), about));
+    }
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let value = arg
+            .get_value_names()
+            .and_then(|v| v.first())
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+        let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+        let name = if arg.is_positional() {
+            format!("<{value}>")
+        } else {
+            let mut n = match (arg.get_short(), arg.get_long()) {
+                (Some(s), Some(l)) => format!("-{s}, --{l}"),
+                (Some(s), None) => format!("-{s}"),
+                (None, Some(l)) => format!("    --{l}"),
+                (None, None) => continue,
+            };
+            if takes_value {
+                n.push_str(" <v>");
+            }
+            n
+        };
+        let mut text = arg
+            .get_help()
+            .map(|h| first_sentence(&h.to_string()))
+            .unwrap_or_default();
+        if let Some(env) = arg.get_env().and_then(|e| e.to_str()) {
+            text = format!("[{env}] {text}");
+        }
+        let heading = if arg.is_positional() {
+            "Arguments".to_string()
+        } else {
+            arg.get_help_heading().unwrap_or("Options").to_string()
+        };
+        rows.push((heading, name, text));
+    }
+    let width = rows
+        .iter()
+        .map(|(_, n, _)| n.chars().count())
+        .max()
+        .unwrap_or(0);
+    let mut headings: Vec<&str> = vec![];
+    for (h, _, _) in &rows {
+        if !headings.contains(&h.as_str()) {
+            headings.push(h);
+        }
+    }
+    for heading in headings {
+        out.push_str(&format!("\n{heading}:\n"));
+        for (_, name, text) in rows.iter().filter(|(h, _, _)| h == heading) {
+            out.push_str(format!("  {name:<width$}  {text}").trim_end());
+            out.push('\n');
+        }
+    }
+    let full = if path.is_empty() {
+        "ringback --help".to_string()
+    } else {
+        format!("ringback {} --help", path.join(" "))
+    };
+    out.push_str(&format!(
+        "\nOne line per flag: [VARIABLE] the environment variable it also reads. `{full}`: the full reference, with defaults and accepted values.\n"
+    ));
+    Some(out)
+}

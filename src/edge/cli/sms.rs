@@ -43,7 +43,8 @@ pub struct SmsArgs {
     /// Drills only: `<point>[:<probability>]`; honoured only with `RINGBACK_DRILL=1`.
     #[arg(long, env = "RINGBACK_CRASH_AT", hide = true)]
     pub crash_at: Option<String>,
-    /// Drill mode: allows `RINGBACK_CRASH_AT` (a process that aborts on purpose).
+    /// Drill mode: allows `RINGBACK_CRASH_AT` (a process that aborts on purpose) and the
+    /// scripted processor (`RINGBACK_PROCESSOR=scripted`, which texts nobody).
     #[arg(
         long,
         hide = true,

@@ -10,8 +10,9 @@ use std::time::Duration;
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Redis and queue")]
 pub struct QueueArgs {
-    /// The Redis the legacy Node side uses: `redis://`, `rediss://` (TLS), or
-    /// `redis+cluster://host:port,host:port` (`rediss+cluster://`) for a Redis Cluster.
+    /// The Redis the legacy Node side uses: `redis://`, `rediss://` (TLS), `unix:///path/to/redis.sock`
+    /// (a local socket), or `redis+cluster://host:port,host:port` (`rediss+cluster://`) for a
+    /// Redis Cluster.
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
     /// BullMQ's key prefix, as the Node producer's `prefix` (`{bull}` on a Redis Cluster).

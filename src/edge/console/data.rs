@@ -11,12 +11,13 @@ use crate::error::Error;
 use crate::store::keys::{self, QueueKeys, WindowKeys};
 
 /// The states the Callbacks page filters by.
-pub const FILTERS: [&str; 8] = [
+pub const FILTERS: [&str; 9] = [
     "sent",
     "delivered",
     "undelivered",
     "failed",
     "send-failed",
+    "invalid",
     "unknown",
     "open",
     "escalated",
@@ -70,7 +71,7 @@ pub struct Reads {
     queue: QueueKeys,
 }
 
-const RECORD_FIELDS: [&str; 4] = ["status", "escalated", "updated_at", "sid"];
+const RECORD_FIELDS: [&str; 5] = ["status", "escalated", "updated_at", "sid", "invalid_job"];
 const ATTEMPT_FIELDS: [&str; 7] = [
     "state",
     "sent_at",
@@ -230,8 +231,11 @@ impl Reads {
             .zrange(keys::ringback_workers(&self.claim_prefix), 0, -1)
             .query_async(&mut self.conn.clone())
             .await?;
+        // the attempt's job, else the invalid job escalated for this run, else the runId (the
+        // legacy API's job id)
         let job_id = attempt
             .get("job")
+            .or_else(|| record.get("invalid_job"))
             .cloned()
             .unwrap_or_else(|| run_id.to_string());
         let job = self.job(&job_id).await?;
