@@ -577,3 +577,61 @@ fn a_drill_reports_setting_that_is_not_a_directory_is_named_with_the_rest() {
         "every broken setting at once: {stderr}"
     );
 }
+
+/// A fallback text (`<runId>:escalation`, to the fallback number) is shown as part of the run
+/// it tells of: the list and the Now page leave it out, the run's page links it, and its own
+/// page says whose it is.
+#[tokio::test]
+async fn a_fallback_text_is_shown_as_part_of_its_run_not_as_a_run() {
+    let server = RedisServer::start();
+    let s = state(&server, "console-fallback").await;
+    let router = app(s.clone());
+    let w = window(&s);
+    let auth = bearer(READ_TOKEN);
+    record_run(&s, &w, 0, "fb-1", "+15550000001", true, &["undelivered"]).await;
+    // the run is escalated with a fallback number: the fallback is asked for, then claimed
+    // and sent as a run of its own
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let sms = ringback::callbacks::sms::SmsConfig {
+        fallback_to: Some("+15550009999".into()),
+        ..Default::default()
+    };
+    let (_, escalator) = sms.after_send(conn, "bull", &queue_name("console-fallback-q"));
+    let e = ringback::callbacks::escalation::Escalation {
+        run_id: "fb-1".into(),
+        reason: "delivery undelivered".into(),
+        last_status: Some("undelivered".into()),
+        error_code: Some("30003".into()),
+        kind: ringback::callbacks::escalation::EscalationKind::Undelivered,
+    };
+    assert!(escalator.escalate(&e).await.unwrap());
+    record_run(
+        &s,
+        &w,
+        1,
+        "fb-1:escalation",
+        "+15550009999",
+        true,
+        &["delivered"],
+    )
+    .await;
+
+    let (res, body) = call(&router, get("/console/callbacks", Some(&auth))).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(body.contains("fb-1"), "{body}");
+    assert!(!body.contains("fb-1:escalation"), "listed as a run: {body}");
+    let (_, now) = call(&router, get("/console/now", Some(&auth))).await;
+    assert!(!now.contains("fb-1:escalation"), "on the Now page: {now}");
+    let (res, page) = call(&router, get("/console/runs/fb-1", Some(&auth))).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        page.contains(r#"id="fallback""#) && page.contains("fb-1:escalation"),
+        "{page}"
+    );
+    let (res, page) = call(&router, get("/console/runs/fb-1:escalation", Some(&auth))).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(page.contains(r#"id="fallback-of""#), "{page}");
+}

@@ -195,6 +195,7 @@ impl Escalator {
             EscalationKind::Invalid => invalid_fallback_allowed(),
             _ => true,
         };
+        let mut fallback_run = None;
         if let Some(to) = self.fallback_to.as_ref().filter(|_| fallback) {
             // a long runId is named by its short key: the fallback's own runId stays short
             let name = crate::callbacks::callback::short_name(&e.run_id);
@@ -214,7 +215,9 @@ impl Escalator {
                 .take(crate::callbacks::callback::MAX_BODY)
                 .collect();
             // a person on call is told whatever the hour: the fallback is urgent
-            let data = serde_json::json!({"runId": run, "to": to, "body": body, "urgent": true});
+            let data = serde_json::json!({
+                "runId": run, "to": to, "body": body, "urgent": true, "fallbackOf": e.run_id,
+            });
             self.callbacks
                 .add_job(
                     Some(&run),
@@ -223,8 +226,12 @@ impl Escalator {
                     CALLBACK_JOB_OPTS,
                 )
                 .await?;
+            fallback_run = Some(run);
         }
         self.receipts.mark_escalated(&e.run_id, &e.reason).await?;
+        if let Some(run) = &fallback_run {
+            self.receipts.note_fallback(&e.run_id, run).await?;
+        }
         let created = self.receipts.remember_escalated(&e.run_id, kind).await?;
         if created {
             crate::telemetry::global().escalated(e.kind.label());

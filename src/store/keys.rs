@@ -168,6 +168,12 @@ pub fn open_attempts(claim_prefix: &str) -> String {
     format!("ringback:open-attempts:{claim_prefix}")
 }
 
+/// ZSET fallback text's run → when it was asked for (ms): the runs the console shows as part
+/// of the run they tell of, never as runs of their own (kept as long as a record lives).
+pub fn fallback_runs(claim_prefix: &str) -> String {
+    format!("ringback:fallback-runs:{claim_prefix}")
+}
+
 /// ZSET runId → when its latest fresh attempt was claimed (ms), capped at
 /// [`RECENT_RUNS_CAP`]: the operators' console lists runs newest first from it. Like
 /// [`open_attempts`] it is global to the claim prefix, so under Redis Cluster it lives in another

@@ -37,6 +37,55 @@ impl Receipts {
 }
 
 impl Receipts {
+    /// Tie a fallback text's run to the run it tells of: each record names the other
+    /// (`fallback`, `fallback_of`), and the fallback's run is noted so the console lists it
+    /// under its run, not as a run of its own. Written when the fallback is asked for, before
+    /// anything of it is claimed.
+    pub async fn note_fallback(&self, run_id: &str, fallback_run: &str) -> Result<(), Error> {
+        let ttl = self.times.record_ttl.as_millis().max(1) as u64;
+        let now = now_ms();
+        let parent = WindowKeys::new(&self.claim_prefix, run_id).record;
+        let own = WindowKeys::new(&self.claim_prefix, fallback_run).record;
+        let fallbacks = keys::fallback_runs(&self.claim_prefix);
+        self.trips.add(1);
+        redis::pipe()
+            .cmd("HSET")
+            .arg(&parent)
+            .arg("fallback")
+            .arg(fallback_run)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&parent)
+            .arg(ttl)
+            .arg("NX")
+            .ignore()
+            .cmd("HSET")
+            .arg(&own)
+            .arg("fallback_of")
+            .arg(run_id)
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&own)
+            .arg(ttl)
+            .arg("NX")
+            .ignore()
+            .cmd("ZADD")
+            .arg(&fallbacks)
+            .arg(now)
+            .arg(fallback_run)
+            .ignore()
+            .cmd("ZREMRANGEBYSCORE")
+            .arg(&fallbacks)
+            .arg("-inf")
+            .arg(now - ttl as i64)
+            .ignore()
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+}
+
+impl Receipts {
     /// Make an invalid job's run findable by its runId, everywhere a run is: its record names
     /// the job (`invalid_job`, so the run's page shows the job's BullMQ state) and the
     /// escalation (`escalated`, as every escalated run's does), and the run joins the recent

@@ -99,6 +99,27 @@ impl Reads {
         keys::recent_runs(&self.claim_prefix)
     }
 
+    /// Take the fallback texts' runs out of the recent-runs index: the console shows each as
+    /// part of the run it tells of (its page links it), never as a run of its own. Their claim
+    /// puts them in the index as it does any run; this read-side pass, before a list is read,
+    /// takes them out again (idempotent, and cheap: the fallback set is small).
+    pub async fn hide_fallbacks(&self) -> Result<(), Error> {
+        let fallbacks: Vec<String> = redis::cmd("ZRANGE")
+            .arg(keys::fallback_runs(&self.claim_prefix))
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        if !fallbacks.is_empty() {
+            redis::cmd("ZREM")
+                .arg(self.recent())
+                .arg(&fallbacks)
+                .query_async::<()>(&mut self.conn.clone())
+                .await?;
+        }
+        Ok(())
+    }
+
     /// How many runs the index holds.
     pub async fn recent_count(&self) -> Result<u64, Error> {
         Ok(redis::cmd("ZCARD")

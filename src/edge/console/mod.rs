@@ -316,6 +316,7 @@ async fn list(
     r: &data::Reads,
     query: &pages::ListQuery,
 ) -> Result<(Vec<data::RunRow>, usize, u64), crate::error::Error> {
+    r.hide_fallbacks().await?;
     let indexed = r.recent_count().await?;
     let skip = (query.page - 1) * PAGE_SIZE;
     if query.q.is_empty() && query.state.is_empty() {
@@ -459,6 +460,7 @@ async fn now(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
 
 async fn now_figures(s: &ApiState) -> Result<pages::Now, crate::error::Error> {
     let r = reads(s);
+    r.hide_fallbacks().await?;
     let now = now_ms();
     let (open_total, open) = r.open_attempts(200).await?;
     let open_rows = r.rows(&open).await?;

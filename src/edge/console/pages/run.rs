@@ -245,6 +245,8 @@ pub fn run(d: &RunDetail, now_ms: i64) -> Markup {
             dt { "to" } dd.mono { (to) }
             dt { "attempt" } dd { (d.attempt.get("state").map(String::as_str).unwrap_or("none")) @if let Some(w) = d.attempt.get("worker") { " · worker " span.mono #worker { (d.worker_name.as_deref().unwrap_or(w)) } @if d.worker_name.is_none() { " " span.small { "(no heartbeat now)" } } } @if d.open { @if let Some(s) = d.attempt.get("since").and_then(|s| s.parse::<i64>().ok()) { " · open for " (age(now_ms - s)) } } }
             dt { "claim key" } dd.mono { (d.claim.as_deref().map(|c| c.split(':').next().unwrap_or(c)).unwrap_or("none")) }
+            @if let Some(f) = d.record.get("fallback") { dt { "fallback text" } dd { a #fallback.mono href=(run_href(f)) { (f) } " · the text to the fallback number when this run was escalated" } }
+            @if let Some(p) = d.record.get("fallback_of") { dt { "fallback of" } dd { a #fallback-of.mono href=(run_href(p)) { (p) } " · this is the fallback text of that run, not a run of its own" } }
             (job_view(d.job.as_ref(), &d.job_id))
         }
         h2 { "Timeline" }
