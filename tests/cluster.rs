@@ -707,7 +707,9 @@ async fn sms_worker_on_a_cluster_texts_each_run_once_through_a_failover() {
     let owner = cluster.owner_of(&k.wait());
     let cl = &cluster;
     tokio::task::block_in_place(|| cl.failover(owner));
-    completed(&mut c, &k, n, Duration::from_secs(40)).await;
+    // at the defaults (a 30 s lock, a stall check every 30 s), a job whose finishing call the
+    // failover cut is recovered by stall recovery: up to a lock and a check interval later
+    completed(&mut c, &k, n, Duration::from_secs(100)).await;
     each_finished_once(&mut c, &k, n).await;
     let stats = sim.store.stats();
     assert_eq!(stats.total, n, "one text per run: {:?}", stats.by_to_body);

@@ -1186,3 +1186,161 @@ async fn a_question_claimed_by_an_answer_cut_short_is_never_asked_about() {
     assert_eq!(c1["answeredBy"], sid(80), "{c1}");
     w.stop().await;
 }
+
+/// Quiet hours hold on the fused finish too: a job finishing claims the next job's run in the
+/// same call, whatever that job's quiet hours; handed back, that claim must not reach the
+/// orphan sweep (which rebuilds the request from the attempt record alone) before they end.
+/// Urgent and non-urgent callbacks added together, at the tests' compressed sweep timings.
+#[tokio::test]
+async fn quiet_hours_hold_what_the_fused_finish_claimed_for_the_next_job() {
+    let e = env("replies-quiet-fused", "").await;
+    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
+    let start = now
+        .checked_sub(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let end = now
+        .checked_add(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let mut sms = sms_config();
+    // the deployment's quiet hours are read in a zone where it is day now; each job's own zone
+    // (UTC) is inside them: the sweep, which rebuilds a request from the attempt record alone
+    // (no `urgent`, no `timeZone`), would read them in the deployment's zone and text
+    let day = "Pacific/Kiritimati";
+    sms.quiet = Some(ringback::callbacks::quiet::Quiet {
+        hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
+        zone: jiff::tz::TimeZone::get(day).unwrap(),
+        zone_name: day.into(),
+    });
+    let mut ids = vec![];
+    for i in 0..12 {
+        let urgent = i % 2 == 0;
+        let data = serde_json::json!({
+            "runId": format!("qf{i}"), "to": TO, "body": format!("Run qf{i} done"),
+            "urgent": urgent, "timeZone": "UTC",
+        });
+        ids.push((urgent, add(&e, &data.to_string()).await));
+    }
+    // the worker with its orphan sweep, as `ringback worker` runs it
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let p = processor(&e, conn, sms);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    // at the default concurrency (1) each urgent job's finish fetches and claims the next,
+    // non-urgent one
+    let config = ringback::WorkerConfig {
+        concurrency: 1,
+        ..worker_config(&e)
+    };
+    let w = tokio::spawn(ringback::edge::run::worker(
+        config,
+        p.clone(),
+        cancel.clone(),
+        None,
+        Some(p),
+    ));
+    let mut c = e.redis.conn().await;
+    for (urgent, id) in &ids {
+        if *urgent {
+            assert_eq!(finished(&e, id).await.0, "completed");
+        } else {
+            wait_for(T, "the quiet job in delayed", || {
+                let (mut c, k, id) = (c.clone(), e.keys.clone(), id.clone());
+                async move {
+                    c.zscore::<_, _, Option<f64>>(k.delayed(), id)
+                        .await
+                        .unwrap()
+                        .map(|_| ())
+                }
+            })
+            .await;
+        }
+    }
+    // many sweep intervals and retry delays later: still only the urgent ones texted
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert_eq!(
+        texts_to(&e, TO).len(),
+        6,
+        "a non-urgent callback texted inside quiet hours"
+    );
+    // a handed-back claim is due when the quiet hours end, not before
+    let open: Vec<(String, f64)> = c
+        .zrange_withscores(
+            ringback::store::keys::open_attempts("agent-callback:"),
+            0,
+            -1,
+        )
+        .await
+        .unwrap();
+    let opens = end
+        .with()
+        .second(0)
+        .subsec_nanosecond(0)
+        .build()
+        .unwrap()
+        .timestamp()
+        .as_millisecond();
+    for (run, due) in &open {
+        assert!(
+            (*due as i64) >= opens - 2_000,
+            "{run}'s attempt is due at {due}, before the quiet hours end at {opens}"
+        );
+    }
+    cancel.cancel();
+    let _ = w.await;
+}
+
+/// A reply arriving while Redis does not answer (a failover that drops packets, a slow fork)
+/// is answered 5xx before Twilio's own timeout, so Twilio retries it (`#rp=5xx`), and the
+/// retry after Redis came back records it once: never a 4xx that loses the answer for good.
+#[tokio::test]
+async fn a_reply_while_redis_is_frozen_is_answered_so_that_twilio_retries_it() {
+    let e = env("replies-frozen", "").await;
+    let (inbound, w) = serve_and_work(&e).await;
+    question(&e, "fz1", TO, "Approve the rollback of api-9?").await;
+    // Redis answers nobody for 13 s
+    let mut admin = e.redis.conn().await;
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(13_000)
+        .arg("ALL")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (status, _, body) = post(&inbound, &reply(TO, &sid(77), "YES")).await;
+    assert!(
+        (500..600).contains(&status),
+        "answered {status} after {:?}: Twilio does not retry that ({body})",
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "before Twilio's timeout"
+    );
+    // Twilio's retry, once Redis answers again: recorded once
+    tokio::time::sleep(Duration::from_secs(13).saturating_sub(started.elapsed())).await;
+    let retried = wait_for(Duration::from_secs(20), "the retry accepted", || {
+        let inbound = inbound.clone();
+        async move {
+            let (status, _, _) = post(&inbound, &reply(TO, &sid(77), "YES")).await;
+            (status == 200).then_some(status)
+        }
+    })
+    .await;
+    assert_eq!(retried, 200);
+    let jobs = wait_for(T, "the reply in the replies queue", || {
+        let e = &e;
+        async move {
+            let jobs = reply_jobs(e).await;
+            (!jobs.is_empty()).then_some(jobs)
+        }
+    })
+    .await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let job = jobs.values().next().unwrap();
+    assert_eq!(job["runId"], "fz1", "{job}");
+    w.stop().await;
+}

@@ -1307,3 +1307,121 @@ async fn every_address_form_in_job_data_is_texted_once() {
     }
     w.stop().await;
 }
+
+/// A numeric runId is keyed exactly as the legacy Node worker keys it: `String(n)` of the
+/// double `JSON.parse` makes of it, asked of the real Node for numbers up to and beyond 2^53
+/// (a Python producer writes such integers exactly; JavaScript rounds them), so both fleets
+/// claim one run under one key.
+#[test]
+fn numeric_runids_are_keyed_as_node_keys_them() {
+    let numbers = [
+        "42",
+        "-7",
+        "1.5",
+        "0.1",
+        "9007199254740991",
+        "9007199254740993",
+        "123456789012345678",
+        "18446744073709551615",
+        "12345678901234567890123",
+        "1e21",
+        "1.5e-7",
+        "-0",
+    ];
+    let script = format!(
+        "for (const t of {}) console.log(String(JSON.parse(`{{\"runId\":${{t}}}}`).runId));",
+        serde_json::to_string(&numbers).unwrap()
+    );
+    let out = std::process::Command::new("node")
+        .args(["-e", &script])
+        .output()
+        .expect("node runs (the test suite installs it)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let node: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    for (text, want) in numbers.iter().zip(&node) {
+        let data = format!(r#"{{"runId":{text},"to":"+15558675310","body":"x"}}"#);
+        let got = ringback::callbacks::callback::CallbackRequest::parse(&data)
+            .unwrap()
+            .run_id;
+        assert_eq!(
+            &got, want,
+            "runId {text}: ringback keys {got}, Node keys {want}"
+        );
+    }
+}
+
+/// An idle worker at the default concurrency (1) keeps its safety net. Its fetch loop holds
+/// the one permit while it waits for a job (BZPOPMIN, the default 5 s drain delay, again and
+/// again); the sweep must not wait for that permit, nor the heartbeat for the sweep. An attempt
+/// orphaned by a dead worker (its job gone: a legacy worker completed it on seeing the claim)
+/// is texted by the idle worker's sweep, and its heartbeat keeps beating meanwhile.
+#[tokio::test]
+async fn an_idle_worker_at_concurrency_one_sweeps_and_keeps_beating() {
+    let e = env("idle-sweep", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let w = window(&e, conn.clone(), 200);
+    let body = "Run idle-1 finished: 2 approvals needed";
+    let claim = w
+        .claim("idle-1", "tok-1", None, "gone", "w", TO, "", body)
+        .await
+        .unwrap();
+    assert!(matches!(
+        claim,
+        ringback::callbacks::window::Claim::Claimed { .. }
+    ));
+    let processor = processor(&e, conn, sms_config());
+    let config = ringback::WorkerConfig {
+        concurrency: 1,
+        drain_delay: Duration::from_secs(5),
+        ..worker_config(&e)
+    };
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(ringback::edge::run::worker(
+        config,
+        processor.clone(),
+        cancel.clone(),
+        None,
+        Some(processor.clone()),
+    ));
+    let mut c = e.redis.conn().await;
+    let workers = ringback::store::keys::ringback_workers("agent-callback:");
+    let beat = |c: redis::aio::MultiplexedConnection| {
+        let workers = workers.clone();
+        async move {
+            let mut c = c;
+            let beats: Vec<(String, f64)> = c.zrange_withscores(&workers, 0, -1).await.unwrap();
+            beats.first().map(|(_, at)| *at)
+        }
+    };
+    let first = wait_for(T, "the idle worker's first heartbeat", || beat(c.clone())).await;
+    wait_for(T, "the idle worker's sweep to text the orphan", || {
+        let e = &e;
+        async move { (texts(e, "idle-1") == 1).then_some(()) }
+    })
+    .await;
+    // the heartbeat moves on while the worker is idle
+    wait_for(T, "a later heartbeat", || {
+        let c = c.clone();
+        async move { beat(c).await.filter(|at| *at > first) }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(texts(&e, "idle-1"), 1, "texted once");
+    let claim: String = c
+        .get(WindowKeys::new("agent-callback:", "idle-1").claim)
+        .await
+        .unwrap();
+    assert!(claim.starts_with("sent:SM"), "{claim}");
+    cancel.cancel();
+    let _ = handle.await;
+}

@@ -229,9 +229,10 @@ pub fn parse_within(w: &str) -> Result<std::time::Duration, String> {
 /// runId): integers in full below 10^21, the shortest round-trip decimal otherwise, exponent
 /// notation (`1e+21`, `1.5e-7`) outside [10^-6, 10^21), and `0` for -0.
 pub fn js_number(n: &serde_json::Number) -> String {
-    if n.is_i64() || n.is_u64() {
-        return n.to_string();
-    }
+    // JavaScript holds every number as a double: an integer beyond 2^53 is rounded when the
+    // legacy worker parses the job's data (123456789012345678 becomes 123456789012345680), and
+    // its claim key is that rounded number's text. Keyed any other way, the two fleets would
+    // claim one run under two keys.
     let x = n.as_f64().unwrap_or(0.0);
     if x == 0.0 {
         return "0".into();
@@ -288,7 +289,14 @@ mod tests {
         assert_eq!(run("1e21").unwrap(), "1e+21");
         assert_eq!(run("1.5e-7").unwrap(), "1.5e-7");
         assert_eq!(run("-0.0").unwrap(), "0");
-        assert_eq!(run("123456789012345678").unwrap(), "123456789012345678");
+        // beyond 2^53 JavaScript rounds to a double, and keys the run by that double's text
+        assert_eq!(run("123456789012345678").unwrap(), "123456789012345680");
+        assert_eq!(run("9007199254740993").unwrap(), "9007199254740992");
+        assert_eq!(run("18446744073709551615").unwrap(), "18446744073709552000");
+        assert_eq!(
+            run("12345678901234567890123").unwrap(),
+            "1.2345678901234568e+22"
+        );
         let long = "r".repeat(186);
         assert_eq!(run(&format!("\"{long}\"")).unwrap(), long);
         for id in [r#""run 7 — ünïcode""#, r#""a:b:c""#, r#""q\"b\\s""#] {

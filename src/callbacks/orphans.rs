@@ -28,7 +28,10 @@ use crate::queue::processor::Outcome;
 pub const STALLED_LIMIT_REASON: &str = "job stalled more than allowable limit";
 
 /// Sweep once: returns the runs it resolved (sent, or found sent). With `permits`, each attempt
-/// takes a concurrency permit first; `cancel` stops it between attempts, never inside one.
+/// takes a concurrency permit when one is free, and runs without one when none is: the fetch
+/// loop holds a permit while it waits for a job, so at concurrency 1 an idle worker would
+/// otherwise never sweep (the sweep's attempts are one at a time: at most one beyond the
+/// concurrency). `cancel` stops it between attempts, never inside one.
 pub async fn sweep(
     processor: &SmsProcessor,
     permits: Option<&Arc<Semaphore>>,
@@ -37,13 +40,7 @@ pub async fn sweep(
     let window = processor.window();
     let mut resolved = vec![];
     for run_id in window.overdue(100).await? {
-        let _permit = match permits {
-            Some(p) => tokio::select! {
-                _ = cancel.cancelled() => break,
-                p = p.clone().acquire_owned() => match p { Ok(p) => Some(p), Err(_) => break },
-            },
-            None => None,
-        };
+        let _permit = permits.and_then(|p| p.clone().try_acquire_owned().ok());
         if cancel.is_cancelled() {
             break;
         }
@@ -209,7 +206,11 @@ async fn gauges(processor: &SmsProcessor) -> Result<(), crate::error::Error> {
     Ok(())
 }
 
-/// Sweep every `interval` until `cancel` (an attempt in progress finishes first).
+/// The worker's safety net, every `interval` until `cancel`, as two loops that never wait
+/// for each other nor for a job: the liveness loop (the heartbeat `drain` reads, and the
+/// gauges the alerts read) and the sweep loop (stall-limit adoption, then the orphan sweep; an
+/// attempt in progress finishes first). A sweep blocked on Twilio or on work therefore never
+/// freezes the heartbeat, and an idle fetch never holds the sweep back.
 pub async fn run(
     processor: SmsProcessor,
     interval: Duration,
@@ -217,28 +218,39 @@ pub async fn run(
     permits: Option<Arc<Semaphore>>,
     cancel: CancellationToken,
 ) {
-    let id = processor.worker_id().to_string();
-    loop {
-        if let Err(e) = processor.window().heartbeat(&id, &name).await {
-            tracing::debug!(error = %e, "heartbeat not written");
+    let liveness = async {
+        let id = processor.worker_id().to_string();
+        loop {
+            if let Err(e) = processor.window().heartbeat(&id, &name).await {
+                tracing::debug!(error = %e, "heartbeat not written");
+            }
+            if let Err(e) = gauges(&processor).await {
+                tracing::debug!(error = %e, "open-attempts gauge not refreshed");
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(interval) => {}
+            }
         }
-        if let Err(e) = adopt_stall_failures(&processor).await {
-            tracing::warn!(error = %e, "scan of stall-limit failures failed; will retry");
+        if let Err(e) = processor.window().heartbeat_stop(&id, &name).await {
+            tracing::debug!(error = %e, "heartbeat not removed; it ages out");
         }
-        if let Err(e) = sweep(&processor, permits.as_ref(), &cancel).await {
-            tracing::warn!(error = %e, "orphan sweep failed; will retry");
+    };
+    let safety = async {
+        loop {
+            if let Err(e) = adopt_stall_failures(&processor).await {
+                tracing::warn!(error = %e, "scan of stall-limit failures failed; will retry");
+            }
+            if let Err(e) = sweep(&processor, permits.as_ref(), &cancel).await {
+                tracing::warn!(error = %e, "orphan sweep failed; will retry");
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(interval) => {}
+            }
         }
-        if let Err(e) = gauges(&processor).await {
-            tracing::debug!(error = %e, "open-attempts gauge not refreshed");
-        }
-        tokio::select! {
-            _ = cancel.cancelled() => break,
-            _ = tokio::time::sleep(interval) => {}
-        }
-    }
-    if let Err(e) = processor.window().heartbeat_stop(&id, &name).await {
-        tracing::debug!(error = %e, "heartbeat not removed; it ages out");
-    }
+    };
+    tokio::join!(liveness, safety);
 }
 
 /// How the console and `ringback drain` name this worker: `name` (`RINGBACK_WORKER_NAME`,

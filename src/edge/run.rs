@@ -30,8 +30,8 @@ pub enum RunError {
 }
 
 /// Run a worker until `shutdown`: its `/metrics` listener on `metrics` (when given), and, for the
-/// SMS processor, the orphan sweep and the reconciliation inside the concurrency limit; waits
-/// for them within the grace period.
+/// SMS processor, the orphan sweep (never waiting for a job's permit) and the reconciliation;
+/// waits for them within the grace period.
 pub async fn worker<P: Processor>(
     config: WorkerConfig,
     processor: P,
@@ -50,7 +50,8 @@ pub async fn worker<P: Processor>(
         )
         .await;
     }
-    // The orphan sweep and the reconciliation: inside the concurrency limit and the shutdown.
+    // The orphan sweep (with a free permit when there is one, never waiting for one) and the
+    // reconciliation, inside the shutdown.
     let tracker = TaskTracker::new();
     if let Some(p) = &sms {
         crate::callbacks::service::start(

@@ -7,6 +7,8 @@
 //! Redis Cluster the run's keys live in other slots than the queue's, so the processor keeps the
 //! separate calls there ([`SmsProcessor::with_fused_finish`]).
 
+use std::time::Duration;
+
 use redis::Value;
 
 use super::config::SAFETY_MARGIN;
@@ -141,7 +143,8 @@ impl SmsProcessor {
             return Some(claim);
         }
         tracing::warn!(prepared = %claim_run, "the prepared claim is another run's; handing it back");
-        self.hand_back(&claim_run, &claim).await;
+        self.hand_back(&claim_run, &claim, self.config.retry_later_default)
+            .await;
         None
     }
 
@@ -150,22 +153,30 @@ impl SmsProcessor {
     /// sends), anything else stays as the window left it.
     pub(super) async fn hand_back_prepared(&self, prepared: &Value) {
         if let Some((run_id, claim)) = self.read_prepared(prepared) {
-            self.hand_back(&run_id, &claim).await;
+            self.hand_back(&run_id, &claim, self.config.retry_later_default)
+                .await;
         }
     }
 
-    async fn hand_back(&self, run_id: &str, claim: &Claim) {
+    /// Give back a claim prepared for a job that waits for its quiet hours to end: the
+    /// attempt's `retry` is due when they end (`opens_at`, ms on Redis's clock), so the orphan
+    /// sweep, which rebuilds the request from the attempt record alone, cannot send it inside
+    /// them; the job itself comes back from delayed at the same time, and the window lets one
+    /// of the two send.
+    pub(super) async fn hand_back_prepared_until(&self, prepared: &Value, opens_at: i64) {
+        if let Some((run_id, claim)) = self.read_prepared(prepared) {
+            let wait = (opens_at - self.window.now()).max(0) as u64;
+            let wait = Duration::from_millis(wait).max(self.config.retry_later_default);
+            self.hand_back(&run_id, &claim, wait).await;
+        }
+    }
+
+    async fn hand_back(&self, run_id: &str, claim: &Claim, retry_in: Duration) {
         if let Claim::Claimed { token } = claim {
             let reason = "claimed for a job that did not run";
             if let Err(e) = self
                 .window
-                .release(
-                    run_id,
-                    token,
-                    reason,
-                    "released",
-                    self.config.retry_later_default,
-                )
+                .release(run_id, token, reason, "released", retry_in)
                 .await
             {
                 tracing::warn!(error = %e, "could not hand back a prepared claim; the sweep resolves it");

@@ -250,7 +250,9 @@ impl Processor for SmsProcessor {
         let mut req = req;
         if let Some(opens) = self.quiet_until(&req) {
             if let Some(prepared) = ctx.prepared() {
-                self.hand_back_prepared(prepared).await;
+                // the fused finish claimed this run whatever its quiet hours: the claim goes
+                // back due when they end, never sooner
+                self.hand_back_prepared_until(prepared, opens).await;
             }
             self.stats.record(SmsEvent::Quiet);
             tracing::info!(run_id = %req.run_id, opens_at = opens, "inside quiet hours; waiting in delayed until they end");

@@ -186,7 +186,10 @@ fn refuse(code: StatusCode, error: impl Into<String>, field: Option<&str>) -> Ap
     AppError::Status(code, json!({"error": error.into(), "field": field}))
 }
 
-/// How long one request may take before it is answered 408 (Redis calls included).
+/// How long one request may take before it is answered 503 (Redis calls included): a 5xx,
+/// which Twilio's webhooks retry (`#rc=…&rp=5xx`, as the docs configure them), before Twilio's
+/// own 15 s timeout. A 4xx here would lose an inbound reply or a status callback for good
+/// while Redis is slow (a failover, a fork).
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The router, with its limits inside it (every embedder gets them): a body limit on every
@@ -207,7 +210,7 @@ pub fn app(state: Arc<ApiState>) -> Router {
         ))
         .layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
+            StatusCode::SERVICE_UNAVAILABLE,
             REQUEST_TIMEOUT,
         ))
         .with_state(state)

@@ -92,8 +92,9 @@ impl<P: Processor> Worker<P> {
         })
     }
 
-    /// The concurrency limit: work beside the fetch loop (the orphan sweep) takes its permits
-    /// too, so the worker never runs more than `concurrency` attempts at once.
+    /// The concurrency limit: work beside the fetch loop (the orphan sweep) takes a permit when
+    /// one is free, never waiting for one (the fetch loop holds one while it waits for a job),
+    /// so the worker runs at most `concurrency` attempts at once, and one more while it sweeps.
     pub fn permits(&self) -> Arc<Semaphore> {
         self.permits.clone()
     }
