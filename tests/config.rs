@@ -858,3 +858,63 @@ fn check_config_resend_checks_the_settings_resend_reads() {
         "{stderr}"
     );
 }
+
+/// Every Twilio credential and sender the docs show, pasted into a configuration that talks to
+/// Twilio's own API, is refused by check-config: a value copied from a page fails before the
+/// first text does, not at it.
+#[test]
+fn every_twilio_value_the_docs_show_is_refused_against_twilio() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages = vec![
+        root.join("README.md"),
+        root.join("deploy/ringback.env.example"),
+    ];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap().flatten() {
+        pages.push(entry.path());
+    }
+    let assignment = regex::Regex::new(
+        r"(?m)^\s*(?:export\s+)?(TWILIO_ACCOUNT_SID|TWILIO_AUTH_TOKEN|TWILIO_API_KEY|TWILIO_API_SECRET|TWILIO_FROM|TWILIO_MESSAGING_SERVICE_SID)=(\S+)",
+    )
+    .unwrap();
+    let sid_anywhere = regex::Regex::new(r"\b(AC|MG|SK)[0-9a-fA-Fx]{32}\b").unwrap();
+    let mut shown: Vec<(String, String)> = vec![];
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap_or_default();
+        for c in assignment.captures_iter(&text) {
+            let value = c[2].trim_matches(['"', '\'']).to_string();
+            if !value.contains('$') {
+                shown.push((c[1].to_string(), value));
+            }
+        }
+        for m in sid_anywhere.find_iter(&text) {
+            let setting = match &m.as_str()[..2] {
+                "AC" => "TWILIO_ACCOUNT_SID",
+                "MG" => "TWILIO_MESSAGING_SERVICE_SID",
+                _ => "TWILIO_API_KEY",
+            };
+            shown.push((setting.to_string(), m.as_str().to_string()));
+        }
+    }
+    shown.sort();
+    shown.dedup();
+    assert!(shown.len() >= 5, "the docs' values: {shown:?}");
+    for (setting, value) in &shown {
+        let mut cmd = ringback(&["check-config"]);
+        live_twilio(&mut cmd).env(setting, value);
+        if setting == "TWILIO_API_KEY" || setting == "TWILIO_API_SECRET" {
+            cmd.env_remove("TWILIO_AUTH_TOKEN")
+                .env("TWILIO_API_KEY", "SK0123456789abcdef0123456789abcdef")
+                .env("TWILIO_API_SECRET", "abcdefghijklmnopqrstuvwxyz012345")
+                .env(setting, value);
+        }
+        if setting == "TWILIO_MESSAGING_SERVICE_SID" {
+            cmd.env_remove("TWILIO_FROM");
+        }
+        let (code, stdout, stderr) = run(&mut cmd);
+        assert_eq!(
+            code,
+            Some(2),
+            "{setting}={value} from the docs passes against Twilio: {stdout}{stderr}"
+        );
+    }
+}

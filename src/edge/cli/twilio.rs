@@ -69,6 +69,17 @@ fn sid_shape(
         return Err(ConfigError::new(setting, format!("{why}: set your own")));
     }
     let digits = sid.strip_prefix(prefix).unwrap_or("");
+    // `AC000…0`: the docs' simulator account, a SID no live account has
+    if live
+        && digits.len() == 32
+        && digits.as_bytes()[0].is_ascii_hexdigit()
+        && digits.bytes().all(|b| b == digits.as_bytes()[0])
+    {
+        return Err(ConfigError::new(
+            setting,
+            format!("{sid:?} is a placeholder (one digit repeated): set your own"),
+        ));
+    }
     let shaped = digits.len() == 32 && (!live || digits.bytes().all(|b| b.is_ascii_hexdigit()));
     if shaped {
         Ok(sid.to_string())
