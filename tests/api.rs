@@ -765,3 +765,48 @@ async fn the_backlog_counts_messages_still_waiting_for_a_final_receipt() {
     let left: u64 = c.zcard(&schedule).await.unwrap();
     assert_eq!(left, 0, "the settled message's poll is dropped");
 }
+
+/// A fallback text is known by its record, not by its name: a producer's own runId that ends in
+/// `:escalation` is escalated (and gets its fallback text) like any other run, while the
+/// fallback text of a run is still never escalated further.
+#[tokio::test]
+async fn a_producers_runid_ending_in_escalation_is_escalated_like_any_other() {
+    let server = RedisServer::start();
+    let q = queue_name("fallback-name");
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let sms = SmsConfig {
+        fallback_to: Some("+15550009999".into()),
+        ..SmsConfig::default()
+    };
+    let (_, escalator) = sms.after_send(conn, "bull", &q);
+    let esc = |run: &str| ringback::callbacks::escalation::Escalation {
+        run_id: run.into(),
+        reason: "delivery undelivered".into(),
+        last_status: Some("undelivered".into()),
+        error_code: Some("30003".into()),
+        kind: ringback::callbacks::escalation::EscalationKind::Undelivered,
+    };
+    assert!(
+        escalator.escalate(&esc("deploy:escalation")).await.unwrap(),
+        "a producer's run is escalated whatever its name"
+    );
+    let mut c = server.conn().await;
+    let escalations = QueueKeys::new("bull", &format!("{q}-escalations"));
+    let ids: Vec<String> = c.lrange(escalations.wait(), 0, -1).await.unwrap();
+    assert_eq!(ids, ["escalation:deploy:escalation"]);
+    // its fallback text, and that fallback's own failure: not escalated further
+    let k = QueueKeys::new("bull", &q);
+    let waiting: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+    assert_eq!(waiting, ["deploy:escalation:escalation"]);
+    assert!(
+        !escalator
+            .escalate(&esc("deploy:escalation:escalation"))
+            .await
+            .unwrap()
+    );
+    let ids: Vec<String> = c.lrange(escalations.wait(), 0, -1).await.unwrap();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+}

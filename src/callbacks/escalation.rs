@@ -132,11 +132,6 @@ fn invalid_fallback_allowed() -> bool {
     SENT.fetch_add(1, Ordering::Relaxed) < INVALID_FALLBACKS
 }
 
-/// Whether `run_id` is a fallback text's own run (never escalated further).
-fn is_fallback_run(run_id: &str) -> bool {
-    run_id.ends_with(":escalation") || run_id.contains(":escalation:")
-}
-
 impl Escalator {
     /// Escalate once per kind; returns true when this call made the escalation exist.
     ///
@@ -147,8 +142,11 @@ impl Escalator {
     /// doubled). The run's first escalation keeps the job id `escalation:<runId>`; a later,
     /// different kind gets `escalation:<runId>:<kind>`.
     pub async fn escalate(&self, e: &Escalation) -> Result<bool, Error> {
-        if is_fallback_run(&e.run_id) {
-            tracing::error!(run_id = %e.run_id, reason = %crate::redact::redact(&e.reason), "the fallback text itself failed; not escalating further");
+        // a fallback text's own run is never escalated further: known by its record (written
+        // when the fallback was asked for), not by its name, so a producer's runId that happens
+        // to end in `:escalation` is escalated like any other
+        if let Some(of) = self.receipts.fallback_of(&e.run_id).await? {
+            tracing::error!(run_id = %e.run_id, fallback_of = %of, reason = %crate::redact::redact(&e.reason), "the fallback text itself failed; not escalating further");
             return Ok(false);
         }
         let kind = e.kind.label();
@@ -285,8 +283,6 @@ mod tests {
             Some("unknown")
         );
         assert_eq!(job_kind(r#"{"runId":"r","reason":"x"}"#), None);
-        assert!(is_fallback_run("r:escalation") && is_fallback_run("r:escalation:drain"));
-        assert!(!is_fallback_run("r"));
     }
 
     #[test]

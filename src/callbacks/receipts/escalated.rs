@@ -37,6 +37,17 @@ impl Receipts {
 }
 
 impl Receipts {
+    /// The run a fallback text's run tells of (its record's `fallback_of`), or `None` for any
+    /// other run.
+    pub async fn fallback_of(&self, run_id: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("HGET")
+            .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
+            .arg("fallback_of")
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
     /// Tie a fallback text's run to the run it tells of: each record names the other
     /// (`fallback`, `fallback_of`), and the fallback's run is noted so the console lists it
     /// under its run, not as a run of its own. Written when the fallback is asked for, before
