@@ -1344,3 +1344,55 @@ async fn a_reply_while_redis_is_frozen_is_answered_so_that_twilio_retries_it() {
     assert_eq!(job["runId"], "fz1", "{job}");
     w.stop().await;
 }
+
+/// The inbound sweep finishes every other message when one of them fails: a message whose
+/// replies job cannot be written (here its job key holds a value of another type) is left
+/// pending for the next sweep, and the messages after it are still finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_inbound_sweep_finishes_every_other_message_when_one_fails() {
+    use ringback::callbacks::replies::PENDING_GRACE;
+    let server = common::RedisServer::start();
+    let client = redis::Client::open(server.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let queue = common::queue_name("replies-sweep-one");
+    let replies = sms_config().replies(conn, "bull", &queue);
+    // two messages recorded, each handler stopped right after its record (a crash)
+    let now = ringback::queue::commands::now_ms();
+    let (bad, good) = (sid(51), sid(52));
+    for (s, at) in [
+        (&bad, now - 3 * PENDING_GRACE.as_millis() as i64),
+        (&good, now - 2 * PENDING_GRACE.as_millis() as i64),
+    ] {
+        let crashing = replies
+            .clone()
+            .with_crash_after_record(std::sync::Arc::new(|| {
+                panic!("serve stopped after the record")
+            }));
+        let m = stranger(s, at);
+        assert!(
+            tokio::spawn(async move { crashing.receive(m).await })
+                .await
+                .is_err()
+        );
+    }
+    // the first one's replies job cannot be written: its once-marker holds a value of another
+    // type, so the script that adds the job fails for it alone
+    let mut c = server.conn().await;
+    let k = QueueKeys::new("bull", &format!("{queue}-replies"));
+    let marker = ringback::store::keys::reply_enqueued(&k, &bad);
+    let _: () = c.hset(&marker, "x", "not a marker").await.unwrap();
+    let finished = replies.finish_pending().await;
+    assert!(matches!(finished, Ok(1)), "{finished:?}");
+    let good_job: bool = c.exists(k.job(&good)).await.unwrap();
+    assert!(good_job, "the message after the failing one is finished");
+    let pending: Option<f64> = c
+        .zscore("ringback:inbound-pending:agent-callback:", &bad)
+        .await
+        .unwrap();
+    assert!(
+        pending.is_some(),
+        "the failing one stays pending for the next sweep"
+    );
+}

@@ -821,8 +821,9 @@ impl Replies {
     }
 
     /// `serve`'s sweep: finish every message recorded more than [`PENDING_GRACE`] ago whose
-    /// steps were cut short (a crash, a Redis error); forget one that was never recorded.
-    /// Returns how many it finished.
+    /// steps were cut short (a crash, a Redis error); forget one that was never recorded. A
+    /// message that fails to finish stays pending and the others are finished; a lost Redis
+    /// stops the batch. Returns how many it finished.
     pub async fn finish_pending(&self) -> Result<usize, Error> {
         let pending = keys::inbound_pending(&self.claim_prefix);
         let sids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
@@ -841,10 +842,15 @@ impl Replies {
                 .query_async(&mut self.conn())
                 .await?;
             match v.and_then(|v| serde_json::from_str::<Recorded>(&v).ok()) {
-                Some(r) => {
-                    self.finish(&r).await?;
-                    done += 1;
-                }
+                Some(r) => match self.finish(&r).await {
+                    Ok(_) => done += 1,
+                    // Redis is gone: the rest would fail alike; the next sweep goes on
+                    Err(e) if e.is_transient() => return Err(e),
+                    // this message alone: it stays pending for the next sweep, the others go on
+                    Err(e) => {
+                        tracing::warn!(message_sid = %sid, error = %e, "could not finish an inbound message; the next sweep tries again");
+                    }
+                },
                 None => {
                     let _: () = redis::cmd("ZREM")
                         .arg(&pending)
