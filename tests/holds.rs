@@ -12,6 +12,7 @@ use common::callbacks::*;
 use common::wait_for;
 use redis::AsyncCommands;
 use ringback::callbacks::sms::SmsEvent;
+use ringback::store::keys::QueueKeys;
 
 fn creates(e: &Env) -> usize {
     e.sim
@@ -207,4 +208,48 @@ async fn a_fault_fixed_with_a_restart_texts_the_backlog_once_at_production_timin
         let failed: u64 = c.zcard(e.keys.failed()).await.unwrap();
         assert_eq!(failed, 0, "{code}: nothing failed");
     }
+}
+
+/// A run a deployment fault holds when `ringback drain` gives up was never sent: escalated
+/// `held`, saying so and what the legacy worker does with its job, never "may have been sent".
+#[tokio::test]
+async fn drain_giving_up_on_a_held_run_escalates_it_held_not_maybe_sent() {
+    let uk = "+447700900123";
+    let e = env(
+        "held-drain",
+        &serde_json::json!({"create": [{"to": uk, "fault": "permanent", "code": 21408}]})
+            .to_string(),
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let data = serde_json::json!({"runId": "hd1", "to": uk, "body": body("hd1")}).to_string();
+    add(&e, &data).await;
+    wait_for(T, "the run to be held", || async {
+        (w.stats.holds.destinations_held() == 1).then_some(())
+    })
+    .await;
+    w.stop().await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let p = processor(&e, conn, sms_config());
+    let report = ringback::callbacks::drain::drain(
+        &p,
+        Duration::from_millis(1500),
+        &Default::default(),
+        |_| {},
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.still_open, ["hd1"]);
+    let mut c = e.redis.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let job: String = c.hget(esc.job("escalation:hd1"), "data").await.unwrap();
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    assert_eq!(job["kind"], "held", "{job}");
+    let reason = job["reason"].as_str().unwrap();
+    assert!(reason.starts_with("not sent"), "{reason}");
+    assert!(!reason.contains("may or may not"), "{reason}");
+    assert_eq!(texts(&e, "hd1"), 0);
 }

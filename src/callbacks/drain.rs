@@ -78,13 +78,7 @@ pub async fn drain(
         }
         if started.elapsed() >= timeout {
             for run in &open {
-                let e = crate::callbacks::escalation::Escalation {
-                    run_id: run.clone(),
-                    reason: "still unresolved when `ringback drain` gave up: the callback may or may not have been sent".into(),
-                    last_status: None,
-                    error_code: None,
-                    kind: crate::callbacks::escalation::EscalationKind::Drain,
-                };
+                let e = gave_up_on(&window, run).await;
                 if let Err(err) = processor.escalator().escalate(&e).await {
                     tracing::error!(run_id = %run, error = %err, "could not escalate");
                 }
@@ -118,4 +112,39 @@ pub async fn drain(
     }
     report.elapsed_ms = started.elapsed().as_millis() as u64;
     Ok(report)
+}
+
+/// The escalation of a run still open when `drain` gives up, saying what is known of it. An
+/// attempt in `retry` was never sent (Twilio created nothing: a deployment fault holds it, or
+/// Twilio asked to wait): escalated `held`, not "may have been sent", and the person is told
+/// that the legacy worker skips its job while the claim lives. Any other state may have been
+/// sent: escalated `drain`.
+async fn gave_up_on(
+    window: &crate::callbacks::window::Window,
+    run: &str,
+) -> crate::callbacks::escalation::Escalation {
+    use crate::callbacks::escalation::{Escalation, EscalationKind};
+    let attempt = window.attempt_record(run).await.unwrap_or_default();
+    if attempt.get("state").map(String::as_str) == Some("retry") {
+        let why = attempt
+            .get("error")
+            .map(|e| format!(" ({e})"))
+            .unwrap_or_default();
+        return Escalation {
+            run_id: run.to_string(),
+            reason: format!(
+                "not sent: Twilio created nothing for it{why}, and `ringback drain` gave up before it could send it; a legacy worker skips its job while the claim lives (RINGBACK_CLAIM_LEASE_MS), so text the person once the fault is fixed"
+            ),
+            last_status: None,
+            error_code: None,
+            kind: EscalationKind::Held,
+        };
+    }
+    Escalation {
+        run_id: run.to_string(),
+        reason: "still unresolved when `ringback drain` gave up: the callback may or may not have been sent".into(),
+        last_status: None,
+        error_code: None,
+        kind: EscalationKind::Drain,
+    }
 }
