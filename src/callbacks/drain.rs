@@ -78,7 +78,7 @@ pub async fn drain(
         }
         if started.elapsed() >= timeout {
             for run in &open {
-                let e = gave_up_on(&window, run).await;
+                let e = gave_up_on(window, run).await;
                 if let Err(err) = processor.escalator().escalate(&e).await {
                     tracing::error!(run_id = %run, error = %err, "could not escalate");
                 }
