@@ -108,32 +108,15 @@ impl Receipts {
         job_id: &str,
         reason: &str,
     ) -> Result<(), Error> {
-        let record = WindowKeys::new(&self.claim_prefix, run_id).record;
-        let now = now_ms();
+        self.mark_escalated(run_id, reason).await?;
         self.trips.add(1);
-        let (ttl,): (i64,) = redis::pipe()
-            .cmd("HSETNX")
-            .arg(&record)
-            .arg("escalated")
-            .arg(format!("{now}:{reason}"))
-            .ignore()
-            .cmd("HSET")
-            .arg(&record)
+        redis::cmd("HSET")
+            .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
             .arg("invalid_job")
             .arg(job_id)
-            .ignore()
-            .cmd("PTTL")
-            .arg(&record)
-            .query_async(&mut self.conn.clone())
+            .query_async::<()>(&mut self.conn.clone())
             .await?;
-        if ttl == -1 {
-            self.trips.add(1);
-            redis::cmd("PEXPIRE")
-                .arg(&record)
-                .arg(self.times.record_ttl.as_millis().max(1) as u64)
-                .query_async::<()>(&mut self.conn.clone())
-                .await?;
-        }
+        let now = now_ms();
         let recent = keys::recent_runs(&self.claim_prefix);
         self.trips.add(1);
         redis::pipe()
