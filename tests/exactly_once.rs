@@ -858,8 +858,21 @@ async fn sigterm_never_cuts_a_sweep_send_before_its_sent_marker() {
 
 /// Put a job the stall limit failed straight into the failed set, scored `score` (ms).
 async fn stall_failed(e: &Env, c: &mut redis::aio::MultiplexedConnection, id: &str, score: i64) {
+    stall_failed_named(e, c, id, score, "agent-callback").await;
+}
+
+/// [`stall_failed`], for a job of `name`.
+async fn stall_failed_named(
+    e: &Env,
+    c: &mut redis::aio::MultiplexedConnection,
+    id: &str,
+    score: i64,
+    name: &str,
+) {
     let _: () = redis::cmd("HSET")
         .arg(e.keys.job(id))
+        .arg("name")
+        .arg(name)
         .arg("data")
         .arg(data(&format!("scan-{id}")))
         .arg("failedReason")
@@ -921,4 +934,26 @@ async fn the_stall_failure_scan_neither_sticks_on_equal_scores_nor_skips_one_sco
         .await
         .unwrap();
     assert_eq!(open, 452);
+}
+
+/// Stall-limit adoption takes callbacks only: a job of another name that the stall limit
+/// failed is another worker's, even when its data has a `to` and a `body`; never texted.
+#[tokio::test]
+async fn stall_limit_adoption_leaves_jobs_of_other_names_alone() {
+    let e = env("scan-names", "").await;
+    let mut c = e.redis.conn().await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let p = processor(&e, conn, sms_config());
+    let at = 1_700_000_000_000i64;
+    stall_failed_named(&e, &mut c, "report-1", at, "weekly-report").await;
+    stall_failed_named(&e, &mut c, "cb-1", at + 1, "agent-callback").await;
+    let adopted = ringback::callbacks::orphans::adopt_stall_failures(&p)
+        .await
+        .unwrap();
+    assert_eq!(adopted, 1, "the callback only");
+    let open = p.window().open_runs().await.unwrap();
+    assert_eq!(open, ["scan-cb-1"], "{open:?}");
 }

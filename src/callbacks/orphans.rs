@@ -152,17 +152,23 @@ pub async fn adopt_stall_failures(processor: &SmsProcessor) -> Result<usize, cra
         .collect();
     let mut adopted = 0;
     if !jobs.is_empty() {
-        // One round trip for the failure reasons and data.
+        // One round trip for the failure reasons, names and data.
         let mut pipe = redis::pipe();
         for job_id in &jobs {
             pipe.cmd("HMGET")
                 .arg(keys.job(job_id))
                 .arg("failedReason")
+                .arg("name")
                 .arg("data");
         }
-        let fields: Vec<(Option<String>, Option<String>)> = pipe.query_async(&mut conn).await?;
-        for (job_id, (reason, data)) in jobs.iter().zip(fields) {
+        type Fields = (Option<String>, Option<String>, Option<String>);
+        let fields: Vec<Fields> = pipe.query_async(&mut conn).await?;
+        for (job_id, (reason, name, data)) in jobs.iter().zip(fields) {
             if reason.as_deref() != Some(STALLED_LIMIT_REASON) {
+                continue;
+            }
+            // a job of another name is another worker's, whatever its data looks like
+            if !name.is_some_and(|n| processor.is_callback_name(&n)) {
                 continue;
             }
             let Some(req) = data.and_then(|d| CallbackRequest::parse(&d).ok()) else {

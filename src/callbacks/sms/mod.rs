@@ -294,6 +294,11 @@ impl Processor for SmsProcessor {
 }
 
 impl SmsProcessor {
+    /// Whether jobs of this name are callbacks (`RINGBACK_CALLBACK_JOB_NAMES`).
+    pub fn is_callback_name(&self, name: &str) -> bool {
+        self.config.callback_job_names.iter().any(|n| n == name)
+    }
+
     /// When the quiet hours that hold this moment end (ms, on Redis's clock), for a callback
     /// that is not urgent; `None` when it may be sent now.
     fn quiet_until(&self, req: &CallbackRequest) -> Option<i64> {
