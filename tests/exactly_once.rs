@@ -957,3 +957,35 @@ async fn stall_limit_adoption_leaves_jobs_of_other_names_alone() {
     let open = p.window().open_runs().await.unwrap();
     assert_eq!(open, ["scan-cb-1"], "{open:?}");
 }
+
+/// A question's expiry is a time on Redis's clock, whatever the clock of the worker that asks
+/// it: `serve` judges each reply against Redis's clock, so a worker an hour behind must not
+/// close the question an hour early (nor one ahead keep it open late).
+#[tokio::test]
+async fn a_questions_expiry_is_on_redis_clock_whatever_the_workers() {
+    let e = env("question-clock", "").await;
+    let w = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[("RINGBACK_CLOCK_SKEW_MS", "-3600000")],
+    );
+    let data = serde_json::json!({"runId": "qc1", "to": TO, "body": "Approve?", "expectReply": true, "replyWithin": "2h"});
+    let id = add(&e, &data.to_string()).await;
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    drop(w);
+    let mut c = e.redis.conn().await;
+    let q: String = c
+        .get(ringback::store::keys::question("agent-callback:", "qc1"))
+        .await
+        .unwrap();
+    let q: serde_json::Value = serde_json::from_str(&q).unwrap();
+    let until = q["until"].as_i64().unwrap();
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut c).await.unwrap();
+    let redis_now = secs * 1000 + micros / 1000;
+    let open_for = until - redis_now;
+    assert!(
+        (2 * 3_600_000 - 60_000..=2 * 3_600_000).contains(&open_for),
+        "open for {open_for} ms on Redis's clock, not 2 h"
+    );
+}

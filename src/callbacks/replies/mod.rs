@@ -294,7 +294,7 @@ impl Replies {
             .arg(&key)
             .query_async(&mut self.conn())
             .await?;
-        let gone_before = now_ms() - self.record_ttl.as_millis() as i64;
+        let gone_before = self.now() - self.record_ttl.as_millis() as i64;
         let mut kept = Vec::with_capacity(all.len());
         let mut gone = Vec::new();
         for (run_id, v) in all {
@@ -334,7 +334,10 @@ impl Replies {
             .arg(&qkey)
             .query_async(&mut self.conn())
             .await?;
-        let now = now_ms();
+        // the question is open until a time on Redis's clock, the one `serve` judges replies
+        // by, never this worker's (hosts' clocks differ)
+        self.read_clock().await?;
+        let now = self.now();
         let question = match existing.and_then(|v| serde_json::from_str::<Question>(&v).ok()) {
             Some(mut q) => {
                 if q.answered_by.is_none() && q.until < now + within_ms {
