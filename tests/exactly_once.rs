@@ -964,12 +964,12 @@ async fn stall_limit_adoption_leaves_jobs_of_other_names_alone() {
 #[tokio::test]
 async fn a_questions_expiry_is_on_redis_clock_whatever_the_workers() {
     let e = env("question-clock", "").await;
-    let w = spawn_worker(
-        &e,
-        None,
-        Timings::Compressed,
-        &[("RINGBACK_CLOCK_SKEW_MS", "-3600000")],
-    );
+    // one Redis, laid out as one: the Cluster layout dates its claim intent by the worker's
+    // clock, which this test puts an hour behind
+    let mut cmd = ringback_command(&e, "worker", Timings::Compressed);
+    cmd.env("RINGBACK_CLOCK_SKEW_MS", "-3600000")
+        .env_remove("RINGBACK_DRILL_PER_SLOT");
+    let w = Proc(cmd.spawn().expect("ringback binary"));
     let data = serde_json::json!({"runId": "qc1", "to": TO, "body": "Approve?", "expectReply": true, "replyWithin": "2h"});
     let id = add(&e, &data.to_string()).await;
     assert_eq!(finished(&e, &id).await.0, "completed");
