@@ -236,6 +236,24 @@ impl ConfigErrors {
         value
     }
 
+    /// A setting's value checked by `check`, or `None` with its problem noted: `missing` when
+    /// it is unset or empty (`NAME=` in an env file is unset), `check`'s when it is set but wrong.
+    pub fn given<T>(
+        &mut self,
+        value: Option<&str>,
+        setting: &'static str,
+        missing: &str,
+        check: impl FnOnce(&str) -> Result<T, ConfigError>,
+    ) -> Option<T> {
+        match value.filter(|v| !v.is_empty()) {
+            None => {
+                self.push(ConfigError::new(setting, missing));
+                None
+            }
+            Some(v) => self.take(check(v)),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -119,43 +119,30 @@ impl ServeArgs {
                 "binds to loopback unless RINGBACK_ALLOW_PUBLIC_BIND=true (put a TLS proxy in front)",
             ));
         }
-        let public_url = match self.public_url.as_deref().filter(|u| !u.is_empty()) {
-            None => {
-                errors.push(ConfigError::new(
-                    "RINGBACK_PUBLIC_URL",
-                    "required: the http(s) base URL Twilio calls",
-                ));
-                None
-            }
-            Some(url) => errors.take(public_url(url)),
-        };
-        let api_token = match self.api_token.as_deref().filter(|t| !t.is_empty()) {
-            None => {
-                errors.push(ConfigError::new(
-                    "RINGBACK_API_TOKEN",
-                    "required, at least 16 characters (openssl rand -hex 32)",
-                ));
-                None
-            }
-            Some(t) => errors.take(own_token("RINGBACK_API_TOKEN", t)),
-        };
-        let twilio_auth_token = match self.twilio_auth_token.as_deref().filter(|t| !t.is_empty()) {
-            None => {
-                errors.push(ConfigError::new(
-                    "TWILIO_AUTH_TOKEN",
-                    "required to check X-Twilio-Signature",
-                ));
-                None
-            }
-            Some(t) if crate::queue::config::placeholder(t).is_some() => {
-                errors.push(ConfigError::new(
+        let public_url = errors.given(
+            self.public_url.as_deref(),
+            "RINGBACK_PUBLIC_URL",
+            "required: the http(s) base URL Twilio calls",
+            public_url,
+        );
+        let api_token = errors.given(
+            self.api_token.as_deref(),
+            "RINGBACK_API_TOKEN",
+            "required, at least 16 characters (openssl rand -hex 32)",
+            |t| own_token("RINGBACK_API_TOKEN", t),
+        );
+        let twilio_auth_token = errors.given(
+            self.twilio_auth_token.as_deref(),
+            "TWILIO_AUTH_TOKEN",
+            "required to check X-Twilio-Signature",
+            |t| match crate::queue::config::placeholder(t) {
+                Some(_) => Err(ConfigError::new(
                     "TWILIO_AUTH_TOKEN",
                     "is a placeholder from the docs: set the auth token Twilio's Console shows",
-                ));
-                None
-            }
-            Some(t) => Some(t.to_string()),
-        };
+                )),
+                None => Ok(t.to_string()),
+            },
+        );
         let token = |name: &'static str, v: &Option<String>, errors: &mut ConfigErrors| match v {
             None => None,
             Some(t) if t.is_empty() => None,

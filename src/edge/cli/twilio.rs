@@ -141,16 +141,12 @@ impl TwilioArgs {
         use crate::twilio::{Auth, Secret, Sender};
         let mut errors = ConfigErrors::default();
         let live = is_twilio_api(&self.api_base);
-        let account_sid = match self.account_sid.as_deref().filter(|s| !s.is_empty()) {
-            None => {
-                errors.push(ConfigError::new(
-                    "TWILIO_ACCOUNT_SID",
-                    "required: AC followed by 32 hex digits (the Console's Account Info)",
-                ));
-                None
-            }
-            Some(sid) => errors.take(sid_shape("TWILIO_ACCOUNT_SID", sid, "AC", live)),
-        };
+        let account_sid = errors.given(
+            self.account_sid.as_deref(),
+            "TWILIO_ACCOUNT_SID",
+            "required: AC followed by 32 hex digits (the Console's Account Info)",
+            |sid| sid_shape("TWILIO_ACCOUNT_SID", sid, "AC", live),
+        );
         let auth = match (&self.api_key, &self.api_secret, &self.auth_token) {
             (Some(key), Some(secret), _) => {
                 let key = errors.take(sid_shape("TWILIO_API_KEY", key, "SK", live));
