@@ -46,6 +46,27 @@ async function drill(args, { env = {}, harness = HARNESS, node = false } = {}) {
   return { code, reports, out, stderr: err };
 }
 
+/**
+ * What a failed drill says first: each report's failed checks, the runs that went wrong and its
+ * figures, then the end of stderr (a CI log keeps the start of a long message, so the verdict
+ * comes before the raw output).
+ */
+function why(r) {
+  const lines = [`exit ${r.code}`];
+  for (const x of r.reports || []) {
+    const failed = (x.checks || []).filter((c) => !c.startsWith('ok'));
+    const v = x.verdict || {};
+    lines.push(`${x.drill} ${x.timings}: ${x.ok ? 'ok' : 'FAILED'}`);
+    for (const c of failed) lines.push(`  ${c}`);
+    for (const k of ['duplicates', 'lost', 'legacyDropped', 'stillOpen']) if (v[k]?.length) lines.push(`  ${k}: ${JSON.stringify(v[k]).slice(0, 400)}`);
+    if (x.replies) lines.push(`  replies: ${JSON.stringify(x.replies).slice(0, 600)}`);
+    if (x.figures) lines.push(`  figures: ${JSON.stringify(x.figures).slice(0, 1500)}`);
+  }
+  if (!r.reports) lines.push(r.out.slice(-2000));
+  lines.push(r.stderr.slice(-3000));
+  return lines.join('\n');
+}
+
 function clean(v) {
   assert.ok(v.settled, JSON.stringify(v));
   assert.deepEqual(v.duplicates, []);
@@ -57,7 +78,7 @@ function clean(v) {
 describe('ringback drill', () => {
   it('stall: a worker dies at each worst instant and a fresh one recovers every callback once', { timeout: 120_000 }, async () => {
     const r = await drill(['stall', '--runs', '5']);
-    assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+    assert.equal(r.code, 0, why(r));
     for (const report of perProfile(r.reports, 'stall')) {
       assert.deepEqual(
         report.cases.map((c) => [c.case, c.timings]),
@@ -73,7 +94,7 @@ describe('ringback drill', () => {
 
   it('mixed [prod]: ringback dies at each worst instant, only legacy recovers, ringback rejoins: one text per run', { timeout: 150_000 }, async () => {
     const r = await drill(['mixed', '--timings', 'prod'], { node: true });
-    assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+    assert.equal(r.code, 0, why(r));
     const [report] = r.reports;
     assert.equal(report.timings, 'prod');
     assert.equal(report.cases.length, 8);
@@ -91,7 +112,7 @@ describe('ringback drill', () => {
   for (const version of ['6', '5']) {
     it(`cutover [bullmq v${version}]: callers keep port 3000 from first call to last; the redirect loses none, the naive handover refuses some`, { timeout: 120_000, skip: skipCutover }, async () => {
       const r = await drill(['cutover', '--runs', '60', '--bullmq', version]);
-      assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+      assert.equal(r.code, 0, why(r));
       for (const report of perProfile(r.reports, 'cutover')) {
         clean(report.verdict);
         const f = report.figures;
@@ -152,7 +173,7 @@ describe('ringback drill', () => {
 
   it('chaos: crashes, kills, Twilio faults and Redis trouble at once; one text per run', { timeout: 180_000 }, async () => {
     const r = await drill(['chaos', '--runs', '120']);
-    assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+    assert.equal(r.code, 0, why(r));
     for (const report of perProfile(r.reports, 'chaos')) {
       clean(report.verdict);
       const f = report.figures;
@@ -163,7 +184,7 @@ describe('ringback drill', () => {
 
   it('edges: a rewriting Messaging Service, lost answers, a message created failed, a silent one, legacy alive: one text per run, every failure told', { timeout: 150_000 }, async () => {
     const r = await drill(['edges', '--runs', '20']);
-    assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+    assert.equal(r.code, 0, why(r));
     for (const report of perProfile(r.reports, 'edges')) {
       clean(report.verdict);
       assert.ok(report.checks.length >= 5 && report.checks.every((c) => c.startsWith('ok')), report.checks.join('\n'));
@@ -175,7 +196,7 @@ describe('ringback drill', () => {
     // both profiles by hand
     const profiles = process.env.CI ? ['prod'] : PROFILES;
     const r = await drill(['replies', '--runs', '12'], { env: { DRILL_TIMINGS: profiles.join(',') } });
-    assert.equal(r.code, 0, `${r.out}\n${r.stderr}`);
+    assert.equal(r.code, 0, why(r));
     assert.deepEqual(r.reports.map((x) => [x.drill, x.timings]), profiles.map((t) => ['replies', t]));
     for (const report of r.reports) {
       // every question (and plain callback) texted once, the legacy worker alive beside ringback
