@@ -237,3 +237,33 @@ async fn an_explicit_replica_wait_covers_every_claim_and_marker_on_one_redis() {
         "a WAIT per claim and per marker: {waits}\n{stats}"
     );
 }
+
+/// A Redis that takes a worker's connection and then does not answer its first write (paused
+/// past the command timeout at start: a failover, a slow fork) is waited out as an unreachable
+/// Redis is: the worker starts once Redis answers and texts the waiting run, never exits 1.
+#[tokio::test]
+async fn a_worker_starting_while_redis_holds_its_writes_waits_and_texts() {
+    let e = env("start-paused", "").await;
+    add(&e, &data("start-paused-1")).await;
+    let mut admin = e.redis.conn().await;
+    // longer than the command timeout (10 s): the start-up's first write times out
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(12_000)
+        .arg("WRITE")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let mut w = spawn_worker(&e, None, Timings::Compressed, &[]);
+    let texted = wait_for(Duration::from_secs(40), "the run texted", || {
+        let e = &e;
+        let exited = w.0.try_wait().expect("wait");
+        async move {
+            assert!(exited.is_none(), "the worker exited at start: {exited:?}");
+            (texts(e, "start-paused-1") == 1).then_some(())
+        }
+    })
+    .await;
+    assert_eq!(texted, ());
+    assert!(w.0.try_wait().expect("wait").is_none(), "still running");
+}

@@ -1,0 +1,158 @@
+// One trial's plan, drawn from its seed alone: the configuration (timings, concurrency, layout,
+// quiet hours, the legacy fleet, clocks), the arrivals (callbacks of every runId kind producers
+// send, duplicates, other job names, idle gaps longer than every sweep and heartbeat interval)
+// and the faults. A plan is data: printed with a failure, replayed by its seed, shrunk by
+// switching its faults off one at a time.
+'use strict';
+
+const { rng } = require('./rng');
+const { TIMINGS } = require('../drill/lab');
+
+/** Time zones far apart, so that a window around "now" in one is outside it in others. */
+const ZONES = ['UTC', 'Europe/Paris', 'America/New_York', 'America/Los_Angeles', 'Asia/Tokyo', 'Asia/Kolkata', 'Australia/Sydney', 'Pacific/Auckland', 'America/Sao_Paulo', 'Asia/Kathmandu'];
+
+/** The runId kinds producers send (the Node producer sends numbers as JSON numbers). */
+const RUN_ID_KINDS = ['plain', 'plain', 'plain', 'number', 'bignum', 'long', 'braces', 'colons', 'unicode', 'escalation'];
+
+/** The crash points a ringback worker may abort at (RINGBACK_CRASH_AT). */
+const CRASH_POINTS = ['after-claim', 'after-provider-accept', 'after-sent-marker'];
+
+/** Twilio's misbehaviours the simulator plays (create rules), as the chaos drill draws them. */
+const SIM_FAULTS = [
+  { fault: 'rate_limited', retry_after_s: 1 },
+  { fault: 'server_error', status: 503, created: false },
+  { fault: 'server_error', status: 502, created: true },
+  { fault: 'slow', delay_ms: 800, created: true },
+  { fault: 'create_then_drop' },
+];
+
+/** The runId of kind `kind` for run `i` of trial `seed` (a JSON number for the numeric kinds). */
+function runIdOf(kind, seed, i) {
+  const tag = `x${seed}-${i}`;
+  switch (kind) {
+    case 'number':
+      return 7_000_000 + (seed % 100_000) * 100 + i;
+    case 'bignum':
+      // beyond 2^53: what a Node producer holds is already the double, sent as its digits
+      return 2 ** 60 + ((seed % 1000) * 100 + i) * 4096;
+    case 'long':
+      return `${tag}-${'l'.repeat(240)}`;
+    case 'braces':
+      return `{${tag}}`;
+    case 'colons':
+      return `org:${tag}:step:1`;
+    case 'unicode':
+      return `récap-🚀-${tag}`;
+    case 'escalation':
+      return `${tag}:escalation`;
+    default:
+      return tag;
+  }
+}
+
+/**
+ * Draws trial `seed`'s plan. `cluster`: the layout may be a real Redis Cluster (slow to start:
+ * by hand only).
+ */
+function drawPlan(seed) {
+  const r = rng(seed);
+  const timings = r.weighted([[3, 'prod'], [2, 'compressed']]);
+  const t = TIMINGS[timings];
+  const legacy = r.chance(0.4);
+  const nWorkers = r.weighted([[3, 1], [3, 2], [1, 3]]);
+  const kills = r.chance(0.45);
+  const workers = Array.from({ length: nWorkers }, () => ({
+    concurrency: r.weighted([[4, 1], [2, 2], [2, 4], [1, 8]]),
+    crashAt: kills && r.chance(0.5) ? `${r.pick(CRASH_POINTS)}:${r.pick([0.05, 0.15, 0.3])}` : null,
+    clockSkewMs: r.chance(0.12) ? r.pick([-3_600_000, -30_000, 30_000]) : 0,
+  }));
+  const config = {
+    timings,
+    bullmq: r.weighted([[3, '6'], [1, '5']]),
+    layout: r.weighted([[3, 'fused'], [2, 'per-slot']]),
+    // BullMQ's drainDelay: the default (5 s) keeps an idle worker's fetch blocked, holding its permit
+    drainDelayMs: r.pick([300, 5000]),
+    workers,
+    legacy,
+    quiet: r.chance(0.35) ? { covers: r.chance(0.6), tz: r.pick(ZONES) } : null,
+    // `ringback serve` taking Twilio's status callbacks (RINGBACK_STATUS_CALLBACK_URL), or
+    // receipts by polling alone
+    receipts: r.chance(0.6),
+  };
+  // the runs, each a callback (or a job of another name), added in bursts
+  const nRuns = r.int(4, 14);
+  const runs = [];
+  for (let i = 0; i < nRuns; i += 1) {
+    const kind = r.pick(RUN_ID_KINDS);
+    const other = !legacy && r.chance(0.08);
+    runs.push({
+      i,
+      kind,
+      runId: runIdOf(kind, seed, i),
+      name: other ? 'agent-digest' : 'agent-callback',
+      // a few people get several texts (questions to one person carry different codes)
+      to: `+1555031${String((seed * 7 + (r.chance(0.3) ? 0 : i + 1)) % 10000).padStart(4, '0')}`,
+      urgent: config.quiet ? r.chance(0.4) : r.chance(0.1),
+      zone: config.quiet ? r.weighted([[3, 'default'], [1, 'inside'], [1, 'outside']]) : 'default',
+      question: r.chance(0.25),
+    });
+  }
+  const nBursts = r.int(2, 5);
+  const idleMs = 2 * t.stalledIntervalMs + t.pendingTtlMs + 1500;
+  const bursts = Array.from({ length: nBursts }, (_, b) => ({
+    gapBeforeMs: b === 0 ? 0 : r.weighted([[3, r.int(0, 400)], [2, idleMs + r.int(0, 2000)]]),
+    adds: [],
+  }));
+  for (const run of runs) {
+    const b = r.int(0, nBursts - 1);
+    bursts[b].adds.push(run.i);
+    // the agent's "done" call retried: the same run added again, now or later
+    if (r.chance(0.2)) bursts[r.int(b, nBursts - 1)].adds.push(run.i);
+  }
+  const faults = {
+    sigkillEveryMs: kills && r.chance(0.5) ? r.int(1200, 4000) : null,
+    serveKillEveryMs: config.receipts && r.chance(0.3) ? r.int(1500, 5000) : null,
+    clientKillEveryMs: r.chance(0.3) ? r.int(900, 3000) : null,
+    scriptFlushEveryMs: r.chance(0.15) ? r.int(1500, 4000) : null,
+    pauses: r.chance(0.25) ? Array.from({ length: r.int(1, 2) }, () => ({ atMs: r.int(0, 4000), ms: r.int(1500, 4500) })) : [],
+    sim: r.chance(0.45) ? r.shuffle(SIM_FAULTS).slice(0, r.int(1, 3)).map((f) => ({ ...f, rate: r.pick([0.03, 0.06, 0.1]) })) : [],
+  };
+  // the live-fleet checks (heartbeats fresh after an idle gap, drain refused) need workers that
+  // are not being killed
+  const steady = !faults.sigkillEveryMs && workers.every((w) => !w.crashAt);
+  return { seed, config, runs, bursts, faults, drainCheck: steady && r.chance(0.6) };
+}
+
+/** A Twilio fault's class name: `twilio-server_error-503`. */
+const simFaultName = (s) => `twilio-${s.fault}${s.status ? `-${s.status}` : ''}`;
+
+/** How many faults the plan injects, by class (for the report). */
+function faultClasses(plan) {
+  const f = plan.faults;
+  return [
+    ...plan.config.workers.filter((w) => w.crashAt).map(() => 'crash-at'),
+    ...(f.sigkillEveryMs ? ['sigkill'] : []),
+    ...(f.serveKillEveryMs ? ['serve-kill'] : []),
+    ...(f.clientKillEveryMs ? ['client-kill'] : []),
+    ...(f.scriptFlushEveryMs ? ['script-flush'] : []),
+    ...f.pauses.map(() => 'redis-pause'),
+    ...f.sim.map(simFaultName),
+    ...plan.config.workers.filter((w) => w.clockSkewMs).map(() => 'clock-skew'),
+  ];
+}
+
+/** The plan without the faults of `cls` (for shrinking). */
+function without(plan, cls) {
+  const p = JSON.parse(JSON.stringify(plan));
+  if (cls === 'crash-at') for (const w of p.config.workers) w.crashAt = null;
+  if (cls === 'sigkill') p.faults.sigkillEveryMs = null;
+  if (cls === 'serve-kill') p.faults.serveKillEveryMs = null;
+  if (cls === 'client-kill') p.faults.clientKillEveryMs = null;
+  if (cls === 'script-flush') p.faults.scriptFlushEveryMs = null;
+  if (cls === 'redis-pause') p.faults.pauses = [];
+  if (cls.startsWith('twilio-')) p.faults.sim = p.faults.sim.filter((s) => simFaultName(s) !== cls);
+  if (cls === 'clock-skew') for (const w of p.config.workers) w.clockSkewMs = 0;
+  return p;
+}
+
+module.exports = { drawPlan, faultClasses, without, ZONES };

@@ -1,0 +1,342 @@
+// One trial of the explorer: a plan played on the real parts (redis-server, the bullmq npm
+// package as producer and legacy worker, the Twilio simulator with its faults, ringback workers
+// as supervised processes), then checked at quiescence. Each check is one invariant about one
+// run (or one sample of the fleet); a violation names the invariant, the run and what was seen.
+'use strict';
+
+const { Lab, API_TOKEN } = require('../drill/lab');
+const { freePort } = require('../harness/redis');
+const { WorkerProcess } = require('../harness/subject');
+const { JOB_OPTIONS, CLAIM_PREFIX } = require('../legacy');
+const { waitFor, sleep } = require('../harness/wait');
+const { faultClasses } = require('./plan');
+const { ZONES } = require('./plan');
+
+const QUEUE = 'explore';
+const ESCALATIONS = `${QUEUE}-escalations`;
+const OPEN_ATTEMPTS = `ringback:open-attempts:${CLAIM_PREFIX}`;
+const RINGBACK_FROM = '+15005550006';
+const LEGACY_FROM = '+15005550007';
+const SETTLE_MS = 90_000;
+/** What an escalation of each kind claims, and so when it is true of a run texted `n` times. */
+const TRUE_PAGE = {
+  // still being resolved: true while the run is not settled, whatever it ends as
+  unknown: () => true,
+  // "may have been sent, not sent again": true of a run texted once, when no receipt could link
+  // the message to it (receipts off, or serve down when Twilio called)
+  unknown_settled: (n) => n === 1,
+};
+
+/** Minutes past midnight in `zone` at `ms`. */
+function localMinutes(zone, ms) {
+  const parts = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(new Date(ms));
+  const get = (t) => Number(parts.find((p) => p.type === t).value);
+  return get('hour') * 60 + get('minute');
+}
+
+const hhmm = (m) => `${String(Math.floor((((m % 1440) + 1440) % 1440) / 60)).padStart(2, '0')}:${String((((m % 1440) + 1440) % 1440) % 60).padStart(2, '0')}`;
+
+/** Whether minute `m` is inside the window [start, end) (which may wrap past midnight). */
+function inside({ start, end }, m) {
+  return start <= end ? m >= start && m < end : m >= start || m < end;
+}
+
+/** Distance in minutes from `m` to the window's nearest edge. */
+function margin({ start, end }, m) {
+  const d = (a, b) => Math.min((((a - b) % 1440) + 1440) % 1440, (((b - a) % 1440) + 1440) % 1440);
+  return Math.min(d(m, start), d(m, end));
+}
+
+/**
+ * The quiet window of `plan` made concrete now: around the present in its zone when it covers
+ * now, hours away when not; and each run's zone (a job `timeZone` inside or outside it).
+ */
+function resolveQuiet(plan, now) {
+  const q = plan.config.quiet;
+  if (!q) return null;
+  const local = localMinutes(q.tz, now);
+  const window = q.covers ? { start: (local + 1440 - 60) % 1440, end: (local + 120) % 1440 } : { start: (local + 240) % 1440, end: (local + 420) % 1440 };
+  const zones = {};
+  for (const run of plan.runs) {
+    if (run.zone === 'default') continue;
+    // a zone whose local time is well inside (or outside) the window for the whole trial
+    const fits = ZONES.filter((z) => inside(window, localMinutes(z, now)) === (run.zone === 'inside') && margin(window, localMinutes(z, now)) >= 30);
+    if (fits.length) zones[run.i] = fits[(plan.seed + run.i) % fits.length];
+  }
+  return { window, hours: `${hhmm(window.start)}-${hhmm(window.end)}`, tz: q.tz, zones };
+}
+
+/** Whether run `run` is expected to wait for the end of quiet hours (never texted by ringback now). */
+function heldByQuiet(quiet, run, now) {
+  if (!quiet || run.urgent || run.name !== 'agent-callback') return false;
+  return inside(quiet.window, localMinutes(quiet.zones[run.i] || quiet.tz, now));
+}
+
+/** The job data a producer sends for `run` (its body tagged so each text is counted per run). */
+function jobData(plan, run, quiet) {
+  const data = { runId: run.runId, to: run.to, body: `[x${plan.seed}-${run.i}] run finished (${run.kind}): approve the release` };
+  if (run.urgent) data.urgent = true;
+  if (quiet?.zones[run.i]) data.timeZone = quiet.zones[run.i];
+  if (run.question) Object.assign(data, { expectReply: true, replyWithin: '1h' });
+  return data;
+}
+
+const TAG = /^\[x(\d+)-(\d+)\]/;
+
+/**
+ * Plays `plan`; resolves { violations: [{invariant, run?, detail}], checks, faults, ms,
+ * figures }. Never throws for a broken invariant; a lab that cannot start throws (SetupError).
+ */
+async function runTrial(plan, { log = () => {}, bin } = {}) {
+  const t0 = Date.now();
+  const lab = await new Lab({ name: 'explore', version: plan.config.bullmq, timings: plan.config.timings, log }).start();
+  if (bin) lab.bin = bin;
+  const violations = [];
+  let checks = 0;
+  const check = (ok, invariant, detail, run) => {
+    checks += 1;
+    if (!ok) violations.push({ invariant, ...(run !== undefined ? { run } : {}), detail });
+  };
+  const timers = [];
+  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
+  let pausedMs = 0;
+  try {
+    const now = Date.now();
+    const quiet = resolveQuiet(plan, now);
+    const held = new Set(plan.runs.filter((r) => heldByQuiet(quiet, r, now)).map((r) => r.i));
+    const extra = {
+      RINGBACK_DRAIN_DELAY_MS: String(plan.config.drainDelayMs),
+      ...(plan.config.layout === 'per-slot' ? { RINGBACK_DRILL_PER_SLOT: '1' } : {}),
+      ...(quiet ? { RINGBACK_QUIET_HOURS: quiet.hours, RINGBACK_QUIET_HOURS_TZ: quiet.tz } : {}),
+      ...(plan.config.legacy ? { RINGBACK_SENDERS: LEGACY_FROM } : {}),
+      TWILIO_FROM: RINGBACK_FROM,
+    };
+    if (plan.faults.sim.length) await lab.sim.putFaults({ create: plan.faults.sim });
+
+    // receipts: `ringback serve` takes Twilio's status callbacks, restarted when it is killed
+    let serve = null;
+    if (plan.config.receipts) {
+      const port = await freePort();
+      const base = `http://127.0.0.1:${port}`;
+      extra.RINGBACK_STATUS_CALLBACK_URL = `${base}/api/notify/webhook/status`;
+      const env = { ...lab.ringbackEnv(QUEUE, extra), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: base };
+      delete env.RINGBACK_METRICS_LISTEN;
+      lab.supervise('serve', (i) => {
+        serve = lab.track(new WorkerProcess(`ringback-serve#${i}`, lab.bin, ['serve', '--listen', `127.0.0.1:${port}`], env));
+        return serve;
+      });
+      await waitFor(async () => (await fetch(`${base}/readyz`).catch(() => null))?.status === 200, 30_000, 'ringback serve to be ready');
+    }
+
+    // the fleet: ringback workers (restarted when they die) and, maybe, a legacy worker
+    const live = new Set();
+    const started = [];
+    plan.config.workers.forEach((w, k) => {
+      lab.supervise(`ringback-${k}`, (i) => {
+        const p = lab.ringbackWorker(`ringback-${k}#${i}`, QUEUE, {
+          ...extra,
+          RINGBACK_CONCURRENCY: String(w.concurrency),
+          ...(w.crashAt ? { RINGBACK_CRASH_AT: w.crashAt } : {}),
+          ...(w.clockSkewMs ? { RINGBACK_CLOCK_SKEW_MS: String(w.clockSkewMs) } : {}),
+        });
+        live.add(p);
+        p.exit.then(() => live.delete(p));
+        if (i === 0) started.push(p.waitStarted(30_000));
+        return p;
+      });
+    });
+    if (plan.config.legacy) {
+      const legacy = lab.legacyWorker('legacy', QUEUE, { RINGBACK_CONCURRENCY: '2', TWILIO_FROM: LEGACY_FROM });
+      started.push(legacy.waitStarted(30_000));
+    }
+    await Promise.all(started);
+    const q = lab.queue(QUEUE);
+
+    // the faults, on timers, while the arrivals last
+    const every = (ms, fn) => ms && timers.push(setInterval(() => fn().catch(() => {}), ms));
+    every(plan.faults.sigkillEveryMs, async () => {
+      const ws = [...live].filter((p) => p.running);
+      if (!ws.length) return;
+      ws[(tally.sigkills * 7 + plan.seed) % ws.length].kill('SIGKILL');
+      tally.sigkills += 1;
+    });
+    every(plan.faults.serveKillEveryMs, async () => {
+      if (serve?.running) {
+        serve.kill('SIGKILL');
+        tally.serveKills += 1;
+      }
+    });
+    every(plan.faults.clientKillEveryMs, async () => {
+      await lab.onEveryMaster('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      tally.clientKills += 1;
+    });
+    every(plan.faults.scriptFlushEveryMs, async () => {
+      await lab.onEveryMaster('SCRIPT', 'FLUSH');
+      tally.scriptFlushes += 1;
+    });
+    for (const p of plan.faults.pauses) {
+      timers.push(
+        setTimeout(() => {
+          lab.onEveryMaster('CLIENT', 'PAUSE', String(p.ms), 'ALL').then(() => {
+            tally.pauses += 1;
+            pausedMs += p.ms;
+          }, () => {});
+        }, p.atMs),
+      );
+    }
+    // an orphan must not wait past its bound while a worker lives: sampled every second
+    const t = lab.t;
+    const orphanBoundMs = t.pendingTtlMs + 2 * 200 + 1500;
+    const overdue = new Map();
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        await sleep(1000);
+        if (!sampling || !live.size) continue;
+        const [entries, [secs, micros]] = await Promise.all([lab.admin.zrange(OPEN_ATTEMPTS, 0, -1, 'WITHSCORES'), lab.admin.time()]).catch(() => [[], [0, 0]]);
+        const redisNow = Number(secs) * 1000 + Math.floor(Number(micros) / 1000);
+        tally.orphanSamples += 1;
+        for (let k = 0; k < entries.length; k += 2) {
+          const late = redisNow - Number(entries[k + 1]);
+          if (late > 3 * orphanBoundMs + pausedMs + 5000) overdue.set(entries[k], Math.max(late, overdue.get(entries[k]) || 0));
+        }
+      }
+    })();
+
+    // the arrivals, burst by burst; after an idle gap, the live-fleet checks
+    const byIndex = new Map(plan.runs.map((r) => [r.i, r]));
+    for (const [b, burst] of plan.bursts.entries()) {
+      if (burst.gapBeforeMs) await sleep(burst.gapBeforeMs);
+      const idle = burst.gapBeforeMs > t.stalledIntervalMs * 2;
+      if (idle && plan.drainCheck) {
+        const beats = await lab.heartbeats(3000);
+        tally.heartbeatSamples += 1;
+        check(beats.length >= plan.config.workers.length, 'idle workers keep beating', `after an idle gap of ${burst.gapBeforeMs} ms, ${beats.length} fresh heartbeat(s) for ${plan.config.workers.length} live worker(s)`);
+        if (tally.drains === 0) {
+          tally.drains += 1;
+          const d = await lab.drain(QUEUE, { timeoutMs: 3000, extra });
+          check(d.code === 3, 'drain refuses beside a live worker', `ringback drain exited ${d.code} with ${plan.config.workers.length} live worker(s): ${d.output.slice(-300)}`);
+        }
+      }
+      await q.addBulk(burst.adds.map((i) => ({ name: byIndex.get(i).name, data: jobData(plan, byIndex.get(i), quiet), opts: { ...JOB_OPTIONS } })));
+      log(`[explore ${plan.seed}] burst ${b + 1}/${plan.bursts.length}: ${burst.adds.length} add(s)`);
+    }
+    // faults stop; the system must come to rest
+    for (const tm of timers) clearInterval(tm);
+    await sleep(Math.max(0, ...plan.faults.pauses.map((p) => p.atMs + p.ms)) - (Date.now() - now));
+    await lab.onEveryMaster('CLIENT', 'UNPAUSE').catch(() => {});
+    await lab.sim.putFaults({});
+
+    const callbacks = plan.runs.filter((r) => r.name === 'agent-callback');
+    const escalations = lab.queue(ESCALATIONS);
+    const countTexts = async () => {
+      const messages = await fetch(`${lab.sim.base}/sim/messages`).then((r) => r.json());
+      const per = new Map();
+      messages.forEach((m) => {
+        const tag = TAG.exec(m.body || '');
+        if (!tag || Number(tag[1]) !== plan.seed) return;
+        const i = Number(tag[2]);
+        // when Twilio created it (to the second: quiet windows are drawn 30 min from their edges)
+        per.set(i, [...(per.get(i) || []), { from: m.from, atMs: Date.parse(m.date_created) }]);
+      });
+      return per;
+    };
+    let last = {};
+    const look = async () => {
+      const per = await countTexts();
+      const drops = lab.legacyDrops();
+      const jobs = await q.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized', 'waiting-children'], 0, -1);
+      const open = await lab.admin.zrange(OPEN_ATTEMPTS, 0, -1);
+      const untexted = callbacks.filter((r) => !held.has(r.i) && !per.has(r.i) && !drops.has(String(r.runId))).map((r) => r.i);
+      const unfinished = jobs.filter((j) => {
+        const run = plan.runs.find((r) => r.runId === j.data?.runId && r.name === j.name);
+        if (!run || run.name !== 'agent-callback') return false;
+        return held.has(run.i) ? false : !j.finishedOn;
+      });
+      const openOthers = open.filter((id) => !plan.runs.some((r) => held.has(r.i) && String(r.runId) === id));
+      last = { per, jobs, open, untexted, unfinished: unfinished.map((j) => `${j.id} (${j.data?.runId})`), openOthers };
+      return untexted.length === 0 && unfinished.length === 0 && openOthers.length === 0;
+    };
+    const settled = await waitFor(look, SETTLE_MS, 'the trial to settle', 250).then(
+      () => true,
+      () => false,
+    );
+    check(settled, 'the system comes to rest', `after ${SETTLE_MS} ms: untexted runs ${JSON.stringify(last.untexted)}, unfinished jobs ${JSON.stringify(last.unfinished?.slice(0, 6))}, open attempts ${JSON.stringify(last.openOthers?.slice(0, 6))}`);
+    // a second text would come within the reconcile window: look again after it
+    await sleep(1500 + 2 * 200 + 1500);
+    await look().catch(() => {});
+    sampling = false;
+    await sampler;
+
+    // the invariants, run by run
+    const drops = lab.legacyDrops();
+    for (const run of plan.runs) {
+      const texts = last.per.get(run.i) || [];
+      const ours = texts.filter((x) => x.from === RINGBACK_FROM);
+      if (run.name !== 'agent-callback') {
+        check(ours.length === 0, 'a job of another name is never texted', `${texts.length} text(s)`, run.runId);
+        continue;
+      }
+      if (held.has(run.i)) {
+        check(ours.length === 0 && texts.length <= 1, 'nothing not urgent is texted inside quiet hours', `${ours.length} text(s) by ringback, ${texts.length} in all, inside ${quiet.hours} ${quiet.zones[run.i] || quiet.tz}`, run.runId);
+      } else if (drops.has(String(run.runId))) {
+        check(texts.length <= 1, 'each run is texted exactly once', `${texts.length} text(s) (the legacy worker dropped it after its own provider failure)`, run.runId);
+      } else {
+        check(texts.length === 1, 'each run is texted exactly once', `${texts.length} text(s)${texts.length ? ` from ${texts.map((x) => x.from).join(', ')}` : ''}`, run.runId);
+      }
+      if (quiet && !run.urgent) {
+        const zone = quiet.zones[run.i] || quiet.tz;
+        const inQuiet = ours.filter((x) => inside(quiet.window, localMinutes(zone, x.atMs)));
+        check(inQuiet.length === 0, 'nothing not urgent is texted inside quiet hours', `${inQuiet.length} text(s) by ringback inside ${quiet.hours} ${zone}`, run.runId);
+      }
+    }
+    // every job finished (or waiting for quiet hours' end); none failed
+    for (const j of last.jobs || []) {
+      const run = plan.runs.find((r) => r.runId === j.data?.runId && r.name === j.name);
+      if (!run) continue;
+      if (run.name !== 'agent-callback') {
+        check(!j.finishedOn, "a job of another name is left to its own workers", `job ${j.id} ${j.failedReason ? `failed: ${j.failedReason}` : 'completed'}`, run.runId);
+        continue;
+      }
+      check(!j.failedReason, 'no callback job fails', `job ${j.id} failed: ${j.failedReason}`, run.runId);
+      if (!held.has(run.i)) check(Boolean(j.finishedOn), 'every job finishes', `job ${j.id} not finished`, run.runId);
+    }
+    // one claim key per run, across both fleets
+    const claimKeys = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await lab.admin.scan(cursor, 'MATCH', `${CLAIM_PREFIX}*`, 'COUNT', 1000);
+      cursor = next;
+      claimKeys.push(...keys);
+    } while (cursor !== '0');
+    const expected = new Set(callbacks.map((r) => `${CLAIM_PREFIX}${String(r.runId)}`));
+    for (const key of claimKeys) check(expected.has(key), 'one claim key per run, across both fleets', `claim key ${key} belongs to no run`);
+    // no orphan waited past its bound
+    check(overdue.size === 0, 'an orphan is texted within its bound while a worker lives', [...overdue].map(([id, late]) => `open attempt of ${id} overdue by ${late} ms (bound ${orphanBoundMs} ms)`).join('; '));
+    // pages tell the truth: in these trials nothing is undelivered, refused, held or invalid
+    const pages = await escalations.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'], 0, -1);
+    for (const p of pages) {
+      const kind = p.data?.kind;
+      if (kind === 'resolved') continue;
+      const run = plan.runs.find((r) => String(r.runId) === String(p.data?.runId));
+      const texts = run ? (last.per.get(run.i) || []).length : 0;
+      check(Boolean(TRUE_PAGE[kind]?.(texts)), 'no page that is not true', `escalation ${kind} for ${p.data?.runId} (${texts} text(s)): ${p.data?.reason || ''}`.slice(0, 300), p.data?.runId);
+    }
+    check(lab.failures.length === 0, 'no worker fails by itself', lab.failures.slice(0, 3).join(' | ').slice(0, 600));
+    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses;
+    return {
+      seed: plan.seed,
+      violations,
+      checks,
+      faults,
+      ms: Date.now() - t0,
+      figures: { runs: plan.runs.length, held: held.size, jobs: plan.bursts.reduce((k, b) => k + b.adds.length, 0), pages: pages.length, ...tally, crashes: Object.values(lab.crashes).reduce((a, b) => a + b, 0) },
+    };
+  } finally {
+    for (const tm of timers) clearInterval(tm);
+    await lab.onEveryMaster('CLIENT', 'UNPAUSE').catch(() => {});
+    await lab.stop();
+  }
+}
+
+module.exports = { runTrial, localMinutes, inside, resolveQuiet };
