@@ -989,3 +989,28 @@ async fn a_questions_expiry_is_on_redis_clock_whatever_the_workers() {
         "open for {open_for} ms on Redis's clock, not 2 h"
     );
 }
+
+/// A worker whose clock is an hour behind Redis's, given the same run twice at once and another
+/// run once: the second job waits for the first attempt (busy) and comes back after the wait it
+/// was told, never after the clocks' difference too; every job finishes, one text per run. (In
+/// the Cluster layout too, `RINGBACK_DRILL_PER_SLOT=1`, where a claim may answer busy for its
+/// own index intent.)
+#[tokio::test]
+async fn a_worker_an_hour_behind_finishes_a_run_added_twice() {
+    let e = env("skew-twice", "").await;
+    let first = add(&e, &data("skew-twice-1")).await;
+    let second = add(&e, &data("skew-twice-1")).await;
+    let once = add(&e, &data("skew-once-1")).await;
+    let _w = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[("RINGBACK_CLOCK_SKEW_MS", "-3600000")],
+    );
+    for id in [&first, &second, &once] {
+        let (state, h) = finished_within(&e, id, Duration::from_secs(30)).await;
+        assert_eq!(state, "completed", "{h:?}");
+    }
+    assert_eq!(texts(&e, "skew-twice-1"), 1);
+    assert_eq!(texts(&e, "skew-once-1"), 1);
+}

@@ -1425,3 +1425,42 @@ async fn an_idle_worker_at_concurrency_one_sweeps_and_keeps_beating() {
     cancel.cancel();
     let _ = handle.await;
 }
+
+/// Two runs whose numeric runIds round to one double share one claim key (JavaScript's, which
+/// the legacy worker uses): 123456789012345677 and 123456789012345679 both key `…680`. The first
+/// is texted; the second is not the same run, so it is escalated `invalid` naming both and its
+/// job fails, never completed as a duplicate in silence. The first run added again (the same
+/// digits) is a duplicate: completed, not escalated.
+#[tokio::test]
+async fn two_runs_beyond_two_to_the_53_on_one_key_are_never_a_silent_duplicate() {
+    let e = env("shared-key", "").await;
+    let job = |digits: &str| {
+        format!(
+            r#"{{"runId":{digits},"to":"{TO}","body":"Run n{digits} finished: 2 approvals needed"}}"#
+        )
+    };
+    let first = add(&e, &job("123456789012345677")).await;
+    let w = start_worker(&e, sms_config()).await;
+    let (state, _) = finished(&e, &first).await;
+    assert_eq!(state, "completed");
+    let again = add(&e, &job("123456789012345677")).await;
+    let other = add(&e, &job("123456789012345679")).await;
+    let (state, h) = finished(&e, &again).await;
+    assert_eq!(state, "completed", "{h:?}");
+    let (state, h) = finished(&e, &other).await;
+    assert_eq!(state, "failed", "{h:?}");
+    let reason = h.get("failedReason").cloned().unwrap_or_default();
+    assert!(
+        reason.contains("123456789012345679")
+            && reason.contains("123456789012345677")
+            && reason.contains("123456789012345680"),
+        "{reason}"
+    );
+    assert_eq!(texts(&e, "n123456789012345677"), 1);
+    assert_eq!(texts(&e, "n123456789012345679"), 0);
+    assert_eq!(
+        escalation_ids(&e).await,
+        [format!("escalation:job:{other}")]
+    );
+    w.stop().await;
+}

@@ -102,6 +102,27 @@ pub fn readable_run_id(data: &str) -> Option<String> {
     run_id_of(v.as_object()?).ok()
 }
 
+/// The exact digits of a numeric runId beyond 2^53, where JavaScript's double (and so the key,
+/// [`js_number`]) may stand for another number too; `None` for every other runId. `key` is the
+/// runId as keyed: the data is read again only when the key could be such a number.
+pub fn exact_run_id(key: &str, data: &str) -> Option<String> {
+    let could = (key.len() >= 16 && key.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
+        || key.contains("e+");
+    if !could {
+        return None;
+    }
+    let v: Value = serde_json::from_str(data).ok()?;
+    match v.get("runId")? {
+        Value::Number(n) if n.as_f64().is_some_and(|x| x.abs() >= BEYOND_DOUBLES) => {
+            Some(n.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// 2^53: from here on a double holds only some of the integers.
+const BEYOND_DOUBLES: f64 = 9_007_199_254_740_992.0;
+
 impl CallbackRequest {
     /// Parse job data; the error says which field is wrong and how.
     pub fn parse(data: &str) -> Result<Self, String> {

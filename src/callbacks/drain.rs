@@ -102,7 +102,7 @@ pub async fn drain(
             let (job_id, req) = orphan.job("drain", &run_id);
             match processor.attempt(&job_id, &req).await {
                 Outcome::Completed(_) | Outcome::Failed(_) => report.resolved.push(run_id),
-                Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,
+                Outcome::DelayUntil(at) => window.revisit_at(&run_id, window.to_redis(at)).await?,
             }
         }
         tokio::select! {

@@ -55,7 +55,7 @@ pub async fn sweep(
                 resolved.push(run_id);
             }
             // The attempt stays in the index (open, or `retry`): come back when it asked.
-            Outcome::DelayUntil(at) => window.revisit_at(&run_id, at).await?,
+            Outcome::DelayUntil(at) => window.revisit_at(&run_id, window.to_redis(at)).await?,
             Outcome::Failed(f) => {
                 // Recorded on the attempt record by the window (state send-failed) and escalated.
                 tracing::error!(run_id = %run_id, reason = %crate::redact::redact(&f.message), "orphan could not be sent");

@@ -22,8 +22,9 @@ pub enum Outcome {
     Completed(serde_json::Value),
     /// The attempt failed; retried per the job's `attempts`/`backoff` unless `unrecoverable`.
     Failed(Failure),
-    /// Run the job again at this time (ms since the epoch) without using an attempt, as
-    /// Node's `job.moveToDelayed(ts)` + `DelayedError`.
+    /// Run the job again at this time (ms since the epoch, on this process's clock, as every
+    /// BullMQ timestamp a worker writes) without using an attempt, as Node's
+    /// `job.moveToDelayed(ts)` + `DelayedError`.
     DelayUntil(i64),
 }
 

@@ -142,6 +142,13 @@ pub fn callback_history(claim_prefix: &str, run_id: &str) -> String {
     )
 }
 
+/// `ringback:run-number:{<claim>}`: the exact digits of the numeric runId beyond 2^53 that first
+/// took this claim key (JavaScript keys such a number by the nearest double, so two runs can
+/// share one key): `callbacks/window/number.rs`.
+pub fn run_number(claim_prefix: &str, run_id: &str) -> String {
+    format!("ringback:run-number:{}", run_tag(claim_prefix, run_id))
+}
+
 /// `ringback:escalated:{<claim>}`: set once a run's escalation exists, kept several times the
 /// record's lifetime, so a replayed status callback never escalates (or texts the fallback
 /// number) again after the record and the escalation jobs are gone.

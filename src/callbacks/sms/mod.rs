@@ -157,9 +157,10 @@ impl SmsProcessor {
             .map(|url| status_callback_url(url, run_id, token, traceparent))
     }
 
-    /// A job delay of `d`, on Redis's clock (as the window last read it).
+    /// A job delay of `d`: a time on this process's clock, as every BullMQ timestamp the worker
+    /// writes (a time on Redis's clock here would delay the job by the clocks' difference too).
     fn later(&self, d: Duration) -> Outcome {
-        Outcome::DelayUntil(self.window.now() + d.as_millis() as i64)
+        Outcome::DelayUntil(now_ms() + d.as_millis() as i64)
     }
 
     /// Twilio refused this worker's credentials: a configuration fault, not a verdict on the
@@ -241,12 +242,37 @@ impl Processor for SmsProcessor {
                 if let Some(prepared) = ctx.prepared() {
                     self.hand_back_prepared(prepared).await;
                 }
-                if !self.escalate_invalid(job, &reason).await {
+                if !self.escalate_invalid(job, &reason, true).await {
                     return self.later(self.config.retry_later_default);
                 }
                 return Outcome::unrecoverable(format!("invalid callback job: {reason}"));
             }
         };
+        if let Some(exact) = crate::callbacks::callback::exact_run_id(&req.run_id, &job.data) {
+            match self.window.number_owner(&req.run_id, &exact).await {
+                Ok(None) => {}
+                Ok(Some(other)) => {
+                    if let Some(prepared) = ctx.prepared() {
+                        self.hand_back_prepared(prepared).await;
+                    }
+                    let reason = format!(
+                        "field `runId` {exact} is keyed {} as JavaScript keys it (the nearest double), the key run {other} already holds: two runs cannot share one key, so this one is not texted",
+                        req.run_id
+                    );
+                    if !self.escalate_invalid(job, &reason, false).await {
+                        return self.later(self.config.retry_later_default);
+                    }
+                    return Outcome::unrecoverable(format!("invalid callback job: {reason}"));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not record the runId's digits; will try again");
+                    if let Some(prepared) = ctx.prepared() {
+                        self.hand_back_prepared(prepared).await;
+                    }
+                    return self.later(self.config.retry_later_default);
+                }
+            }
+        }
         let mut req = req;
         if let Some(opens) = self.quiet_until(&req) {
             if let Some(prepared) = ctx.prepared() {
@@ -256,7 +282,7 @@ impl Processor for SmsProcessor {
             }
             self.stats.record(SmsEvent::Quiet);
             tracing::info!(run_id = %req.run_id, opens_at = opens, "inside quiet hours; waiting in delayed until they end");
-            return Outcome::DelayUntil(opens);
+            return Outcome::DelayUntil(self.window.to_local(opens));
         }
         if req.expect_reply.is_some()
             && let Err(e) = self.replies.ask(&mut req).await
@@ -289,7 +315,7 @@ impl Processor for SmsProcessor {
     }
 
     async fn unreadable(&self, job: &Job, reason: &str) -> bool {
-        self.escalate_invalid(job, reason).await
+        self.escalate_invalid(job, reason, true).await
     }
 }
 
@@ -318,10 +344,10 @@ impl SmsProcessor {
     }
 
     /// A job ringback will not text: a person hears of it (escalated `invalid`, with the reason,
-    /// under `escalation:job:<jobId>`) before it fails, and its run is found by its runId when
-    /// the data has a usable one; false when the escalation failed (the job is kept and tried
-    /// again).
-    async fn escalate_invalid(&self, job: &Job, reason: &str) -> bool {
+    /// under `escalation:job:<jobId>`) before it fails, and, when `listed`, its run is found by
+    /// its runId when the data has a usable one (not when that key is another run's); false
+    /// when the escalation failed (the job is kept and tried again).
+    async fn escalate_invalid(&self, job: &Job, reason: &str, listed: bool) -> bool {
         let e = crate::callbacks::escalation::Escalation {
             run_id: format!("job:{}", job.id),
             reason: format!("invalid callback job {}: {reason}", job.id),
@@ -333,7 +359,8 @@ impl SmsProcessor {
             tracing::warn!(error = %err, job = %job.id, "could not escalate an invalid callback job; will try again");
             return false;
         }
-        if let Some(run_id) = crate::callbacks::callback::readable_run_id(&job.data)
+        if listed
+            && let Some(run_id) = crate::callbacks::callback::readable_run_id(&job.data)
             && let Err(err) = self
                 .receipts()
                 .mark_invalid(&run_id, &job.id, &e.reason)

@@ -43,6 +43,7 @@ use crate::store::slots::Topology;
 
 mod claim;
 mod mark;
+mod number;
 mod release;
 mod resolve;
 mod workers;
@@ -211,6 +212,18 @@ impl Window {
     /// Now on Redis's clock, as far as this process knows it (ms).
     pub fn now(&self) -> i64 {
         now_ms() + self.offset.load(Ordering::Relaxed)
+    }
+
+    /// `at` on Redis's clock, as this process's clock reads the same moment: what a job's delay
+    /// (BullMQ's timestamps are the process's, [`crate::queue::processor::Outcome::DelayUntil`])
+    /// is told.
+    pub fn to_local(&self, at: i64) -> i64 {
+        at - self.offset.load(Ordering::Relaxed)
+    }
+
+    /// `at` on this process's clock, as Redis's clock reads the same moment (the index's times).
+    pub fn to_redis(&self, at: i64) -> i64 {
+        at + self.offset.load(Ordering::Relaxed)
     }
 
     fn saw_redis_now(&self, redis_now: Option<&String>) {
