@@ -1014,3 +1014,48 @@ async fn a_worker_an_hour_behind_finishes_a_run_added_twice() {
     assert_eq!(texts(&e, "skew-twice-1"), 1);
     assert_eq!(texts(&e, "skew-once-1"), 1);
 }
+
+/// Liveness by each worker's own interval: a worker sweeping every 5 s (heartbeats 5 s apart)
+/// is alive between its beats, also to a `drain` whose own poll is 200 ms (which alone would
+/// call it dead 3 s after a beat): the drain refuses, whenever it runs.
+#[tokio::test]
+async fn drain_judges_a_worker_by_its_own_heartbeat_interval() {
+    let e = env("drain-interval", "").await;
+    let _slow = spawn_worker(
+        &e,
+        None,
+        Timings::Production,
+        &[
+            ("RINGBACK_RECONCILE_POLL_MS", "5000"),
+            ("RINGBACK_RECONCILE_WINDOW_MS", "10000"),
+            ("RINGBACK_WORKER_NAME", "rb-slow-beat"),
+        ],
+    );
+    let c = e.redis.conn().await;
+    let workers = ringback::store::keys::ringback_workers("agent-callback:");
+    // past 3.3 s after one of its beats, before its next
+    let beat = wait_for(T, "a heartbeat 3.3 s old", || {
+        let (mut c, workers) = (c.clone(), workers.clone());
+        async move {
+            let beats: Vec<(String, f64)> = c.zrange_withscores(&workers, 0, -1).await.unwrap();
+            let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut c).await.unwrap();
+            let now = secs * 1000 + micros / 1000;
+            beats
+                .iter()
+                .find(|(m, at)| {
+                    m.contains("rb-slow-beat") && (3300..4300).contains(&(now - *at as i64))
+                })
+                .map(|(m, _)| m.clone())
+        }
+    })
+    .await;
+    let refused = ringback_command(&e, "drain", Timings::Production)
+        .arg("--timeout-ms")
+        .arg("2000")
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{beat} is alive: {why}");
+    assert!(why.contains("rb-slow-beat"), "names it: {why}");
+}

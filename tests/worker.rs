@@ -836,7 +836,10 @@ async fn every_script_runs_after_script_flush() {
         .clone()
         .with_topology(ringback::store::slots::Topology::PerSlot);
     assert_eq!(per_slot.sweep("f1").await.unwrap(), None);
-    window.heartbeat("w1", "flush test").await.unwrap();
+    window
+        .heartbeat("w1", "flush test", std::time::Duration::from_secs(3))
+        .await
+        .unwrap();
     assert_eq!(
         window.live_workers(Duration::from_secs(5)).await.unwrap(),
         ["flush test (w1)"]

@@ -13,10 +13,7 @@ use crate::callbacks::sms::SmsProcessor;
 use crate::error::Error;
 use crate::queue::processor::Outcome;
 
-/// How long since its last heartbeat a ringback worker counts as alive.
-pub fn alive_within(sweep_interval: Duration) -> Duration {
-    (sweep_interval * 3).max(Duration::from_secs(3))
-}
+pub use crate::callbacks::window::alive_within;
 
 /// What a drain did.
 #[derive(Debug, Clone, Default, Serialize)]

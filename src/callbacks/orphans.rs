@@ -227,7 +227,8 @@ pub async fn run(
     let liveness = async {
         let id = processor.worker_id().to_string();
         loop {
-            if let Err(e) = processor.window().heartbeat(&id, &name).await {
+            let alive_for = crate::callbacks::window::alive_within(interval);
+            if let Err(e) = processor.window().heartbeat(&id, &name, alive_for).await {
                 tracing::debug!(error = %e, "heartbeat not written");
             }
             if let Err(e) = gauges(&processor).await {

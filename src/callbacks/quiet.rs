@@ -114,7 +114,28 @@ impl Quiet {
     }
 }
 
+/// The shortest `ValidityPeriod` a text outside quiet hours is sent with: closer than this to
+/// their start, it waits for their end instead. Twilio fails a message still queued when its
+/// validity runs out (30036, an `undelivered` page) and a sender's queue drains at its rate (a
+/// long code's one message a second is 600 messages in 10 minutes), so a shorter validity
+/// turns a busy evening queue into pages.
+pub const MIN_VALIDITY_S: i64 = 600;
+
 impl Quiet {
+    /// Until when (ms) a callback that is not urgent waits at `now_ms`: the end of the quiet
+    /// window that holds it, or of the next one when it starts within [`MIN_VALIDITY_S`];
+    /// `None` when it may be sent now.
+    pub fn waits_until(&self, now_ms: i64, job_zone: Option<&str>) -> Option<i64> {
+        if let Some(opens) = self.opens_at(now_ms, job_zone) {
+            return Some(opens);
+        }
+        let starts = self.next_start(now_ms, job_zone)?;
+        if starts - now_ms >= MIN_VALIDITY_S * 1000 {
+            return None;
+        }
+        self.opens_at(starts, job_zone)
+    }
+
     /// The `ValidityPeriod` (s) of a send at `now_ms`: until the next quiet window starts, never
     /// longer than `configured` (Twilio's 10 hours when unset), at least Twilio's 1 s.
     pub fn validity(
@@ -176,6 +197,32 @@ mod tests {
             let e = bad.parse::<QuietHours>().unwrap_err();
             assert_eq!(e.setting, "RINGBACK_QUIET_HOURS", "{bad}");
         }
+    }
+
+    #[test]
+    fn closer_than_the_minimum_validity_to_quiet_hours_a_text_waits_for_their_end() {
+        let q = quiet("22:00-08:00", "UTC");
+        // 21:55: five minutes of validity would fail a queued text (30036): it waits until 08:00
+        assert_eq!(
+            q.waits_until(ms("2026-12-04T21:55:00Z"), None),
+            Some(ms("2026-12-05T08:00:00Z"))
+        );
+        // 21:40: twenty minutes, sent now with a validity of 1,200 s
+        assert_eq!(q.waits_until(ms("2026-12-04T21:40:00Z"), None), None);
+        assert_eq!(
+            q.validity(ms("2026-12-04T21:40:00Z"), None, None),
+            Some(1200)
+        );
+        // inside: the window's own end
+        assert_eq!(
+            q.waits_until(ms("2026-12-04T23:00:00Z"), None),
+            Some(ms("2026-12-05T08:00:00Z"))
+        );
+        // a job's zone: 21:55 in Tokyo is 12:55Z
+        assert_eq!(
+            q.waits_until(ms("2026-12-04T12:55:00Z"), Some("Asia/Tokyo")),
+            Some(ms("2026-12-04T23:00:00Z"))
+        );
     }
 
     #[test]

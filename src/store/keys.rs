@@ -199,6 +199,15 @@ pub fn ringback_workers(claim_prefix: &str) -> String {
     format!("ringback:workers:{claim_prefix}")
 }
 
+/// ZSET of the same workers → until when each is alive (ms): its beat plus the window it
+/// advertises. In the slot of [`ringback_workers`] (one script writes both).
+pub fn ringback_workers_until(claim_prefix: &str) -> String {
+    format!(
+        "ringback:workers-until:{}",
+        crate::store::slots::slot_tag(&ringback_workers(claim_prefix))
+    )
+}
+
 /// Where the scan of a queue's failed set for stall-limit failures got to (a finishedOn score).
 pub fn stall_scan_cursor(queue_base: &str) -> String {
     format!("ringback:stall-scan:{{{queue_base}}}")

@@ -325,11 +325,12 @@ impl SmsProcessor {
         self.config.callback_job_names.iter().any(|n| n == name)
     }
 
-    /// When the quiet hours that hold this moment end (ms, on Redis's clock), for a callback
-    /// that is not urgent; `None` when it may be sent now.
+    /// When the quiet hours that hold this moment (or start within the shortest validity a text
+    /// is sent with) end (ms, on Redis's clock), for a callback that is not urgent; `None` when
+    /// it may be sent now.
     fn quiet_until(&self, req: &CallbackRequest) -> Option<i64> {
         let quiet = self.config.quiet.as_ref().filter(|_| !req.urgent)?;
-        quiet.opens_at(self.window.now(), req.time_zone.as_deref())
+        quiet.waits_until(self.window.now(), req.time_zone.as_deref())
     }
 
     /// The `ValidityPeriod` of a send outside quiet hours: cut to the start of the next quiet

@@ -47,6 +47,7 @@ mod number;
 mod release;
 mod resolve;
 mod workers;
+pub use workers::alive_within;
 
 /// What `claim` decided.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,10 +6,18 @@ use crate::store::scripts::scripts;
 use std::time::Duration;
 
 impl Window {
-    /// Say this ringback worker (`worker_id`, a readable `name`) is alive now.
-    pub async fn heartbeat(&self, worker_id: &str, name: &str) -> Result<(), Error> {
+    /// Say this ringback worker (`worker_id`, a readable `name`) is alive now, and for
+    /// `alive_for` (three of its own heartbeat intervals: [`alive_within`]) unless it beats again.
+    pub async fn heartbeat(
+        &self,
+        worker_id: &str,
+        name: &str,
+        alive_for: Duration,
+    ) -> Result<(), Error> {
         let member = format!("{name} ({worker_id})");
-        let _: i64 = self.workers_script(&["beat", &member]).await?;
+        let _: i64 = self
+            .workers_script(&["beat", &member, &ms(alive_for)])
+            .await?;
         Ok(())
     }
 
@@ -20,8 +28,9 @@ impl Window {
         Ok(())
     }
 
-    /// Ringback workers whose heartbeat is younger than `within`, on Redis's clock (as the
-    /// heartbeats are scored: one clock for every host).
+    /// Ringback workers alive now on Redis's clock (as the heartbeats are scored: one clock for
+    /// every host): each by the window it advertised with its beat, and a worker that
+    /// advertises none (an earlier version) by a beat younger than `within`.
     pub async fn live_workers(&self, within: Duration) -> Result<Vec<String>, Error> {
         self.workers_script(&["live", &ms(within)]).await
     }
@@ -36,7 +45,7 @@ impl Window {
                 self.topology,
                 &mut self.conn.clone(),
                 &self.trips,
-                &[self.workers()],
+                &[self.workers(), self.workers_until()],
                 args,
             )
             .await?)
@@ -45,4 +54,14 @@ impl Window {
     pub(super) fn workers(&self) -> String {
         crate::store::keys::ringback_workers(&self.claim_prefix)
     }
+
+    fn workers_until(&self) -> String {
+        crate::store::keys::ringback_workers_until(&self.claim_prefix)
+    }
+}
+
+/// How long a heartbeat keeps a ringback worker alive: three of its heartbeat intervals (the
+/// orphan sweep's), at least 3 s. Each worker advertises its own with each beat.
+pub fn alive_within(interval: Duration) -> Duration {
+    (interval * 3).max(Duration::from_secs(3))
 }
