@@ -118,3 +118,48 @@ async fn a_resend_is_refused_while_resolving_when_delivered_and_without_a_record
     assert_eq!(e.sim.store.all().len(), 2, "nothing resent");
     w.stop().await;
 }
+
+/// A question resent after its run was settled and its time to answer ran out is open again,
+/// under the same code: the person's answer to the resent text reaches the run instead of
+/// landing unmatched.
+#[tokio::test]
+async fn a_resent_question_is_open_again_under_its_code() {
+    let e = env(
+        "resend-question",
+        r#"{"create":[{"fault":"create_then_drop","times":1}]}"#,
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let data = serde_json::json!({
+        "runId": "rq1", "to": TO, "body": body("rq1"), "expectReply": true, "replyWithin": "2s"
+    })
+    .to_string();
+    let id = add(&e, &data).await;
+    let (state, h) = finished(&e, &id).await;
+    assert_eq!(state, "completed");
+    assert_eq!(returnvalue(&h)["status"], "unknown");
+    let mut c = e.redis.conn().await;
+    let qkey = ringback::store::keys::question("agent-callback:", "rq1");
+    let question = |json: Option<String>| -> serde_json::Value {
+        serde_json::from_str(&json.expect("the question")).unwrap()
+    };
+    let asked = question(redis::AsyncCommands::get(&mut c, &qkey).await.unwrap());
+    // its time to answer runs out
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    let until = asked["until"].as_i64().unwrap();
+    tokio::time::sleep(Duration::from_millis((until - now()).max(0) as u64 + 200)).await;
+    let (code, _, stderr) = resend(&e, "rq1").await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let reopened = question(redis::AsyncCommands::get(&mut c, &qkey).await.unwrap());
+    assert_eq!(reopened["code"], asked["code"], "the same code");
+    assert!(
+        reopened["until"].as_i64().unwrap() > now() + 3_600_000,
+        "open again: {reopened}"
+    );
+    w.stop().await;
+}

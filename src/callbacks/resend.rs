@@ -4,6 +4,8 @@
 //! under a run of its own, `<runId>:resend`: one fenced attempt, its MessageSid linked to that
 //! run, idempotent (a second resend finds it sent). It is refused while ringback is still
 //! resolving the run (ringback sends or escalates it itself) and when the run was delivered.
+//! A question resent is open again under its code, so the answer to the resent text reaches
+//! the run.
 
 use crate::callbacks::callback::CallbackRequest;
 use crate::callbacks::sms::SmsProcessor;
@@ -93,6 +95,20 @@ pub async fn resend(processor: &SmsProcessor, run_id: &str) -> Result<Resent, Re
             "its attempt record holds no recipient and body".into(),
         ));
     };
+    // a question sent again is open again, under its code (the resent text carries it when it
+    // showed one): the person's answer to it reaches the run, however long ago it closed
+    if let Some(q) = processor.replies().question_of(run_id).await?
+        && q.answered_by.is_none()
+    {
+        let mut reopen = CallbackRequest {
+            run_id: run_id.to_string(),
+            to: to.clone(),
+            body: body.clone(),
+            expect_reply: Some(crate::callbacks::callback::DEFAULT_REPLY_WITHIN),
+            ..Default::default()
+        };
+        processor.replies().ask(&mut reopen).await?;
+    }
     let req = CallbackRequest {
         run_id: resend_run(run_id),
         to: to.clone(),

@@ -101,6 +101,11 @@ impl SmsProcessor {
         &self.receipts
     }
 
+    /// The run's questions and the human's answers.
+    pub fn replies(&self) -> &crate::callbacks::replies::Replies {
+        &self.replies
+    }
+
     pub fn escalator(&self) -> &crate::callbacks::escalation::Escalator {
         &self.escalator
     }
