@@ -1159,6 +1159,13 @@ async fn jobs_of_other_names_are_left_for_the_worker_that_handles_them() {
         async move { (stats.get(SmsEvent::OtherJob) >= 1).then_some(()) }
     })
     .await;
+    // the gauge RingbackOtherJobsWaiting reads: the waiting job's age, growing while it waits
+    let waited = wait_for(T, "the other job's wait to pass 1.5 s", || {
+        let stats = stats.clone();
+        async move { Some(stats.oldest_other_job_ms()).filter(|&ms| ms >= 1500) }
+    })
+    .await;
+    assert!(waited < 60_000, "{waited} ms: the job's own age");
     let delayed: Option<f64> = c.zscore(e.keys.delayed(), &digest).await.unwrap();
     let h: std::collections::HashMap<String, String> =
         c.hgetall(e.keys.job(&digest)).await.unwrap();

@@ -256,6 +256,12 @@ impl Collector for SmsCollector {
         )?;
         gauge(
             &mut enc,
+            "ringback_other_jobs_oldest_wait_seconds",
+            "Age of the oldest job of a name not a callback's (RINGBACK_CALLBACK_JOB_NAMES) this worker handed back in the last minute: one that keeps coming back has no worker of its own taking it.",
+            s.oldest_other_job_ms() as f64 / 1000.0,
+        )?;
+        gauge(
+            &mut enc,
             "ringback_destinations_held",
             "Destinations (country calling codes) whose callbacks are held because Twilio refuses to text them from this account (geo permissions, a trial account).",
             s.holds.destinations_held() as f64,

@@ -304,6 +304,7 @@ impl Processor for SmsProcessor {
             return None;
         }
         self.stats.record(SmsEvent::OtherJob);
+        self.stats.other_job_handed_back(&job.id, job.timestamp);
         let first =
             self.stats.other_names.lock().is_ok_and(|mut seen| {
                 seen.len() < OTHER_NAMES_LOGGED && seen.insert(job.name.clone())

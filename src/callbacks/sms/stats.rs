@@ -102,12 +102,44 @@ pub struct SmsStats {
     pub holds: super::hold::Holds,
     /// The job names not a callback's this process has met (each is logged once).
     pub(super) other_names: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// Jobs of other names this process handed back: job id → (created, last handed back), ms.
+    other_jobs: std::sync::Mutex<std::collections::HashMap<String, (i64, i64)>>,
 }
+
+/// A job of another name handed back within this long is still waiting for its own worker.
+const OTHER_JOB_SEEN_WITHIN_MS: i64 = 60_000;
+/// How many such jobs are followed at once (the oldest are what the gauge needs).
+const OTHER_JOBS_FOLLOWED: usize = 1024;
 
 impl SmsStats {
     // `e as usize` is the variant's place in declaration order, which `ALL` follows.
     pub(super) fn record(&self, e: SmsEvent) {
         self.counts[e as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// A job of another name (created at `created_ms`) handed back now, for the gauge of how
+    /// long such jobs wait with no worker of their own taking them.
+    pub(super) fn other_job_handed_back(&self, job_id: &str, created_ms: i64) {
+        let now = now_ms();
+        if let Ok(mut jobs) = self.other_jobs.lock() {
+            jobs.retain(|_, (_, last)| now - *last < OTHER_JOB_SEEN_WITHIN_MS);
+            if jobs.len() < OTHER_JOBS_FOLLOWED || jobs.contains_key(job_id) {
+                jobs.insert(job_id.to_string(), (created_ms, now));
+            }
+        }
+    }
+
+    /// The age (ms) of the oldest job of another name this process handed back in the last
+    /// minute: one that keeps coming back has no worker of its own taking it.
+    pub fn oldest_other_job_ms(&self) -> i64 {
+        let now = now_ms();
+        self.other_jobs.lock().map_or(0, |jobs| {
+            jobs.values()
+                .filter(|(_, last)| now - *last < OTHER_JOB_SEEN_WITHIN_MS)
+                .map(|(created, _)| (now - *created).max(0))
+                .max()
+                .unwrap_or(0)
+        })
     }
 
     /// How many of `e` so far.
