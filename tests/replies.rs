@@ -1396,3 +1396,49 @@ async fn the_inbound_sweep_finishes_every_other_message_when_one_fails() {
         "the failing one stays pending for the next sweep"
     );
 }
+
+/// An answer whose handler was cut between its claim on the question and its record (`serve`
+/// killed, a connection dropped; Twilio does not post it again) leaves a claim nothing backs.
+/// Past the grace period in which that handler could still record it, the person's next
+/// message answers the question, instead of landing unmatched as if it had been answered.
+#[tokio::test]
+async fn a_claim_no_record_backs_is_void_after_the_grace_period() {
+    let e = env("replies-void", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    question(&e, "qv1", TO, "Approve the rollback of api-8?").await;
+    let replies = replies_of(&e).await;
+    replies.read_clock().await.unwrap();
+    let now = replies.now();
+    let answer = |sid: &str, text: &str, at: i64| ringback::callbacks::replies::Inbound {
+        message_sid: sid.into(),
+        from: TO.into(),
+        to: OUR_NUMBER.into(),
+        text: text.into(),
+        media: vec![],
+        messaging_service_sid: None,
+        opt_out_type: None,
+        received_at: at,
+        form: vec![("MessageSid".into(), sid.into())],
+    };
+    // the first answer, 20 s ago: its handler claims the question, then is cut before the record
+    let cut = replies
+        .clone()
+        .with_hook_before_record(std::sync::Arc::new(|| {
+            panic!("serve killed before the record")
+        }));
+    let first = answer(&sid(41), "YES", now - 20_000);
+    assert!(
+        tokio::spawn(async move { cut.receive(first).await })
+            .await
+            .is_err(),
+        "the handler was cut"
+    );
+    // the person's answer now
+    let got = replies.receive(answer(&sid(42), "yes", now)).await.unwrap();
+    assert!(
+        matches!(&got.matched, ringback::callbacks::replies::Match::Answer { run_id, .. } if run_id == "qv1"),
+        "{:?}",
+        got.matched
+    );
+    w.stop().await;
+}

@@ -71,6 +71,7 @@ scripts! {
     window_workers => "window_workers.lua",
     receipt_apply => "receipt_apply.lua" [window],
     claim_due => "claim_due.lua",
+    question_answer_take => "question_answer_take.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.
     finish_sent => "finish_sent.lua" [finish, window, fused],
     /// Several finish_sent calls in one (the group commit of the SMS finish).

@@ -493,7 +493,16 @@ impl Replies {
             let (matched, text) = self.choose(m, &taken).await?;
             match &matched {
                 Match::Answer { run_id, .. } => {
-                    let holder = self.claim_answer(run_id, &m.message_sid).await?;
+                    let mut holder = self.claim_answer(run_id, &m.message_sid).await?;
+                    // a claim whose message was never recorded and never will be (its handler
+                    // was cut between the two) is void: the person's real answer answers
+                    if holder != m.message_sid && self.never_recorded(&holder).await? {
+                        match self.take_answer(run_id, &holder, &m.message_sid).await? {
+                            Some(now_holding) => holder = now_holding,
+                            // the claim expired meanwhile: claim it afresh
+                            None => continue,
+                        }
+                    }
                     if holder != m.message_sid {
                         self.close(run_id, &m.from, &holder).await?;
                         taken.push(run_id.clone());
@@ -585,6 +594,49 @@ impl Replies {
     async fn claim_answer(&self, run_id: &str, sid: &str) -> Result<String, Error> {
         let key = keys::question_answered(&self.claim_prefix, run_id);
         self.set_first(&key, sid, self.record_ttl).await
+    }
+
+    /// Whether message `sid` has no record and its handler can no longer make one: its last
+    /// post is older than [`PENDING_GRACE`] (which outlasts a request's timeout), or the sweep
+    /// already dropped it as never recorded.
+    async fn never_recorded(&self, sid: &str) -> Result<bool, Error> {
+        let recorded: bool = redis::cmd("EXISTS")
+            .arg(keys::inbound(&self.claim_prefix, sid))
+            .query_async(&mut self.conn())
+            .await?;
+        if recorded {
+            return Ok(false);
+        }
+        self.read_clock().await?;
+        let last_post: Option<f64> = redis::cmd("ZSCORE")
+            .arg(keys::inbound_pending(&self.claim_prefix))
+            .arg(sid)
+            .query_async(&mut self.conn())
+            .await?;
+        let cut = self.now() - PENDING_GRACE.as_millis() as i64;
+        Ok(last_post.is_none_or(|at| at as i64 <= cut))
+    }
+
+    /// `run_id`'s answer claim handed from `void` (a message [`never_recorded`](Self::never_recorded))
+    /// to `sid`, if it still names `void`: the message the claim names after the call (`None`:
+    /// the claim is gone).
+    async fn take_answer(
+        &self,
+        run_id: &str,
+        void: &str,
+        sid: &str,
+    ) -> Result<Option<String>, Error> {
+        let key = keys::question_answered(&self.claim_prefix, run_id);
+        let ttl = self.record_ttl.as_millis().max(1).to_string();
+        Ok(crate::store::scripts::scripts()
+            .question_answer_take
+            .run(
+                &mut self.conn(),
+                &crate::store::scripts::RoundTrips::default(),
+                &[key],
+                &[void, sid, ttl.as_str()],
+            )
+            .await?)
     }
 
     /// `SET key value NX GET PX ttl`: the value that stands, `value` when this call set it (or
