@@ -1059,3 +1059,119 @@ async fn drain_judges_a_worker_by_its_own_heartbeat_interval() {
     assert_eq!(refused.status.code(), Some(3), "{beat} is alive: {why}");
     assert!(why.contains("rb-slow-beat"), "names it: {why}");
 }
+
+/// A worker keeps beating once Redis answers again: after Redis paused every client for 4 s
+/// (a slow fork, a failover that holds writes), its heartbeat is fresh again within a second,
+/// so `drain` never takes a live worker for a dead one.
+#[tokio::test]
+async fn a_worker_beats_again_at_once_after_redis_paused() {
+    let e = env("beat-after-pause", "").await;
+    let _w = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[
+            ("RINGBACK_CONCURRENCY", "1"),
+            ("RINGBACK_DRAIN_DELAY_MS", "5000"),
+        ],
+    );
+    let c = e.redis.conn().await;
+    let workers = ringback::store::keys::ringback_workers("agent-callback:");
+    let redis_now = |mut c: redis::aio::MultiplexedConnection| async move {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut c).await.unwrap();
+        secs * 1000 + micros / 1000
+    };
+    let last_beat = |mut c: redis::aio::MultiplexedConnection, workers: String| async move {
+        let beats: Vec<(String, f64)> = c.zrange_withscores(&workers, 0, -1).await.unwrap();
+        beats.iter().map(|(_, at)| *at as i64).max()
+    };
+    wait_for(T, "a first heartbeat", || {
+        let (c, workers) = (c.clone(), workers.clone());
+        last_beat(c, workers)
+    })
+    .await;
+    let mut admin = e.redis.conn().await;
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(4000)
+        .arg("ALL")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    // past the pause
+    tokio::time::sleep(Duration::from_millis(4300)).await;
+    let resumed = redis_now(c.clone()).await;
+    let beat = wait_for(
+        Duration::from_secs(10),
+        "a heartbeat after the pause",
+        || {
+            let (c, workers) = (c.clone(), workers.clone());
+            async move { last_beat(c, workers).await.filter(|&at| at > resumed) }
+        },
+    )
+    .await;
+    let now = redis_now(c.clone()).await;
+    assert!(
+        beat - resumed < 1000,
+        "beat {} ms after Redis answered again (now +{} ms)",
+        beat - resumed,
+        now - resumed
+    );
+}
+
+/// A worker kept from beating past its liveness window (its host starved, or Redis paused
+/// longer than the window and answering the drain before the worker's queued beat) is not
+/// taken for dead: a drain started then waits one more of its windows, sees it beat again,
+/// and refuses.
+#[tokio::test]
+async fn drain_waits_one_window_for_a_worker_that_just_stopped_beating() {
+    let e = env("drain-lapsed", "").await;
+    let w = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[("RINGBACK_WORKER_NAME", "rb-starved")],
+    );
+    let pid = w.0.id().to_string();
+    let c = e.redis.conn().await;
+    let workers = ringback::store::keys::ringback_workers("agent-callback:");
+    wait_for(T, "a first heartbeat", || {
+        let (mut c, workers) = (c.clone(), workers.clone());
+        async move {
+            let members: Vec<String> = c.zrange(&workers, 0, -1).await.unwrap();
+            members
+                .iter()
+                .any(|m| m.contains("rb-starved"))
+                .then_some(())
+        }
+    })
+    .await;
+    // frozen past its window (3 s at these settings)
+    let signal = |sig: &str| {
+        assert!(
+            std::process::Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    signal("-STOP");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let drain = ringback_command(&e, "drain", Timings::Compressed)
+        .arg("--timeout-ms")
+        .arg("20000")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    signal("-CONT");
+    let out = tokio::task::spawn_blocking(move || drain.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{why}");
+    assert!(why.contains("rb-starved"), "names it: {why}");
+    drop(w);
+}

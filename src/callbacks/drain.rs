@@ -15,6 +15,10 @@ use crate::queue::processor::Outcome;
 
 pub use crate::callbacks::window::alive_within;
 
+/// How far back a worker's lapsed liveness window makes `drain` wait one more window: past a
+/// minute, a worker that has not beaten is dead (Redis does not pause that long unnoticed).
+const LAPSED_LOOKBACK: Duration = Duration::from_secs(60);
+
 /// What a drain did.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DrainReport {
@@ -54,6 +58,21 @@ pub async fn drain(
     let window = processor.window();
     let started = Instant::now();
     let mut report = DrainReport::default();
+    // a worker whose window ended a moment ago may only have been kept from beating (Redis
+    // paused past its window answers the drain before the worker's queued beat, a starved
+    // host): one more of its windows tells it from a dead one
+    let (lapsed, longest) = window.lapsed_workers(LAPSED_LOOKBACK).await?;
+    if lapsed > 0 {
+        progress(&format!(
+            "drain: {lapsed} worker(s) stopped beating in the last {} s; waiting {} s for a live one to beat again",
+            LAPSED_LOOKBACK.as_secs(),
+            longest.as_secs_f64().ceil()
+        ));
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = tokio::time::sleep(longest) => {}
+        }
+    }
     loop {
         // throughout, not only at the start: a worker that starts meanwhile (a unit's
         // `Restart=`, an autoscaler) would go on claiming behind the drain's back

@@ -47,6 +47,11 @@ pub const REPLY_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential
 /// long over).
 pub const PENDING_GRACE: Duration = Duration::from_secs(15);
 
+/// How long after another question to the same person was answered or closed a message
+/// without a code is asked back instead of answering the one question still open: a person
+/// who writes "no, wait" minutes after an answer may mean the earlier question.
+pub const CODELESS_WINDOW: Duration = Duration::from_secs(600);
+
 /// How long inbound messages, their markers and the unmatched ones are kept by default.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(7 * 86_400);
 
@@ -490,7 +495,7 @@ impl Replies {
         // questions another message claimed as their answer while this one was being decided
         let mut taken: Vec<String> = vec![];
         loop {
-            let (matched, text) = self.choose(m, &taken).await?;
+            let (matched, text, closed) = self.choose(m, &taken).await?;
             match &matched {
                 Match::Answer { run_id, .. } => {
                     let mut holder = self.claim_answer(run_id, &m.message_sid).await?;
@@ -510,15 +515,25 @@ impl Replies {
                     }
                 }
                 // a question another message claimed stays closed, also when that message was
-                // cut short before it closed it (and never came again): never asked about
+                // cut short before it closed it, while it may still be recorded: never asked
+                // about (a claim no record will ever back is void: the question stays open)
                 Match::Ambiguous { run_ids } => {
                     let mut claimed = false;
                     for run_id in run_ids {
+                        // a question already closed is named in the ask-back on purpose (the
+                        // message may be about it): only an open one claimed meanwhile is news
+                        if closed.contains(run_id) {
+                            continue;
+                        }
                         let holder: Option<String> = redis::cmd("GET")
                             .arg(keys::question_answered(&self.claim_prefix, run_id))
                             .query_async(&mut self.conn())
                             .await?;
                         if let Some(holder) = holder.filter(|h| *h != m.message_sid) {
+                            // a void claim (never recorded, never will be) leaves it open
+                            if self.never_recorded(&holder).await? {
+                                continue;
+                            }
                             self.close(run_id, &m.from, &holder).await?;
                             taken.push(run_id.clone());
                             claimed = true;
@@ -534,8 +549,13 @@ impl Replies {
         }
     }
 
-    /// What `m` answers among the questions open to its sender, `taken` left out.
-    async fn choose(&self, m: &Inbound, taken: &[String]) -> Result<(Match, String), Error> {
+    /// What `m` answers among the questions open to its sender, `taken` left out; and the
+    /// questions already closed that an ask-back names on purpose ([`CODELESS_WINDOW`]).
+    async fn choose(
+        &self,
+        m: &Inbound,
+        taken: &[String],
+    ) -> Result<(Match, String, Vec<String>), Error> {
         let open: Vec<Question> = self
             .open_to(&m.from, m.received_at)
             .await?
@@ -550,6 +570,7 @@ impl Replies {
                         code: q.code.clone(),
                     },
                     rest.to_string(),
+                    vec![],
                 ));
             }
             // the code of a question already answered or past its time: a late reply to that
@@ -566,25 +587,75 @@ impl Replies {
                         code: q.code,
                     },
                     rest.to_string(),
+                    vec![],
                 ));
             }
         }
         Ok(match open.as_slice() {
-            [] => (Match::Unmatched, m.text.clone()),
-            [q] => (
-                Match::Answer {
-                    run_id: q.run_id.clone(),
-                    code: q.code.clone(),
-                },
-                m.text.clone(),
-            ),
+            [] => (Match::Unmatched, m.text.clone(), vec![]),
+            // the only open question, unless the person may still be talking about another one
+            // (answered or closed within the window): then asked back, never guessed
+            [q] => {
+                let recent = self.recently_closed(m, &q.run_id).await?;
+                if recent.is_empty() {
+                    (
+                        Match::Answer {
+                            run_id: q.run_id.clone(),
+                            code: q.code.clone(),
+                        },
+                        m.text.clone(),
+                        vec![],
+                    )
+                } else {
+                    (
+                        Match::Ambiguous {
+                            run_ids: std::iter::once(q.run_id.clone())
+                                .chain(recent.iter().cloned())
+                                .collect(),
+                        },
+                        m.text.clone(),
+                        recent,
+                    )
+                }
+            }
             many => (
                 Match::Ambiguous {
                     run_ids: many.iter().map(|q| q.run_id.clone()).collect(),
                 },
                 m.text.clone(),
+                vec![],
             ),
         })
+    }
+
+    /// The person's other questions (not `open_run`) answered or closed within
+    /// [`CODELESS_WINDOW`] before `m` arrived: a message without a code may be about one of
+    /// them ("no, wait"), so it is asked back rather than given to the one still open.
+    async fn recently_closed(&self, m: &Inbound, open_run: &str) -> Result<Vec<String>, Error> {
+        let since = m.received_at - CODELESS_WINDOW.as_millis() as i64;
+        let mut recent = Vec::new();
+        for q in self.questions_to(&m.from).await? {
+            if q.run_id == open_run {
+                continue;
+            }
+            let closed_at = match &q.answered_by {
+                Some(sid) => {
+                    let v: Option<String> = redis::cmd("GET")
+                        .arg(keys::inbound(&self.claim_prefix, sid))
+                        .query_async(&mut self.conn())
+                        .await?;
+                    // an answer with no record yet is being recorded now: recent
+                    v.and_then(|v| serde_json::from_str::<Recorded>(&v).ok())
+                        .map_or(m.received_at, |r| r.inbound.received_at)
+                }
+                None if q.until <= m.received_at => q.until,
+                None => continue,
+            };
+            if closed_at > since {
+                recent.push(q.run_id);
+            }
+        }
+        Ok(recent)
     }
 
     /// Claim `run_id`'s question as answered by `sid` (`SET NX`): the MessageSid that stands,

@@ -35,6 +35,14 @@ impl Window {
         self.workers_script(&["live", &ms(within)]).await
     }
 
+    /// Workers whose liveness window ended less than `within` ago, and the longest of their
+    /// windows: dead, or kept from beating (Redis paused past their window, the host starved)
+    /// and about to beat again.
+    pub async fn lapsed_workers(&self, within: Duration) -> Result<(usize, Duration), Error> {
+        let (count, longest): (usize, u64) = self.workers_script(&["lapsed", &ms(within)]).await?;
+        Ok((count, Duration::from_millis(longest)))
+    }
+
     pub(super) async fn workers_script<T: redis::FromRedisValue>(
         &self,
         args: &[&str],
