@@ -11,7 +11,8 @@
 //   question to the same number carries no code either, and its reply (through the CLI form
 //   of ask.js) answers it, the unmatched one left in the queue for its owner;
 // - two questions open to one person: a reply without a code is asked back once ("Your reply
-//   could answer 2 questions…") whatever the repeats, and the coded answer reaches its run;
+//   could answer 2 questions…") whatever the repeats, and the coded answer reaches its run
+//   (and the other's, right after it, with its code);
 // - two questions to one person taken by the worker at the same moment: one of them shows its
 //   code (both were open), and their codes differ.
 //
@@ -337,9 +338,10 @@ describe('replies: questions, signed answers and the replies queue, with Node Bu
       assert.deepEqual({ runId: a.runId, text: a.text, code: a.code, matched: a.matched, messageSid: a.messageSid }, { runId: 'amb-a', text: 'roll it back', code: codeA, matched: 'answer', messageSid: sidA });
       assert.equal((await s.record('amb-a')).question.answeredBy, sidA);
       assert.equal((await s.record('amb-b')).question.answeredBy, null, 'B still open');
-      // only B is open now: a reply without a code answers it
+      // only B is open now, but A was answered a moment ago: words without a code would be
+      // asked back (they may be more about A); with B's code they answer B
       const sidB = messageSid(3, 0xc);
-      const postedB = await s.post(inboundParams({ sid: sidB, from: to, to: OUR_NUMBER, body: 'ship it', accountSid: ACCOUNT_SID }));
+      const postedB = await s.post(inboundParams({ sid: sidB, from: to, to: OUR_NUMBER, body: `${codeB} ship it`, accountSid: ACCOUNT_SID }));
       assert.equal(postedB.status, 200);
       const b = await withTimeout(askB, 3 * T, 'ask(amb-b) answered');
       assert.deepEqual({ runId: b.runId, text: b.text, code: b.code, matched: b.matched }, { runId: 'amb-b', text: 'ship it', code: codeB, matched: 'answer' });
