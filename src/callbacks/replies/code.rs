@@ -7,6 +7,18 @@ pub fn suffix(code: &str) -> String {
     format!("\n\n(Start your reply with {code}.)")
 }
 
+/// `body` without the [`suffix`] it ends with, if it ends with one: the producer's own text,
+/// as a legacy worker sends the same job.
+pub fn without_suffix(body: &str) -> Option<&str> {
+    let (text, tail) = body.rsplit_once("\n\n(Start your reply with ")?;
+    let code = tail.strip_suffix(".)")?;
+    let mut chars = code.chars();
+    let letter = chars.next().is_some_and(|c| c.is_ascii_uppercase());
+    let digits = chars.as_str();
+    (letter && (1..=2).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(text)
+}
+
 /// The longest [`suffix`] (a three-character code): a question's body leaves room for it.
 pub const SUFFIX_MAX: usize = 30;
 
@@ -80,6 +92,14 @@ pub fn split(text: &str) -> Option<(String, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_question_without_its_suffix_is_the_producers_text() {
+        let asked = format!("Roll back api-7?{}", suffix("K7"));
+        assert_eq!(without_suffix(&asked), Some("Roll back api-7?"));
+        assert_eq!(without_suffix("Roll back api-7?"), None);
+        assert_eq!(without_suffix("x\n\n(Start your reply with k7.)"), None);
+    }
 
     #[test]
     fn the_suffix_fits_the_room_a_question_leaves() {

@@ -237,10 +237,18 @@ pub(super) enum BodyMatch {
 /// | appended text | opt-out or compliance text after the body | the stored body may continue after the sent one |
 /// | whitespace | runs of spaces and line breaks normalised | runs compared as one space, ends trimmed |
 /// | redaction | an empty body | [`BodyMatch::Redacted`] |
+/// | the legacy worker's copy of a question | the body without ringback's reply-code suffix | compared without it |
 pub(super) fn body_match(stored: Option<&str>, sent: &str) -> BodyMatch {
     let Some(stored) = stored.filter(|s| !s.trim().is_empty()) else {
         return BodyMatch::Redacted;
     };
+    // a question's text carries its reply code; the legacy worker sends the job's body as the
+    // producer wrote it, without the code: the same run's text
+    if let Some(asked) = crate::callbacks::replies::code::without_suffix(sent)
+        && body_match(Some(stored), asked) == BodyMatch::Yes
+    {
+        return BodyMatch::Yes;
+    }
     if stored == sent || stored.strip_prefix(TRIAL_PREFIX) == Some(sent) {
         return BodyMatch::Yes;
     }
@@ -315,6 +323,25 @@ pub(super) enum Resolution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_legacy_workers_copy_of_a_question_is_the_runs_text() {
+        let asked = format!(
+            "Roll back api-7?{}",
+            crate::callbacks::replies::code::suffix("K7")
+        );
+        // the legacy worker sent the job's body, without ringback's reply code
+        assert_eq!(body_match(Some("Roll back api-7?"), &asked), BodyMatch::Yes);
+        assert_eq!(
+            body_match(
+                Some("Sent from your Twilio trial account - Roll back api-7?"),
+                &asked
+            ),
+            BodyMatch::Yes
+        );
+        assert_eq!(body_match(Some(&asked), &asked), BodyMatch::Yes);
+        assert_eq!(body_match(Some("Roll back api-8?"), &asked), BodyMatch::No);
+    }
 
     #[test]
     fn each_documented_transform_is_recognised() {
