@@ -116,3 +116,18 @@ ensure_python_yaml() {
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-yaml >/dev/null
 }
+
+# BullMQ's Python port (a second real producer, for the explorer) in node-harness/.python, with
+# pip's --target: nothing is installed into the system's Python.
+PYTHON_BULLMQ_VERSION=3.4.4
+ensure_python_bullmq() {
+  if PYTHONPATH=node-harness/.python python3 -c 'import bullmq' >/dev/null 2>&1; then return; fi
+  say "installing bullmq ${PYTHON_BULLMQ_VERSION} for Python (the explorer's second producer) into node-harness/.python"
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-pip >/dev/null
+  fi
+  python3 -m pip install --quiet --disable-pip-version-check --target node-harness/.python "bullmq==${PYTHON_BULLMQ_VERSION}"
+}

@@ -36,7 +36,7 @@ function describePlan(plan) {
   return [
     `config: timings ${c.timings}, bullmq ${c.bullmq}, layout ${c.layout}, drainDelay ${c.drainDelayMs} ms, workers [${workers}], legacy ${c.legacy ? 'alive' : 'none'}, quiet ${c.quiet ? `${c.quiet.covers ? 'covering now' : 'not now'} in ${c.quiet.tz}` : 'none'}`,
     `runs: ${plan.runs.map((r) => `${r.i}:${r.kind}${r.name !== 'agent-callback' ? `(${r.name})` : ''}${r.urgent ? '!' : ''}${r.question ? '?' : ''}${r.zone !== 'default' ? `@${r.zone}` : ''}`).join(' ')}`,
-    `arrivals: ${plan.bursts.map((b) => `+${b.gapBeforeMs}ms [${b.adds.join(',')}]`).join(' ')}`,
+    `arrivals: ${plan.bursts.map((b) => `+${b.gapBeforeMs}ms ${b.producer === 'python' ? 'py' : ''}[${b.adds.join(',')}]`).join(' ')}`,
     `faults: ${faultClasses(plan).join(', ') || 'none'}${plan.faults.sigkillEveryMs ? `; SIGKILL every ${plan.faults.sigkillEveryMs} ms` : ''}${plan.faults.pauses.length ? `; pauses ${plan.faults.pauses.map((p) => `${p.ms} ms at +${p.atMs}`).join(', ')}` : ''}`,
   ];
 }
@@ -63,6 +63,7 @@ async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infi
     if (!r.violations.length) continue;
     for (const line of describePlan(plan)) out(`  ${line}`);
     for (const v of r.violations.slice(0, 12)) out(`  violated: ${v.invariant}${v.run !== undefined ? ` [run ${v.run}]` : ''}: ${v.detail}`);
+    for (const l of r.logs || []) log(l);
     let again = 0;
     for (let i = 0; i < replays; i += 1) if (await fails(plan, { log })) again += 1;
     out(`  replayed ${replays} time(s) from seed ${seed}: violated again ${again} time(s)`);

@@ -33,8 +33,9 @@ function runIdOf(kind, seed, i) {
     case 'number':
       return 7_000_000 + (seed % 100_000) * 100 + i;
     case 'bignum':
-      // beyond 2^53: what a Node producer holds is already the double, sent as its digits
-      return 2 ** 60 + ((seed % 1000) * 100 + i) * 4096;
+      // beyond 2^53, odd: a Python producer sends these digits, a Node producer the nearest
+      // double (JSON text here, so that no digit is lost before a producer sends it)
+      return { json: (2n ** 60n + BigInt((seed % 1000) * 100 + i) * 4096n + 1n).toString() };
     case 'long':
       return `${tag}-${'l'.repeat(240)}`;
     case 'braces':
@@ -75,6 +76,8 @@ function drawPlan(seed) {
     workers,
     legacy,
     quiet: r.chance(0.35) ? { covers: r.chance(0.6), tz: r.pick(ZONES) } : null,
+    // BullMQ's Python port adding some of the bursts beside the Node producer
+    python: r.chance(0.35),
     // `ringback serve` taking Twilio's status callbacks (RINGBACK_STATUS_CALLBACK_URL), or
     // receipts by polling alone
     receipts: r.chance(0.6),
@@ -82,7 +85,7 @@ function drawPlan(seed) {
   // the runs, each a callback (or a job of another name), added in bursts
   const nRuns = r.int(4, 14);
   const runs = [];
-  for (let i = 0; i < nRuns; i += 1) {
+  for (let i = 0; runs.length < nRuns; i += 1) {
     const kind = r.pick(RUN_ID_KINDS);
     const other = !legacy && r.chance(0.08);
     runs.push({
@@ -96,18 +99,28 @@ function drawPlan(seed) {
       zone: config.quiet ? r.weighted([[3, 'default'], [1, 'inside'], [1, 'outside']]) : 'default',
       question: r.chance(0.25),
     });
+    // a second run whose digits round to the same double: another run on the same claim key,
+    // which only a producer that keeps every digit (Python's) can send
+    if (kind === 'bignum' && config.python && r.chance(0.35)) {
+      const twin = runs[runs.length - 1];
+      runs.push({ ...twin, i: ++i, kind: 'bignum-twin', runId: { json: (BigInt(twin.runId.json) + 2n).toString() }, twinOf: twin.i, pythonOnly: true });
+    }
   }
   const nBursts = r.int(2, 5);
   const idleMs = 2 * t.stalledIntervalMs + t.pendingTtlMs + 1500;
   const bursts = Array.from({ length: nBursts }, (_, b) => ({
     gapBeforeMs: b === 0 ? 0 : r.weighted([[3, r.int(0, 400)], [2, idleMs + r.int(0, 2000)]]),
+    producer: config.python && r.chance(0.5) ? 'python' : 'node',
     adds: [],
   }));
+  const pythonBursts = bursts.map((bu, k) => k).filter((k) => bursts[k].producer === 'python');
   for (const run of runs) {
-    const b = r.int(0, nBursts - 1);
+    if (run.pythonOnly && !pythonBursts.length) bursts[0].producer = 'python';
+    const from = run.pythonOnly ? (pythonBursts.length ? pythonBursts : [0]) : bursts.map((bu, k) => k);
+    const b = r.pick(from);
     bursts[b].adds.push(run.i);
     // the agent's "done" call retried: the same run added again, now or later
-    if (r.chance(0.2)) bursts[r.int(b, nBursts - 1)].adds.push(run.i);
+    if (r.chance(0.2)) bursts[r.pick(from.filter((k) => k >= b))].adds.push(run.i);
   }
   const faults = {
     sigkillEveryMs: kills && r.chance(0.5) ? r.int(1200, 4000) : null,
@@ -120,7 +133,7 @@ function drawPlan(seed) {
   // the live-fleet checks (heartbeats fresh after an idle gap, drain refused) need workers that
   // are not being killed
   const steady = !faults.sigkillEveryMs && workers.every((w) => !w.crashAt);
-  return { seed, config, runs, bursts, faults, drainCheck: steady && r.chance(0.6) };
+  return { seed, config, runs, bursts, faults, drainCheck: steady && r.chance(0.6), workerEnv: {} };
 }
 
 /** A Twilio fault's class name: `twilio-server_error-503`. */

@@ -15,7 +15,7 @@ const { ZONES } = require('./plan');
 const QUEUE = 'explore';
 const ESCALATIONS = `${QUEUE}-escalations`;
 const OPEN_ATTEMPTS = `ringback:open-attempts:${CLAIM_PREFIX}`;
-const RINGBACK_FROM = '+15005550006';
+const OUR_SENDER = '+15005550006';
 const LEGACY_FROM = '+15005550007';
 const SETTLE_MS = 90_000;
 /** What an escalation of each kind claims, and so when it is true of a run texted `n` times. */
@@ -72,16 +72,46 @@ function heldByQuiet(quiet, run, now) {
   return inside(quiet.window, localMinutes(quiet.zones[run.i] || quiet.tz, now));
 }
 
-/** The job data a producer sends for `run` (its body tagged so each text is counted per run). */
+/** A run's runId as JSON text: the exact digits of a big number, else JSON.stringify. */
+const runIdJson = (run) => (typeof run.runId === 'object' ? run.runId.json : JSON.stringify(run.runId));
+
+/** A run's runId for a report line. */
+const label = (run) => (typeof run.runId === 'object' ? run.runId.json : String(run.runId));
+
+/** A run's runId as a Node producer or consumer holds it (a big number: the nearest double). */
+const runIdValue = (run) => JSON.parse(runIdJson(run));
+
+/**
+ * The job data a producer sends for `run`, as JSON text (its body tagged so each text is counted
+ * per run; a big runId with every digit, for a producer that keeps them).
+ */
 function jobData(plan, run, quiet) {
-  const data = { runId: run.runId, to: run.to, body: `[x${plan.seed}-${run.i}] run finished (${run.kind}): approve the release` };
-  if (run.urgent) data.urgent = true;
-  if (quiet?.zones[run.i]) data.timeZone = quiet.zones[run.i];
-  if (run.question) Object.assign(data, { expectReply: true, replyWithin: '1h' });
-  return data;
+  const rest = { to: run.to, body: `[x${plan.seed}-${run.i}] run finished (${run.kind}): approve the release` };
+  if (run.urgent) rest.urgent = true;
+  if (quiet?.zones[run.i]) rest.timeZone = quiet.zones[run.i];
+  if (run.question) Object.assign(rest, { expectReply: true, replyWithin: '1h' });
+  return `{"runId":${runIdJson(run)},${JSON.stringify(rest).slice(1)}`;
+}
+
+/** Adds `jobs` ([{name, data: JSON text, opts}]) with BullMQ's Python port. */
+async function addWithPython(lab, jobs) {
+  const { spawn } = require('node:child_process');
+  const child = spawn('python3', [PY_PRODUCER, QUEUE], {
+    env: { ...process.env, REDIS_URL: lab.redis.url, RINGBACK_PREFIX: lab.prefix, PYTHONPATH: PYTHON_PATH },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (c) => (out += c));
+  child.stderr.on('data', (c) => (out += c));
+  child.stdin.end(JSON.stringify(jobs));
+  const code = await new Promise((resolve) => child.on('exit', resolve));
+  if (code !== 0) throw new Error(`the Python producer exited ${code}: ${out.slice(-600)}`);
 }
 
 const TAG = /^\[x(\d+)-(\d+)\]/;
+const PY_PRODUCER = require('node:path').join(__dirname, '..', '..', 'bin', 'py-producer.py');
+/** Where `bullmq` for Python is installed (scripts/lib.sh's ensure_python_bullmq). */
+const PYTHON_PATH = process.env.EXPLORE_PYTHONPATH || require('node:path').join(__dirname, '..', '..', '.python');
 
 /**
  * Plays `plan`; resolves { violations: [{invariant, run?, detail}], checks, faults, ms,
@@ -109,7 +139,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       ...(plan.config.layout === 'per-slot' ? { RINGBACK_DRILL_PER_SLOT: '1' } : {}),
       ...(quiet ? { RINGBACK_QUIET_HOURS: quiet.hours, RINGBACK_QUIET_HOURS_TZ: quiet.tz } : {}),
       ...(plan.config.legacy ? { RINGBACK_SENDERS: LEGACY_FROM } : {}),
-      TWILIO_FROM: RINGBACK_FROM,
+      TWILIO_FROM: OUR_SENDER,
     };
     if (plan.faults.sim.length) await lab.sim.putFaults({ create: plan.faults.sim });
 
@@ -133,12 +163,16 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     const started = [];
     plan.config.workers.forEach((w, k) => {
       lab.supervise(`ringback-${k}`, (i) => {
-        const p = lab.ringbackWorker(`ringback-${k}#${i}`, QUEUE, {
+        const env = lab.ringbackEnv(QUEUE, {
           ...extra,
           RINGBACK_CONCURRENCY: String(w.concurrency),
           ...(w.crashAt ? { RINGBACK_CRASH_AT: w.crashAt } : {}),
           ...(w.clockSkewMs ? { RINGBACK_CLOCK_SKEW_MS: String(w.clockSkewMs) } : {}),
+          // what a test changes to prove a check fails (a worker that texts nobody, …): null unsets
+          ...(plan.workerEnv || {}),
         });
+        for (const [name, value] of Object.entries(env)) if (value === null) delete env[name];
+        const p = lab.track(new WorkerProcess(`ringback-${k}#${i}`, lab.bin, ['worker'], env));
         live.add(p);
         p.exit.then(() => live.delete(p));
         if (i === 0) started.push(p.waitStarted(30_000));
@@ -209,7 +243,12 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       if (burst.gapBeforeMs) await sleep(burst.gapBeforeMs);
       const idle = burst.gapBeforeMs > t.stalledIntervalMs * 2;
       if (idle && plan.drainCheck) {
-        const beats = await lab.heartbeats(3000);
+        // fresh within one liveness window (3 s here) of now, or of Redis answering again
+        // after a pause (nobody can beat while Redis is paused)
+        const beats = await waitFor(async () => {
+          const b = await lab.heartbeats(3000);
+          return b.length >= plan.config.workers.length ? b : null;
+        }, 4000, 'fresh heartbeats', 200).catch(() => lab.heartbeats(3000));
         tally.heartbeatSamples += 1;
         check(beats.length >= plan.config.workers.length, 'idle workers keep beating', `after an idle gap of ${burst.gapBeforeMs} ms, ${beats.length} fresh heartbeat(s) for ${plan.config.workers.length} live worker(s)`);
         if (tally.drains === 0) {
@@ -218,8 +257,10 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
           check(d.code === 3, 'drain refuses beside a live worker', `ringback drain exited ${d.code} with ${plan.config.workers.length} live worker(s): ${d.output.slice(-300)}`);
         }
       }
-      await q.addBulk(burst.adds.map((i) => ({ name: byIndex.get(i).name, data: jobData(plan, byIndex.get(i), quiet), opts: { ...JOB_OPTIONS } })));
-      log(`[explore ${plan.seed}] burst ${b + 1}/${plan.bursts.length}: ${burst.adds.length} add(s)`);
+      const jobs = burst.adds.map((i) => ({ name: byIndex.get(i).name, data: jobData(plan, byIndex.get(i), quiet), opts: { ...JOB_OPTIONS } }));
+      if (burst.producer === 'python') await addWithPython(lab, jobs);
+      else await q.addBulk(jobs.map((j) => ({ ...j, data: JSON.parse(j.data) })));
+      log(`[explore ${plan.seed}] burst ${b + 1}/${plan.bursts.length}: ${burst.adds.length} add(s) by the ${burst.producer} producer`);
     }
     // faults stop; the system must come to rest
     for (const tm of timers) clearInterval(tm);
@@ -228,6 +269,11 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     await lab.sim.putFaults({});
 
     const callbacks = plan.runs.filter((r) => r.name === 'agent-callback');
+    // a job's run: by the tag in its body (its runId may have lost digits to a double)
+    const runOf = (j) => {
+      const tag = TAG.exec(j.data?.body || '');
+      return tag && Number(tag[1]) === plan.seed ? byIndex.get(Number(tag[2])) : undefined;
+    };
     const escalations = lab.queue(ESCALATIONS);
     const countTexts = async () => {
       const messages = await fetch(`${lab.sim.base}/sim/messages`).then((r) => r.json());
@@ -241,65 +287,94 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       });
       return per;
     };
+    // runs beyond 2^53 whose producers sent different digits for one claim key: one run texted,
+    // every other escalated naming both (its job failed), never a duplicate in silence
+    const digitsSent = new Map(); // claim key -> Set of the digits producers sent
+    for (const burst of plan.bursts) {
+      for (const i of burst.adds) {
+        const run = byIndex.get(i);
+        if (typeof run.runId !== 'object' || run.name !== 'agent-callback') continue;
+        const key = String(runIdValue(run));
+        const digits = burst.producer === 'python' ? run.runId.json : String(runIdValue(run));
+        digitsSent.set(key, new Set([...(digitsSent.get(key) || []), digits]));
+      }
+    }
+    const shared = new Set([...digitsSent].filter(([, d]) => d.size > 1).map(([key]) => key));
+    const sharing = (run) => typeof run.runId === 'object' && run.name === 'agent-callback' && shared.has(String(runIdValue(run)));
     let last = {};
     const look = async () => {
       const per = await countTexts();
       const drops = lab.legacyDrops();
       const jobs = await q.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized', 'waiting-children'], 0, -1);
       const open = await lab.admin.zrange(OPEN_ATTEMPTS, 0, -1);
-      const untexted = callbacks.filter((r) => !held.has(r.i) && !per.has(r.i) && !drops.has(String(r.runId))).map((r) => r.i);
+      const groupTexted = (r) => callbacks.some((o) => sharing(o) && String(runIdValue(o)) === String(runIdValue(r)) && per.has(o.i));
+      const untexted = callbacks.filter((r) => !held.has(r.i) && !per.has(r.i) && !drops.has(String(runIdValue(r))) && !(sharing(r) && groupTexted(r))).map((r) => r.i);
       const unfinished = jobs.filter((j) => {
-        const run = plan.runs.find((r) => r.runId === j.data?.runId && r.name === j.name);
+        const run = runOf(j);
         if (!run || run.name !== 'agent-callback') return false;
         return held.has(run.i) ? false : !j.finishedOn;
       });
-      const openOthers = open.filter((id) => !plan.runs.some((r) => held.has(r.i) && String(r.runId) === id));
+      const openOthers = open.filter((id) => !plan.runs.some((r) => held.has(r.i) && String(runIdValue(r)) === id));
       last = { per, jobs, open, untexted, unfinished: unfinished.map((j) => `${j.id} (${j.data?.runId})`), openOthers };
       return untexted.length === 0 && unfinished.length === 0 && openOthers.length === 0;
     };
-    const settled = await waitFor(look, SETTLE_MS, 'the trial to settle', 250).then(
+    const settleMs = plan.settleMs || SETTLE_MS;
+    const settled = await waitFor(look, settleMs, 'the trial to settle', 250).then(
       () => true,
       () => false,
     );
-    check(settled, 'the system comes to rest', `after ${SETTLE_MS} ms: untexted runs ${JSON.stringify(last.untexted)}, unfinished jobs ${JSON.stringify(last.unfinished?.slice(0, 6))}, open attempts ${JSON.stringify(last.openOthers?.slice(0, 6))}`);
+    check(settled, 'the system comes to rest', `after ${settleMs} ms: untexted runs ${JSON.stringify(last.untexted)}, unfinished jobs ${JSON.stringify(last.unfinished?.slice(0, 6))}, open attempts ${JSON.stringify(last.openOthers?.slice(0, 6))}`);
     // a second text would come within the reconcile window: look again after it
     await sleep(1500 + 2 * 200 + 1500);
     await look().catch(() => {});
     sampling = false;
     await sampler;
 
+    for (const key of shared) {
+      const group = callbacks.filter((r) => typeof r.runId === 'object' && String(runIdValue(r)) === key);
+      const texts = group.reduce((k, r) => k + (last.per.get(r.i) || []).length, 0);
+      check(texts === 1, 'runs sharing one key: one texted, the others escalated', `${texts} text(s) for runs ${group.map(label).join(', ')} on key ${key}`, key);
+    }
+
     // the invariants, run by run
     const drops = lab.legacyDrops();
     for (const run of plan.runs) {
+      if (sharing(run)) continue;
       const texts = last.per.get(run.i) || [];
-      const ours = texts.filter((x) => x.from === RINGBACK_FROM);
+      const ours = texts.filter((x) => x.from === OUR_SENDER);
       if (run.name !== 'agent-callback') {
-        check(ours.length === 0, 'a job of another name is never texted', `${texts.length} text(s)`, run.runId);
+        check(ours.length === 0, 'a job of another name is never texted', `${texts.length} text(s)`, label(run));
         continue;
       }
       if (held.has(run.i)) {
-        check(ours.length === 0 && texts.length <= 1, 'nothing not urgent is texted inside quiet hours', `${ours.length} text(s) by ringback, ${texts.length} in all, inside ${quiet.hours} ${quiet.zones[run.i] || quiet.tz}`, run.runId);
-      } else if (drops.has(String(run.runId))) {
-        check(texts.length <= 1, 'each run is texted exactly once', `${texts.length} text(s) (the legacy worker dropped it after its own provider failure)`, run.runId);
+        check(ours.length === 0 && texts.length <= 1, 'nothing not urgent is texted inside quiet hours', `${ours.length} text(s) by ringback, ${texts.length} in all, inside ${quiet.hours} ${quiet.zones[run.i] || quiet.tz}`, label(run));
+      } else if (drops.has(String(runIdValue(run)))) {
+        check(texts.length <= 1, 'each run is texted exactly once', `${texts.length} text(s) (the legacy worker dropped it after its own provider failure)`, label(run));
       } else {
-        check(texts.length === 1, 'each run is texted exactly once', `${texts.length} text(s)${texts.length ? ` from ${texts.map((x) => x.from).join(', ')}` : ''}`, run.runId);
+        check(texts.length === 1, 'each run is texted exactly once', `${texts.length} text(s)${texts.length ? ` from ${texts.map((x) => x.from).join(', ')}` : ''}`, label(run));
       }
       if (quiet && !run.urgent) {
         const zone = quiet.zones[run.i] || quiet.tz;
         const inQuiet = ours.filter((x) => inside(quiet.window, localMinutes(zone, x.atMs)));
-        check(inQuiet.length === 0, 'nothing not urgent is texted inside quiet hours', `${inQuiet.length} text(s) by ringback inside ${quiet.hours} ${zone}`, run.runId);
+        check(inQuiet.length === 0, 'nothing not urgent is texted inside quiet hours', `${inQuiet.length} text(s) by ringback inside ${quiet.hours} ${zone}`, label(run));
       }
     }
-    // every job finished (or waiting for quiet hours' end); none failed
+    // every job finished (or waiting for quiet hours' end); none failed (a failedReason alone
+    // is an attempt that failed and was retried)
+    const failed = new Set((await q.getJobs(['failed'], 0, -1)).map((j) => j.id));
     for (const j of last.jobs || []) {
-      const run = plan.runs.find((r) => r.runId === j.data?.runId && r.name === j.name);
+      const run = runOf(j);
       if (!run) continue;
       if (run.name !== 'agent-callback') {
-        check(!j.finishedOn, "a job of another name is left to its own workers", `job ${j.id} ${j.failedReason ? `failed: ${j.failedReason}` : 'completed'}`, run.runId);
+        check(!j.finishedOn, 'a job of another name is left to its own workers', `job ${j.id} ${failed.has(j.id) ? `failed: ${j.failedReason}` : 'completed'}`, label(run));
         continue;
       }
-      check(!j.failedReason, 'no callback job fails', `job ${j.id} failed: ${j.failedReason}`, run.runId);
-      if (!held.has(run.i)) check(Boolean(j.finishedOn), 'every job finishes', `job ${j.id} not finished`, run.runId);
+      if (sharing(run) && failed.has(j.id)) {
+        check(/cannot share one key/.test(j.failedReason || ''), 'runs sharing one key: one texted, the others escalated', `job ${j.id} failed: ${j.failedReason}`, label(run));
+        continue;
+      }
+      check(!failed.has(j.id), 'no callback job fails', `job ${j.id} failed: ${j.failedReason}`, label(run));
+      if (!held.has(run.i)) check(Boolean(j.finishedOn), 'every job finishes', `job ${j.id} not finished`, label(run));
     }
     // one claim key per run, across both fleets
     const claimKeys = [];
@@ -309,7 +384,8 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       cursor = next;
       claimKeys.push(...keys);
     } while (cursor !== '0');
-    const expected = new Set(callbacks.map((r) => `${CLAIM_PREFIX}${String(r.runId)}`));
+    // as the legacy worker keys a run: JavaScript's String of the runId it parsed
+    const expected = new Set(callbacks.map((r) => `${CLAIM_PREFIX}${String(runIdValue(r))}`));
     for (const key of claimKeys) check(expected.has(key), 'one claim key per run, across both fleets', `claim key ${key} belongs to no run`);
     // no orphan waited past its bound
     check(overdue.size === 0, 'an orphan is texted within its bound while a worker lives', [...overdue].map(([id, late]) => `open attempt of ${id} overdue by ${late} ms (bound ${orphanBoundMs} ms)`).join('; '));
@@ -318,15 +394,19 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     for (const p of pages) {
       const kind = p.data?.kind;
       if (kind === 'resolved') continue;
-      const run = plan.runs.find((r) => String(r.runId) === String(p.data?.runId));
+      if (kind === 'invalid' && [...shared].some((key) => (p.data?.reason || '').includes(`keyed ${key} `))) continue;
+      const run = plan.runs.find((r) => String(runIdValue(r)) === String(p.data?.runId));
       const texts = run ? (last.per.get(run.i) || []).length : 0;
       check(Boolean(TRUE_PAGE[kind]?.(texts)), 'no page that is not true', `escalation ${kind} for ${p.data?.runId} (${texts} text(s)): ${p.data?.reason || ''}`.slice(0, 300), p.data?.runId);
     }
     check(lab.failures.length === 0, 'no worker fails by itself', lab.failures.slice(0, 3).join(' | ').slice(0, 600));
+    // what each process said last, for a violation's report
+    const logs = violations.length ? lab.processes.map((p) => `--- ${p.label}\n${p.output().slice(-1500)}`) : [];
     const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses;
     return {
       seed: plan.seed,
       violations,
+      logs,
       checks,
       faults,
       ms: Date.now() - t0,

@@ -1,0 +1,75 @@
+// The explorer: its CI seeds find no violation, a seed draws the same plan every time, and its
+// checks catch a broken fleet (a worker that texts nobody, quiet hours the workers ignore).
+'use strict';
+
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { describe, it } = require('node:test');
+const { runToEnd } = require('../lib/harness/reaper');
+const { ringbackBin } = require('../lib/harness/twilio-sim');
+const { drawPlan, faultClasses, without } = require('../lib/explore/plan');
+const { runTrial } = require('../lib/explore/trial');
+
+const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'explore');
+// CI's seeds: together they draw both timing profiles, concurrency 1 with idle gaps, the
+// per-slot layout, quiet hours covering now, the legacy worker alive, receipts through serve,
+// the Python producer and two runs on one key, the live-fleet checks, crashes, kills, Redis
+// pauses and Twilio's faults (the test below checks that they do)
+const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326];
+const LAST = /^explore: (\d+) trials, (\d+) faults, (\d+) invariant checks, (\d+) violations$/;
+
+describe('the explorer', () => {
+  it('a seed draws the same plan every time, and shrinking switches one fault class off', () => {
+    for (const seed of [1, 59737, 424242]) {
+      assert.deepEqual(drawPlan(seed), drawPlan(seed));
+      const plan = drawPlan(seed);
+      for (const cls of new Set(faultClasses(plan))) assert.ok(!faultClasses(without(plan, cls)).includes(cls), `${seed}: ${cls}`);
+    }
+    assert.notDeepEqual(drawPlan(1), drawPlan(2));
+  });
+
+  it("CI's seeds draw every feature and fault class between them", () => {
+    const plans = CI_SEEDS.map(drawPlan);
+    const some = (f) => plans.some(f);
+    assert.ok(some((p) => p.config.timings === 'prod') && some((p) => p.config.timings === 'compressed'), 'both timing profiles');
+    assert.ok(some((p) => p.config.workers.some((w) => w.concurrency === 1) && p.bursts.some((b) => b.gapBeforeMs > 4000)), 'concurrency 1 with an idle gap');
+    assert.ok(some((p) => p.config.layout === 'per-slot'), 'the per-slot layout');
+    assert.ok(some((p) => p.config.quiet?.covers), 'quiet hours covering now');
+    assert.ok(some((p) => p.config.legacy), 'a legacy worker alive');
+    assert.ok(some((p) => p.config.receipts), 'receipts through serve');
+    assert.ok(some((p) => p.bursts.some((b) => b.producer === 'python')), 'the Python producer');
+    assert.ok(some((p) => p.runs.some((r) => r.kind === 'bignum-twin')), 'two runs on one key');
+    assert.ok(some((p) => p.drainCheck), 'heartbeats and drain beside a live fleet');
+    const classes = new Set(plans.flatMap(faultClasses));
+    for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
+    assert.ok([...classes].some((c) => c.startsWith('twilio-')), 'a Twilio fault');
+  });
+
+  it("CI's seeds: no violation, and the last line counts trials, faults, checks and violations", { timeout: 480_000 }, async () => {
+    // through the command the docs give (RINGBACK_BIN: the binary under test, not a release build)
+    const r = await runToEnd(SCRIPT, ['--seeds', CI_SEEDS.join(','), '--replays', '0', '--shrink', '0'], {
+      env: { ...process.env, RINGBACK_BIN: ringbackBin() },
+    });
+    const lines = r.out.trim().split('\n');
+    const m = LAST.exec(lines[lines.length - 1]);
+    assert.ok(m, `last line: ${lines[lines.length - 1]}\n${r.err.slice(-2000)}`);
+    assert.equal(Number(m[1]), CI_SEEDS.length);
+    assert.ok(Number(m[2]) > 0 && Number(m[3]) > 100, lines[lines.length - 1]);
+    assert.equal(r.code, 0, `${r.out}\n${r.err.slice(-3000)}`);
+    assert.equal(Number(m[4]), 0);
+  });
+
+  it('a worker that texts nobody breaks "each run is texted exactly once"', { timeout: 120_000 }, async () => {
+    // (no need to wait the full settle bound for texts that never come)
+    const plan = { ...drawPlan(207), workerEnv: { RINGBACK_PROCESSOR: 'scripted' }, settleMs: 10_000 };
+    const r = await runTrial(plan);
+    assert.ok(r.violations.some((v) => v.invariant === 'each run is texted exactly once'), JSON.stringify(r.violations.slice(0, 3)));
+  });
+
+  it('workers that ignore quiet hours break "nothing not urgent is texted inside quiet hours"', { timeout: 120_000 }, async () => {
+    const plan = drawPlan(256);
+    assert.ok(plan.config.quiet?.covers, 'seed 256 draws quiet hours covering now');
+    const r = await runTrial({ ...plan, workerEnv: { RINGBACK_QUIET_HOURS: null, RINGBACK_QUIET_HOURS_TZ: null } });
+    assert.ok(r.violations.some((v) => v.invariant === 'nothing not urgent is texted inside quiet hours'), JSON.stringify(r.violations.slice(0, 3)));
+  });
+});
