@@ -870,6 +870,18 @@ async fn every_script_runs_after_script_flush() {
             .unwrap()
             .is_empty()
     );
+    // a question's answer claim handed over (replies): nothing to hand over here
+    let taken: Option<String> = ringback::store::scripts::scripts()
+        .question_answer_take
+        .run(
+            &mut c,
+            &trips,
+            &["ringback:question-answered:flush"],
+            &["SMvoid", "SMnext", "1000"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(taken, None);
     let loaded: Vec<bool> = redis::cmd("SCRIPT")
         .arg("EXISTS")
         .arg(
