@@ -176,7 +176,8 @@ describe('replies: questions, signed answers and the replies queue, with Node Bu
         // exactly one job, taken once, completed by ask.js's plain Worker
         const job = await waitFor(async () => {
           const j = await replies.getJob(sid);
-          return j && (await j.getState()) === 'completed' ? j : null;
+          // read again once completed: a job read while still active has no returnvalue
+          return j && (await j.getState()) === 'completed' ? replies.getJob(sid) : null;
         }, T, 'the reply job completed');
         assert.equal(job.name, 'agent-reply');
         assert.deepEqual(job.returnvalue, { answered: runId });
@@ -222,7 +223,7 @@ describe('replies: questions, signed answers and the replies queue, with Node Bu
       assert.deepEqual(await texted(to, 1, 'the legacy worker to text the question'), [legacyBody]);
       const legacyJob = await waitFor(async () => {
         const j = await callbacks.getJob('mixed-legacy-q');
-        return j && (await j.getState()) === 'completed' ? j : null;
+        return j && (await j.getState()) === 'completed' ? callbacks.getJob('mixed-legacy-q') : null;
       }, T, 'the legacy job completed');
       assert.match(legacyJob.returnvalue.sid, /^SM[0-9a-f]{32}$/, 'sent by the legacy worker');
       const sid1 = messageSid(1, 0xb);
@@ -309,7 +310,8 @@ describe('replies: questions, signed answers and the replies queue, with Node Bu
       assert.equal(askBack.length, 1, JSON.stringify(texts));
       const which = await waitFor(async () => {
         const j = await callbacks.getJob(`reply:${sid}`);
-        return j && (await j.getState()) === 'completed' ? j : null;
+        // read again once completed: a job read while still active has no finishedOn
+        return j && (await j.getState()) === 'completed' ? callbacks.getJob(`reply:${sid}`) : null;
       }, T, `the ask-back run reply:${sid} completed`);
       assert.equal(which.data.to, to);
       assert.equal((await s.post(yes)).status, 200);
