@@ -11,6 +11,7 @@
   ARGV[1] runId        ARGV[4] from ("" = the configured sender)
   ARGV[2] job id       ARGV[5] body
   ARGV[3] to           ARGV[6] record TTL (ms)
+  ARGV[7] "1" = urgent, else ""   ARGV[8] time zone ("" = the deployment's)
 
   Returns 1 adopted, 2 already open (indexed again), 0 nothing to do (sent or failed for good)
 ]]
@@ -27,6 +28,8 @@ end
 rcall("DEL", KEYS[2])
 rcall("HSET", KEYS[2], "token", "", "job", ARGV[2], "state", "retry", "since", now,
   "to", ARGV[3], "from", ARGV[4], "body", ARGV[5], "adopted_at", now)
+if ARGV[7] == "1" then rcall("HSET", KEYS[2], "urgent", "1") end
+if ARGV[8] and ARGV[8] ~= "" then rcall("HSET", KEYS[2], "tz", ARGV[8]) end
 rcall("PEXPIRE", KEYS[2], ARGV[6])
 if KEYS[4] then rcall("ZADD", KEYS[4], now, ARGV[1]) end
 return 1

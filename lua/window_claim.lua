@@ -35,6 +35,10 @@
                                            intent comes due (ms): from then on a sweep may
                                            take and drop the entry, so the claim opens no
                                            attempt and answers busy (1 ms): come back
+                                  ARGV[15] "1" = urgent (sent inside quiet hours), else ""
+                                  ARGV[16] the callback's time zone ("" = the deployment's)
+                                           ARGV[15..16] are kept on the record (fields urgent,
+                                           tz) for the paths that rebuild the request from it
   ARGV[5] pending TTL (ms)
   ARGV[6] hold (ms): how long a resolver may go without touching the attempt
 

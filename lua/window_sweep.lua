@@ -17,7 +17,8 @@
   ARGV[4] "1" = take it even if not due (`ringback drain`)
 
   Returns {} (not overdue, or settled and dropped from the index), or
-          {generation, token, to, from, body}
+          {generation, token, to, from, body, urgent, tz} (urgent "1" or "", tz "" = the
+          deployment's: what the send decision needs, window_claim.lua's ARGV[15..16])
 ]]
 local now, lease, hold = redisNowMs(), tonumber(ARGV[2]), tonumber(ARGV[3])
 local index = KEYS[3]
@@ -25,7 +26,7 @@ if index then
   local due = tonumber(rcall("ZSCORE", index, ARGV[1]))
   if not due or (due > now and ARGV[4] ~= "1") then return {} end
 end
-local rec = rcall("HMGET", KEYS[2], "state", "token", "to", "from", "body")
+local rec = rcall("HMGET", KEYS[2], "state", "token", "to", "from", "body", "urgent", "tz")
 local state = rec[1]
 if state ~= "claimed" and state ~= "ambiguous" and state ~= "retry" then
   if index then rcall("ZREM", index, ARGV[1]) end
@@ -41,4 +42,5 @@ if (v and v == "pending:" .. rec[2]) or (not v and state ~= "retry") then
 end
 local generation = rcall("HINCRBY", KEYS[2], "sweeps", 1)
 if index then rcall("ZADD", index, now + math.floor(hold / 2), ARGV[1]) end
-return {tostring(generation), rec[2] or "", rec[3] or "", rec[4] or "", rec[5] or ""}
+return {tostring(generation), rec[2] or "", rec[3] or "", rec[4] or "", rec[5] or "", rec[6] or "",
+  rec[7] or ""}

@@ -86,6 +86,34 @@ fn texts_to(e: &Env, to: &str) -> Vec<String> {
         .collect()
 }
 
+/// Quiet hours from an hour ago to an hour from now, read in `zone` (`None`: UTC); and when they
+/// end (ms, to the minute).
+fn quiet_around_now(zone: Option<&str>) -> (ringback::callbacks::quiet::Quiet, i64) {
+    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
+    let start = now
+        .checked_sub(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let end = now
+        .checked_add(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let name = zone.unwrap_or("UTC");
+    let quiet = ringback::callbacks::quiet::Quiet {
+        hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
+        zone: jiff::tz::TimeZone::get(name).unwrap(),
+        zone_name: name.into(),
+    };
+    let opens = end
+        .with()
+        .second(0)
+        .subsec_nanosecond(0)
+        .build()
+        .unwrap()
+        .timestamp()
+        .as_millisecond();
+    (quiet, opens)
+}
+
 /// `serve`'s inbound webhook, beside the status callback URL the environment gives.
 fn inbound_url(e: &Env) -> String {
     e.status_callback
@@ -455,20 +483,9 @@ async fn opt_outs_are_recorded_as_twilio_reports_them() {
 async fn quiet_hours_hold_what_is_not_urgent_in_delayed() {
     let e = env("replies-quiet", "").await;
     // a window around now in UTC
-    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
-    let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
-    let start = now
-        .checked_sub(jiff::SignedDuration::from_mins(60))
-        .unwrap();
-    let end = now
-        .checked_add(jiff::SignedDuration::from_mins(60))
-        .unwrap();
     let mut sms = sms_config();
-    sms.quiet = Some(ringback::callbacks::quiet::Quiet {
-        hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
-        zone: jiff::tz::TimeZone::UTC,
-        zone_name: "UTC".into(),
-    });
+    let (quiet, opens) = quiet_around_now(None);
+    sms.quiet = Some(quiet);
     let w = start_worker(&e, sms).await;
     let night = add(
         &e,
@@ -500,14 +517,6 @@ async fn quiet_hours_hold_what_is_not_urgent_in_delayed() {
     })
     .await;
     let due = (score as i64) >> 12;
-    let opens = end
-        .with()
-        .second(0)
-        .subsec_nanosecond(0)
-        .build()
-        .unwrap()
-        .timestamp()
-        .as_millisecond();
     assert!(
         (due - opens).abs() < 2_000,
         "due {due}, window opens {opens}"
@@ -1229,24 +1238,15 @@ async fn a_question_claimed_by_an_answer_cut_short_is_open_again_once_the_claim_
 #[tokio::test]
 async fn quiet_hours_hold_what_the_fused_finish_claimed_for_the_next_job() {
     let e = env("replies-quiet-fused", "").await;
-    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
-    let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
-    let start = now
-        .checked_sub(jiff::SignedDuration::from_mins(60))
-        .unwrap();
-    let end = now
-        .checked_add(jiff::SignedDuration::from_mins(60))
-        .unwrap();
     let mut sms = sms_config();
     // the deployment's quiet hours are read in a zone where it is day now; each job's own zone
     // (UTC) is inside them: the sweep, which rebuilds a request from the attempt record alone
     // (no `urgent`, no `timeZone`), would read them in the deployment's zone and text
+    let (mut quiet, opens) = quiet_around_now(None);
     let day = "Pacific/Kiritimati";
-    sms.quiet = Some(ringback::callbacks::quiet::Quiet {
-        hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
-        zone: jiff::tz::TimeZone::get(day).unwrap(),
-        zone_name: day.into(),
-    });
+    quiet.zone = jiff::tz::TimeZone::get(day).unwrap();
+    quiet.zone_name = day.into();
+    sms.quiet = Some(quiet);
     let mut ids = vec![];
     for i in 0..12 {
         let urgent = i % 2 == 0;
@@ -1261,21 +1261,9 @@ async fn quiet_hours_hold_what_the_fused_finish_claimed_for_the_next_job() {
     let conn = ringback::store::connection::commands(&client)
         .await
         .unwrap();
-    let p = processor(&e, conn, sms);
-    let cancel = tokio_util::sync::CancellationToken::new();
     // at the default concurrency (1) each urgent job's finish fetches and claims the next,
     // non-urgent one
-    let config = ringback::WorkerConfig {
-        concurrency: 1,
-        ..worker_config(&e)
-    };
-    let w = tokio::spawn(ringback::edge::run::worker(
-        config,
-        p.clone(),
-        cancel.clone(),
-        None,
-        Some(p),
-    ));
+    let w = run_worker(&e, processor(&e, conn, sms), 1);
     let mut c = e.redis.conn().await;
     for (urgent, id) in &ids {
         if *urgent {
@@ -1309,22 +1297,13 @@ async fn quiet_hours_hold_what_the_fused_finish_claimed_for_the_next_job() {
         )
         .await
         .unwrap();
-    let opens = end
-        .with()
-        .second(0)
-        .subsec_nanosecond(0)
-        .build()
-        .unwrap()
-        .timestamp()
-        .as_millisecond();
     for (run, due) in &open {
         assert!(
             (*due as i64) >= opens - 2_000,
             "{run}'s attempt is due at {due}, before the quiet hours end at {opens}"
         );
     }
-    cancel.cancel();
-    let _ = w.await;
+    w.stop().await;
 }
 
 /// A reply arriving while Redis does not answer (a failover that drops packets, a slow fork)
@@ -1531,4 +1510,102 @@ async fn a_codeless_message_just_after_an_answer_is_asked_back_not_given_to_the_
         got.matched
     );
     w.stop().await;
+}
+
+/// Quiet hours hold on the orphan sweep: an attempt whose worker died (its job gone) is
+/// resolved from its record alone, and the record keeps what the decision needs. A callback
+/// that is not urgent waits for the quiet hours' end (its attempt due then, not counted as
+/// overdue by the age gauge); an urgent one and one whose own zone is outside them are texted.
+#[tokio::test]
+async fn an_orphan_inside_quiet_hours_waits_for_their_end_with_its_zone_and_urgency() {
+    let e = env("replies-quiet-orphan", "").await;
+    let (quiet, opens) = quiet_around_now(None);
+    let mut sms = sms_config();
+    sms.quiet = Some(quiet);
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    // three attempts claimed by a worker that died at once (claims dead after 200 ms)
+    let w = window(&e, conn.clone(), 200);
+    let runs = [
+        ("oq-plain", false, None),
+        ("oq-urgent", true, None),
+        // nine hours east of the quiet window: day there
+        ("oq-zone", false, Some("Asia/Tokyo")),
+    ];
+    for (run, urgent, zone) in runs {
+        let req = ringback::callbacks::callback::CallbackRequest {
+            run_id: run.into(),
+            to: TO.into(),
+            body: format!("Run {run} done"),
+            urgent,
+            time_zone: zone.map(str::to_string),
+            ..Default::default()
+        };
+        let claim = w
+            .claim_callback(&req, &format!("tok-{run}"), None, "gone", "w")
+            .await
+            .unwrap();
+        assert!(matches!(
+            claim,
+            ringback::callbacks::window::Claim::Claimed { .. }
+        ));
+    }
+    let p = processor(&e, conn, sms);
+    let worker = run_worker(&e, p.clone(), worker_config(&e).concurrency);
+    let sent = |run: &str| {
+        e.sim
+            .store
+            .all()
+            .into_iter()
+            .filter(|m| m.body.as_deref() == Some(&format!("Run {run} done")))
+            .count()
+    };
+    wait_for(
+        T,
+        "the urgent orphan and the one outside quiet hours texted",
+        || {
+            let n = sent("oq-urgent") + sent("oq-zone");
+            async move { (n == 2).then_some(()) }
+        },
+    )
+    .await;
+    // many sweep intervals later: the one inside quiet hours is still not texted
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        (sent("oq-plain"), sent("oq-urgent"), sent("oq-zone")),
+        (0, 1, 1),
+        "texts of the plain, urgent and zoned orphans"
+    );
+    let mut c = e.redis.conn().await;
+    let rec: std::collections::HashMap<String, String> = c
+        .hgetall(ringback::store::keys::WindowKeys::new("agent-callback:", "oq-plain").attempt)
+        .await
+        .unwrap();
+    assert_eq!(
+        rec.get("state").map(String::as_str),
+        Some("retry"),
+        "{rec:?}"
+    );
+    assert!(
+        rec.get("error")
+            .is_some_and(|e| e.starts_with(ringback::callbacks::quiet::HELD_REASON)),
+        "{rec:?}"
+    );
+    let due: f64 = c
+        .zscore(
+            ringback::store::keys::open_attempts("agent-callback:"),
+            "oq-plain",
+        )
+        .await
+        .unwrap();
+    assert!(
+        (due as i64) >= opens - 2_000,
+        "due at {due}, before the quiet hours end at {opens}"
+    );
+    // waiting for quiet hours is on time: the age gauge does not count it
+    let open = p.window().open_attempts().await.unwrap();
+    assert_eq!(open.oldest_since, None, "{open:?}");
+    worker.stop().await;
 }

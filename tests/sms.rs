@@ -1471,3 +1471,38 @@ async fn two_runs_beyond_two_to_the_53_on_one_key_are_never_a_silent_duplicate()
     );
     w.stop().await;
 }
+
+/// An invalid job the fused finish claimed (its shape passes the finish's check, its
+/// `timeZone` does not exist) is escalated invalid and never texted: its claim is closed with
+/// the job, not handed back for the orphan sweep to send.
+#[tokio::test]
+async fn an_invalid_job_claimed_by_the_fused_finish_is_never_texted_by_the_sweep() {
+    let e = env("fused-invalid", "").await;
+    let ok = add(&e, &data("fi-ok")).await;
+    let bad = serde_json::json!({
+        "runId": "fi-bad", "to": TO, "body": body("fi-bad"), "timeZone": "Mars/Olympus",
+    });
+    let bad = add(&e, &bad.to_string()).await;
+    // concurrency 1: the first job's finish fetches the second and claims its run
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let w = run_worker(&e, processor(&e, conn, sms_config()), 1);
+    assert_eq!(finished(&e, &ok).await.0, "completed");
+    let (state, h) = finished(&e, &bad).await;
+    assert_eq!(state, "failed", "{h:?}");
+    // several sweep intervals and retry delays later
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(texts(&e, "fi-bad"), 0, "the invalid job was texted");
+    let mut c = e.redis.conn().await;
+    let rec: std::collections::HashMap<String, String> = c
+        .hgetall(WindowKeys::new("agent-callback:", "fi-bad").attempt)
+        .await
+        .unwrap();
+    assert!(
+        rec.is_empty() || rec.get("state").map(String::as_str) == Some("send-failed"),
+        "{rec:?}"
+    );
+    w.stop().await;
+}

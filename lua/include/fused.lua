@@ -53,7 +53,11 @@ local function callbackOf(fields, names)
       and string.find(from, "%a")) then
     return nil
   end
-  return {runId = runId, to = to, body = body, from = from}
+  local tz = d["timeZone"]
+  if tz ~= nil and tz ~= cjson.null and type(tz) ~= "string" then return nil end
+  if tz == cjson.null then tz = nil end
+  return {runId = runId, to = to, body = body, from = from,
+    urgent = d["urgent"] == true and "1" or "", tz = tz or ""}
 end
 
 -- A key template ("\1" where the runId goes) filled with `runId`; each template's two halves
@@ -89,7 +93,7 @@ local function finishSentOnce(K, A, now, batch)
   local claim = claimRun({runKey(A[25], req.runId), runKey(A[26], req.runId),
     runKey(A[27], req.runId), K[17], K[22]},
     {A[28], next[2], A[29], "", A[30], A[31], A[21], req.to, req.from, req.body,
-     req.runId, A[32], A[33]}, now)
+     req.runId, A[32], A[33], nil, req.urgent, req.tz}, now)
   table.insert(claim, req.runId)
   return {next, mark, claim}
 end

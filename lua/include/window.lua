@@ -197,6 +197,15 @@ end
 
 -- claimRun's new attempt: the claim (a lease) and the record, in one step. `hadRecord`: the
 -- record exists (it is replaced).
+-- What a send decision needs of the callback beyond its text, kept on the attempt record for
+-- every path that rebuilds the request from the record alone (the orphan sweep, drain, resend):
+-- `urgent` ("1": sent inside quiet hours) and `tz` (the zone its quiet hours are read in).
+-- Written only when set, so a plain callback's record is as small as before.
+local function keepQuietFacts(attemptKey, urgent, tz)
+  if urgent == "1" then rcall("HSET", attemptKey, "urgent", "1") end
+  if tz ~= nil and tz ~= "" then rcall("HSET", attemptKey, "tz", tz) end
+end
+
 local function freshAttempt(keys, args, now, token, hadRecord)
   local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
   local nowS = int(now)
@@ -204,6 +213,7 @@ local function freshAttempt(keys, args, now, token, hadRecord)
   if hadRecord then rcall("DEL", attemptKey) end
   rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
     "claimed_at", nowS, "since", nowS, "to", args[8], "from", args[9], "body", args[10])
+  keepQuietFacts(attemptKey, args[15], args[16])
   rcall("PEXPIRE", attemptKey, args[7])
   -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
   if index then
@@ -262,6 +272,9 @@ local function claimRun(keys, args, now)
     rcall("SET", claimKey, "pending:" .. token, "PX", lease)
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "ambiguous",
       "since", since, "to", to, "from", from, "body", body, "touched", nowS, "origin", origin)
+    -- a record taken over (the legacy worker's claim) learns them from this caller's job
+    if rec["urgent"] == nil then keepQuietFacts(attemptKey, args[15], nil) end
+    if rec["tz"] == nil then keepQuietFacts(attemptKey, nil, args[16]) end
     rcall("PEXPIRE", attemptKey, args[7])
     -- a resolver touches the attempt every poll; half the hold without a touch means it is gone
     if index then rcall("ZADD", index, int(now + math.floor(hold / 2)), runId) end

@@ -142,6 +142,21 @@ async fn gave_up_on(
     use crate::callbacks::escalation::{Escalation, EscalationKind};
     let attempt = window.attempt_record(run).await.unwrap_or_default();
     if attempt.get("state").map(String::as_str) == Some("retry") {
+        if let Some(until) = attempt
+            .get("error")
+            .and_then(|e| e.strip_prefix(crate::callbacks::quiet::HELD_REASON))
+        {
+            return Escalation {
+                run_id: run.to_string(),
+                reason: format!(
+                    "not sent: it waits for its quiet hours to end ({}), and `ringback drain` gave up before then; a legacy worker skips its job while the claim lives (RINGBACK_CLAIM_LEASE_MS), so text the person when the quiet hours end",
+                    until.trim()
+                ),
+                last_status: None,
+                error_code: None,
+                kind: EscalationKind::Held,
+            };
+        }
         let why = attempt
             .get("error")
             .map(|e| format!(" ({e})"))

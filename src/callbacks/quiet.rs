@@ -171,6 +171,15 @@ fn at(date: jiff::civil::Date, minutes: u16, zone: &TimeZone) -> Option<i64> {
     Some(earlier.as_millisecond())
 }
 
+/// The reason an attempt record gives for a callback waiting for its quiet hours to end, followed
+/// by when they end (`drain` and `status` read it).
+pub const HELD_REASON: &str = "inside quiet hours: not sent until";
+
+/// `ms` (Unix time) as an RFC 3339 instant, for a reason or a log line.
+pub fn iso(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map_or_else(|_| ms.to_string(), |t| t.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

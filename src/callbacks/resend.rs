@@ -109,13 +109,22 @@ pub async fn resend(processor: &SmsProcessor, run_id: &str) -> Result<Resent, Re
         };
         processor.replies().ask(&mut reopen).await?;
     }
+    // the resend keeps the callback's quiet hours: outside them it goes now, inside them its
+    // attempt waits for their end and a running worker's sweep sends it then
+    let facts = crate::callbacks::window::SendFacts::read(
+        attempt.get("urgent").map_or("", String::as_str),
+        attempt.get("tz").map_or("", String::as_str),
+    );
     let req = CallbackRequest {
         run_id: resend_run(run_id),
         to: to.clone(),
         body: body.clone(),
         from: attempt.get("from").filter(|f| !f.is_empty()).cloned(),
+        urgent: facts.urgent,
+        time_zone: facts.time_zone,
         ..Default::default()
     };
+    let quiet_until = processor.quiet_until(&req);
     let outcome = processor
         .attempt(&format!("ringback-resend:{run_id}"), &req)
         .await;
@@ -133,6 +142,12 @@ pub async fn resend(processor: &SmsProcessor, run_id: &str) -> Result<Resent, Re
                 (_, sid) => Resent::AlreadyResent { sid },
             }
         }
+        Outcome::DelayUntil(_) if quiet_until.is_some() => Resent::Pending {
+            why: format!(
+                "inside the callback's quiet hours: its attempt waits for their end ({}), when a running worker's sweep sends it",
+                crate::callbacks::quiet::iso(quiet_until.unwrap_or_default())
+            ),
+        },
         Outcome::DelayUntil(_) => Resent::Pending {
             why: "Twilio's answer was lost or asked to wait; the resend's attempt stays open and a running worker's sweep resolves it (or run this again)".into(),
         },

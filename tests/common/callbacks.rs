@@ -160,6 +160,36 @@ pub async fn start_worker_via(e: &Env, sms: SmsConfig, twilio: TwilioConfig) -> 
     }
 }
 
+/// `ringback worker` as its binary runs it (the worker with its orphan sweep, heartbeat and
+/// gauges) on `processor` at `concurrency`, as a task: stop it with [`Looping::stop`].
+pub fn run_worker(e: &Env, processor: SmsProcessor, concurrency: usize) -> Looping {
+    let config = WorkerConfig {
+        concurrency,
+        ..worker_config(e)
+    };
+    let cancel = CancellationToken::new();
+    let handle = tokio::spawn(ringback::edge::run::worker(
+        config,
+        processor.clone(),
+        cancel.clone(),
+        None,
+        Some(processor),
+    ));
+    Looping { cancel, handle }
+}
+
+pub struct Looping {
+    pub cancel: CancellationToken,
+    pub handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::edge::run::RunError>>,
+}
+
+impl Looping {
+    pub async fn stop(self) {
+        self.cancel.cancel();
+        let _ = self.handle.await;
+    }
+}
+
 /// The text of `run_id`'s callback.
 pub fn body(run_id: &str) -> String {
     format!("Run {run_id} finished: 2 approvals needed")

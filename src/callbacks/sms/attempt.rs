@@ -28,7 +28,6 @@ impl SmsProcessor {
         req: &CallbackRequest,
         ctx: Option<&JobContext>,
     ) -> Outcome {
-        let from = req.from.clone().unwrap_or_default();
         let mut supersede: Option<String> = None;
         // an attempt escalated as still resolving was proven never sent: its resend is notified
         let mut escalated_before = false;
@@ -46,16 +45,7 @@ impl SmsProcessor {
                 }
                 None => {
                     self.window
-                        .claim(
-                            &req.run_id,
-                            &token,
-                            supersede.as_deref(),
-                            job_id,
-                            &self.worker_id,
-                            &req.to,
-                            &from,
-                            &req.body,
-                        )
+                        .claim_callback(req, &token, supersede.as_deref(), job_id, &self.worker_id)
                         .await
                 }
             };
@@ -100,6 +90,11 @@ impl SmsProcessor {
                 }
                 Ok(Claim::Claimed { token }) => {
                     self.crash(CrashPoint::AfterClaim, &req.run_id);
+                    // every path that sends passes here (a job, the sweep, drain, resend):
+                    // quiet hours hold on each, from what the record kept of the callback
+                    if let Some(opens) = self.quiet_until(req) {
+                        return self.quiet_hold(req, &token, opens).await;
+                    }
                     if let hold::Admit::Wait { since, reason } =
                         self.stats.holds.admits(&req.to, now_ms())
                     {
@@ -255,6 +250,34 @@ impl SmsProcessor {
             }
         }
         self.later(wait)
+    }
+
+    /// A claim made inside the callback's quiet hours (or too close to their start): Twilio is
+    /// not called; the claim is released as `retry` due when they end (`opens`, ms on Redis's
+    /// clock), its fence kept, and the caller comes back then.
+    pub(super) async fn quiet_hold(
+        &self,
+        req: &CallbackRequest,
+        token: &str,
+        opens: i64,
+    ) -> Outcome {
+        self.stats.record(SmsEvent::Quiet);
+        let wait = Duration::from_millis((opens - self.window.now()).max(0) as u64)
+            .max(self.config.retry_later_default);
+        let reason = format!(
+            "{} {}",
+            crate::callbacks::quiet::HELD_REASON,
+            crate::callbacks::quiet::iso(opens)
+        );
+        if let Err(e) = self
+            .window
+            .release(&req.run_id, token, &reason, "released", wait)
+            .await
+        {
+            tracing::warn!(error = %e, "could not hand back a claim made inside quiet hours; the sweep resolves it");
+        }
+        tracing::info!(run_id = %req.run_id, opens_at = opens, "inside quiet hours; not sent until they end");
+        Outcome::DelayUntil(self.window.to_local(opens))
     }
 
     /// Twilio refused a create for `blame`: hold, with the error line once per interval.

@@ -143,8 +143,13 @@ impl SmsProcessor {
             return Some(claim);
         }
         tracing::warn!(prepared = %claim_run, "the prepared claim is another run's; handing it back");
-        self.hand_back(&claim_run, &claim, self.config.retry_later_default)
-            .await;
+        self.hand_back(
+            &claim_run,
+            &claim,
+            self.config.retry_later_default,
+            "claimed for a job that did not run",
+        )
+        .await;
         None
     }
 
@@ -153,8 +158,24 @@ impl SmsProcessor {
     /// sends), anything else stays as the window left it.
     pub(super) async fn hand_back_prepared(&self, prepared: &Value) {
         if let Some((run_id, claim)) = self.read_prepared(prepared) {
-            self.hand_back(&run_id, &claim, self.config.retry_later_default)
+            let reason = "claimed for a job that did not run";
+            self.hand_back(&run_id, &claim, self.config.retry_later_default, reason)
                 .await;
+        }
+    }
+
+    /// Close a claim prepared for a job that is invalid (escalated, never texted): the
+    /// attempt ends `send-failed` with `reason`, so no sweep sends it.
+    pub(super) async fn close_prepared(&self, prepared: &Value, reason: &str) {
+        if let Some((run_id, Claim::Claimed { token })) = self.read_prepared(prepared) {
+            let reason = format!("invalid callback job: {reason}");
+            if let Err(e) = self
+                .window
+                .release(&run_id, &token, &reason, "send-failed", Duration::ZERO)
+                .await
+            {
+                tracing::warn!(error = %e, "could not close the claim of an invalid job");
+            }
         }
     }
 
@@ -167,20 +188,23 @@ impl SmsProcessor {
         if let Some((run_id, claim)) = self.read_prepared(prepared) {
             let wait = (opens_at - self.window.now()).max(0) as u64;
             let wait = Duration::from_millis(wait).max(self.config.retry_later_default);
-            self.hand_back(&run_id, &claim, wait).await;
+            let reason = format!(
+                "{} {}",
+                crate::callbacks::quiet::HELD_REASON,
+                crate::callbacks::quiet::iso(opens_at)
+            );
+            self.hand_back(&run_id, &claim, wait, &reason).await;
         }
     }
 
-    async fn hand_back(&self, run_id: &str, claim: &Claim, retry_in: Duration) {
-        if let Claim::Claimed { token } = claim {
-            let reason = "claimed for a job that did not run";
-            if let Err(e) = self
+    async fn hand_back(&self, run_id: &str, claim: &Claim, retry_in: Duration, reason: &str) {
+        if let Claim::Claimed { token } = claim
+            && let Err(e) = self
                 .window
                 .release(run_id, token, reason, "released", retry_in)
                 .await
-            {
-                tracing::warn!(error = %e, "could not hand back a prepared claim; the sweep resolves it");
-            }
+        {
+            tracing::warn!(error = %e, "could not hand back a prepared claim; the sweep resolves it");
         }
     }
 

@@ -245,7 +245,9 @@ impl Processor for SmsProcessor {
             Ok(r) => r,
             Err(reason) => {
                 if let Some(prepared) = ctx.prepared() {
-                    self.hand_back_prepared(prepared).await;
+                    // never sent: the run's claim is closed with the job, or the sweep would
+                    // text the invalid job the escalation says was not texted
+                    self.close_prepared(prepared, &reason).await;
                 }
                 if !self.escalate_invalid(job, &reason, true).await {
                     return self.later(self.config.retry_later_default);
@@ -334,7 +336,7 @@ impl SmsProcessor {
     /// When the quiet hours that hold this moment (or start within the shortest validity a text
     /// is sent with) end (ms, on Redis's clock), for a callback that is not urgent; `None` when
     /// it may be sent now.
-    fn quiet_until(&self, req: &CallbackRequest) -> Option<i64> {
+    pub fn quiet_until(&self, req: &CallbackRequest) -> Option<i64> {
         let quiet = self.config.quiet.as_ref().filter(|_| !req.urgent)?;
         quiet.waits_until(self.window.now(), req.time_zone.as_deref())
     }

@@ -21,6 +21,53 @@ impl Window {
         from: &str,
         body: &str,
     ) -> Result<Claim, Error> {
+        let facts = SendFacts::default();
+        self.claim_in(
+            run_id, token, supersede, job_id, worker_id, to, from, body, &facts,
+        )
+        .await
+    }
+
+    /// [`Window::claim`] for callback `req`: the attempt record also keeps what a send decision
+    /// needs beyond the text (urgent, the time zone), for the paths that rebuild the request
+    /// from the record alone (the orphan sweep, drain, resend).
+    pub async fn claim_callback(
+        &self,
+        req: &crate::callbacks::callback::CallbackRequest,
+        token: &str,
+        supersede: Option<&str>,
+        job_id: &str,
+        worker_id: &str,
+    ) -> Result<Claim, Error> {
+        let from = req.from.clone().unwrap_or_default();
+        let facts = SendFacts::of(req);
+        self.claim_in(
+            &req.run_id,
+            token,
+            supersede,
+            job_id,
+            worker_id,
+            &req.to,
+            &from,
+            &req.body,
+            &facts,
+        )
+        .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn claim_in(
+        &self,
+        run_id: &str,
+        token: &str,
+        supersede: Option<&str>,
+        job_id: &str,
+        worker_id: &str,
+        to: &str,
+        from: &str,
+        body: &str,
+        facts: &SendFacts,
+    ) -> Result<Claim, Error> {
         let args = vec![
             token.to_string(),
             job_id.to_string(),
@@ -58,7 +105,11 @@ impl Window {
                 let due = self.now() + self.times.pending_ttl.as_millis() as i64;
                 self.index_add(run_id, due).await?;
                 args.push(due.to_string());
+            } else {
+                args.push(String::new());
             }
+            args.push(if facts.urgent { "1" } else { "" }.to_string());
+            args.push(facts.time_zone.clone().unwrap_or_default());
             // PerSlot (a cluster): the claim's WAIT rides in its pipeline, before any send
             match scripts()
                 .window_claim

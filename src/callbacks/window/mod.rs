@@ -277,6 +277,34 @@ pub struct OpenAttempts {
     pub in_doubt: u64,
 }
 
+/// What a send decision needs of a callback beyond its text, kept on the attempt record
+/// (fields `urgent`, `tz`) so that every path that rebuilds the request from the record alone
+/// (the orphan sweep, drain, resend) keeps the callback's quiet hours.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SendFacts {
+    /// Sent inside quiet hours.
+    pub urgent: bool,
+    /// The zone its quiet hours are read in (`None`: the deployment's).
+    pub time_zone: Option<String>,
+}
+
+impl SendFacts {
+    pub fn of(req: &crate::callbacks::callback::CallbackRequest) -> Self {
+        Self {
+            urgent: req.urgent,
+            time_zone: req.time_zone.clone(),
+        }
+    }
+
+    /// From an attempt record's fields `urgent` ("1") and `tz` ("" = none).
+    pub fn read(urgent: &str, tz: &str) -> Self {
+        Self {
+            urgent: urgent == "1",
+            time_zone: Some(tz.to_string()).filter(|z| !z.is_empty()),
+        }
+    }
+}
+
 /// An open attempt the sweep took: what its re-enqueued job needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Orphan {
@@ -286,6 +314,7 @@ pub struct Orphan {
     pub to: String,
     pub from: String,
     pub body: String,
+    pub facts: SendFacts,
 }
 
 impl Orphan {
@@ -302,6 +331,8 @@ impl Orphan {
             to: self.to,
             body: self.body,
             from: Some(self.from).filter(|f| !f.is_empty()),
+            urgent: self.facts.urgent,
+            time_zone: self.facts.time_zone,
             ..Default::default()
         };
         (job_id, req)

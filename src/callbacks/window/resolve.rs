@@ -120,12 +120,13 @@ impl Window {
                 .await?;
         }
         Ok(match reply.as_slice() {
-            [generation, token, to, from, body] => Some(Orphan {
+            [generation, token, to, from, body, urgent, tz] => Some(Orphan {
                 generation: generation.clone(),
                 token: token.clone(),
                 to: to.clone(),
                 from: from.clone(),
                 body: body.clone(),
+                facts: SendFacts::read(urgent, tz),
             }),
             _ => None,
         })
@@ -149,6 +150,8 @@ impl Window {
             &from,
             &req.body,
             &ms(self.times.sent_ttl),
+            if req.urgent { "1" } else { "" },
+            req.time_zone.as_deref().unwrap_or(""),
         ];
         let keys = self.laid_out(vec![k.claim, k.attempt, k.record], [self.index()]);
         if self.per_slot() {
@@ -232,19 +235,32 @@ impl Window {
             pipe.cmd("HMGET")
                 .arg(self.keys(run).attempt)
                 .arg("since")
-                .arg("state");
+                .arg("state")
+                .arg("error");
         }
         self.trips.add(1);
-        let rows: Vec<(Option<i64>, Option<String>)> =
+        let rows: Vec<(Option<i64>, Option<String>, Option<String>)> =
             pipe.query_async(&mut self.conn.clone()).await?;
         let state_is = |want: &[&str]| {
             rows.iter()
-                .filter(|(_, s)| s.as_deref().is_some_and(|s| want.contains(&s)))
+                .filter(|(_, s, _)| s.as_deref().is_some_and(|s| want.contains(&s)))
                 .count() as u64
+        };
+        // an attempt waiting for its quiet hours to end is on time, however old: its age would
+        // page the operator every night
+        let quiet = |(_, state, error): &&(Option<i64>, Option<String>, Option<String>)| {
+            state.as_deref() == Some("retry")
+                && error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with(crate::callbacks::quiet::HELD_REASON))
         };
         Ok(OpenAttempts {
             count,
-            oldest_since: rows.iter().filter_map(|(since, _)| *since).min(),
+            oldest_since: rows
+                .iter()
+                .filter(|r| !quiet(r))
+                .filter_map(|(since, _, _)| *since)
+                .min(),
             retry: state_is(&["retry"]),
             in_doubt: state_is(&["ambiguous", "unknown"]),
         })
