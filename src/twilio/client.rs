@@ -8,9 +8,11 @@
 //! sent: Twilio may have created the message, and there is no idempotency key, so it must be
 //! reconciled, never blindly resent).
 //!
-//! Lookups read the list by creation time ([`TwilioClient::list_messages_since`]), never by
-//! `DateSent`: `date_sent` stays null until a message leaves Twilio, so a `DateSent` filter
-//! misses the very messages an ambiguous create may have left queued.
+//! Lookups read the recipient's whole list and keep what was created since their bound
+//! ([`TwilioClient::list_messages_since`]), never filtering by `DateSent`: `date_sent` stays
+//! null until a message leaves Twilio, so a `DateSent` filter (or a search that stops where a
+//! list sorted by it reaches old messages) misses the very messages an ambiguous create may
+//! have left queued.
 
 use std::fmt;
 use std::time::Duration;
@@ -121,7 +123,7 @@ pub struct PageLimits {
 impl Default for PageLimits {
     fn default() -> Self {
         Self {
-            page_size: 100,
+            page_size: 1000,
             max_pages: 20,
         }
     }
@@ -130,11 +132,11 @@ impl Default for PageLimits {
 /// What [`TwilioClient::list_messages_since`] found.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MessageSearch {
-    /// Newest first: every message listed that was created at or after the bound (to the
-    /// second), and any whose `date_created` is unreadable (a candidate is never dropped on a
-    /// date it cannot read).
+    /// In the list's order: every message listed that was created at or after the bound (to
+    /// the second), and any whose `date_created` is unreadable (a candidate is never dropped on
+    /// a date it cannot read).
     pub messages: Vec<Message>,
-    /// The whole range was read: a page reached past the bound, or the list ended. When false
+    /// The whole list was read to its end. When false
     /// (`max_pages` ran out first) a message not found may still exist: treat it as unknown.
     pub complete: bool,
     /// Pages read.
@@ -290,10 +292,14 @@ impl TwilioClient {
         .await
     }
 
-    /// Every message to `to` (and from `from`) created at or after `created_after`, newest
-    /// first: lists by `To`/`From` with no date filter and follows `next_page_uri` until a page
-    /// reaches a message created before the bound, the list ends, or `limits.max_pages` pages
-    /// were read (then [`MessageSearch::complete`] is false). Twilio's `date_created` is to the
+    /// Every message to `to` (and from `from`) created at or after `created_after`: lists by
+    /// `To`/`From` with no date filter and follows `next_page_uri` to the end of the list, or
+    /// until `limits.max_pages` pages were read (then [`MessageSearch::complete`] is false).
+    /// Twilio promises no order for the list (its only date filter is on `DateSent`, null while a
+    /// message is queued, and a list sorted by it may put the queued messages last), so no page
+    /// ends the search early: a message still queued is found wherever the list puts it, at
+    /// the cost of reading the recipient's whole history (1,000 messages a page by default), on
+    /// the rare path of a send whose outcome is unknown. Twilio's `date_created` is to the
     /// second, so the bound is too; allow for clock skew between this host and Twilio in
     /// `created_after`.
     pub async fn list_messages_since(
@@ -314,19 +320,13 @@ impl TwilioClient {
         while search.pages < limits.max_pages {
             let page: MessagePage = self.get_json("list", self.authed(request)).await?;
             search.pages += 1;
-            // Newest first: the last message is the oldest on the page.
-            let past_bound = page
-                .messages
-                .last()
-                .and_then(Message::created_at)
-                .is_some_and(|t| t.timestamp() < bound);
             search.messages.extend(
                 page.messages
                     .into_iter()
                     .filter(|m| m.created_at().is_none_or(|t| t.timestamp() >= bound)),
             );
             let next = match page.next_page_uri {
-                Some(uri) if !past_bound => uri,
+                Some(uri) => uri,
                 _ => {
                     search.complete = true;
                     break;

@@ -27,7 +27,8 @@
 //! `Sent from your Twilio trial account - <body>`, visible in the create answer, fetch and list
 //! (a lookup that compares bodies must not miss it). `rewrite` stores bodies as a Messaging
 //! Service's Smart Encoding, link shortening, appended text or redaction would, and
-//! `service_pool` lists the numbers a Messaging Service picks its sender from.
+//! `service_pool` lists the numbers a Messaging Service picks its sender from. `list_order`
+//! (`"date_sent"`) lists newest sent first with the messages still queued last.
 
 use std::time::{Duration, Instant};
 
@@ -225,6 +226,28 @@ pub struct Faults {
     /// The numbers a Messaging Service sends from, picked at random per message (default: one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub service_pool: Vec<String>,
+    /// The list's order: newest created first (the default), or `"date_sent"`: newest sent
+    /// first, the messages not yet sent (no `date_sent`) last. Twilio promises no order, so a
+    /// lookup must find a queued message at either end.
+    #[serde(default, skip_serializing_if = "ListOrder::is_default")]
+    pub list_order: ListOrder,
+}
+
+/// How the list call orders the messages it pages through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListOrder {
+    /// Newest `date_created` first.
+    #[default]
+    DateCreated,
+    /// Newest `date_sent` first; messages not yet sent last.
+    DateSent,
+}
+
+impl ListOrder {
+    pub fn is_default(&self) -> bool {
+        *self == Self::DateCreated
+    }
 }
 
 /// What Twilio may do to a stored body (`"rewrite": {"smart_encoding": true,

@@ -15,6 +15,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 
 use crate::twilio::{ApiError, Message, MessagePage};
+use crate::twilio_sim::faults::ListOrder;
 
 /// A `DateSent` value: a GMT day (`YYYY-MM-DD`) or an instant (RFC 3339).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -158,9 +159,28 @@ impl ListQuery {
 
     /// Cut the page this request asks for out of the matching messages (any order: they are
     /// sorted here, newest first by `date_created`, ties newest stored first).
-    pub fn page(&self, account: &str, mut matching: Vec<Message>) -> MessagePage {
+    pub fn page(&self, account: &str, matching: Vec<Message>) -> MessagePage {
+        self.page_in(account, matching, ListOrder::DateCreated)
+    }
+
+    /// [`ListQuery::page`] in `order`.
+    pub fn page_in(
+        &self,
+        account: &str,
+        mut matching: Vec<Message>,
+        order: ListOrder,
+    ) -> MessagePage {
         // Stable: `matching` comes newest stored first, which orders equal creation seconds.
         matching.sort_by_key(|m| std::cmp::Reverse(m.created_at()));
+        if order == ListOrder::DateSent {
+            // newest sent first, the unsent (no date_sent) last
+            let sent_at = |m: &Message| {
+                m.date_sent
+                    .as_deref()
+                    .and_then(|d| chrono::DateTime::parse_from_rfc2822(d).ok())
+            };
+            matching.sort_by_key(|m| (sent_at(m).is_none(), std::cmp::Reverse(sent_at(m))));
+        }
         let position = |sid: &str| matching.iter().position(|m| m.sid == sid);
         let (start, end) = match &self.cursor {
             None => {

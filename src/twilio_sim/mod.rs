@@ -257,7 +257,8 @@ async fn list(
         Err(e) => return twilio_error(e),
     };
     let matching = sim.store.list(|m| query.matches(m));
-    Json(query.page(&account, matching)).into_response()
+    let order = sim.faults().list_order;
+    Json(query.page_in(&account, matching, order)).into_response()
 }
 
 #[derive(serde::Deserialize)]
