@@ -1,5 +1,6 @@
 // The explorer: its CI seeds find no violation, a seed draws the same plan every time, and its
-// checks catch a broken fleet (a worker that texts nobody, quiet hours the workers ignore).
+// checks catch a broken fleet (a worker that texts nobody, quiet hours the workers ignore, a
+// serve that refuses Twilio's posts).
 'use strict';
 
 const assert = require('node:assert/strict');
@@ -14,8 +15,10 @@ const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'explore');
 // CI's seeds: together they draw both timing profiles, concurrency 1 with idle gaps, the
 // per-slot layout, quiet hours covering now, the legacy worker alive, receipts through serve,
 // the Python producer and two runs on one key, the live-fleet checks, crashes, kills, Redis
-// pauses and Twilio's faults (the test below checks that they do)
-const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326];
+// pauses, Twilio's faults, its list sorted by DateSent and receipts shuffled, late or missing,
+// and people answering (coded, codeless, strangers, a forged post) while the faults last (the
+// test below checks that they do)
+const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323];
 const LAST = /^explore: (\d+) trials, (\d+) faults, (\d+) invariant checks, (\d+) violations$/;
 
 describe('the explorer', () => {
@@ -40,9 +43,14 @@ describe('the explorer', () => {
     assert.ok(some((p) => p.bursts.some((b) => b.producer === 'python')), 'the Python producer');
     assert.ok(some((p) => p.runs.some((r) => r.kind === 'bignum-twin')), 'two runs on one key');
     assert.ok(some((p) => p.drainCheck), 'heartbeats and drain beside a live fleet');
+    const answers = plans.flatMap((p) => Object.values(p.replies?.answers || {}));
+    assert.ok(answers.some((a) => a.codeless) && answers.some((a) => !a.codeless), 'coded and codeless answers');
+    assert.ok(some((p) => p.replies?.strangers) && some((p) => p.replies?.forged), 'strangers and a forged post');
+    assert.ok(some((p) => p.replies && (p.faults.pauses.length || p.faults.serveKillEveryMs)), 'answers while Redis pauses or serve dies');
     const classes = new Set(plans.flatMap(faultClasses));
     for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
-    assert.ok([...classes].some((c) => c.startsWith('twilio-')), 'a Twilio fault');
+    assert.ok([...classes].some((c) => c.startsWith('twilio-server')), 'a Twilio fault');
+    for (const c of ['twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late']) assert.ok(classes.has(c), `fault class ${c}`);
   });
 
   it("CI's seeds: no violation, and the last line counts trials, faults, checks and violations", { timeout: 480_000 }, async () => {
@@ -64,6 +72,13 @@ describe('the explorer', () => {
     const plan = { ...drawPlan(207), workerEnv: { RINGBACK_PROCESSOR: 'scripted' }, settleMs: 10_000 };
     const r = await runTrial(plan);
     assert.ok(r.violations.some((v) => v.invariant === 'each run is texted exactly once'), JSON.stringify(r.violations.slice(0, 3)));
+  });
+
+  it('a serve that refuses Twilio\'s posts breaks "Twilio\'s genuine posts are taken"', { timeout: 120_000 }, async () => {
+    const plan = drawPlan(25314);
+    assert.ok(Object.keys(plan.replies?.answers || {}).length, 'seed 25314 draws answers');
+    const r = await runTrial({ ...plan, serveEnv: { RINGBACK_PUBLIC_URL: 'https://elsewhere.example.test' } });
+    assert.ok(r.violations.some((v) => v.invariant === "Twilio's genuine posts are taken"), JSON.stringify(r.violations.slice(0, 3)));
   });
 
   it('workers that ignore quiet hours break "nothing not urgent is texted inside quiet hours"', { timeout: 120_000 }, async () => {

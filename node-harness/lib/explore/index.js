@@ -59,7 +59,7 @@ async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infi
     totals.checks += r.checks;
     totals.violations += r.violations.length;
     const f = r.figures;
-    out(`trial ${totals.trials} seed ${seed}: ${r.violations.length ? `${r.violations.length} VIOLATION(S)` : 'ok'}: ${f.runs} runs (${f.jobs} jobs, ${f.held} held by quiet hours), ${r.faults} faults, ${r.checks} checks, ${(r.ms / 1000).toFixed(1)} s`);
+    out(`trial ${totals.trials} seed ${seed}: ${r.violations.length ? `${r.violations.length} VIOLATION(S)` : 'ok'}: ${f.runs} runs (${f.jobs} jobs, ${f.held} held by quiet hours${f.replies ? `, ${f.replies} replies in ${f.replyPosts} posts` : ''}), ${r.faults} faults, ${r.checks} checks, ${(r.ms / 1000).toFixed(1)} s`);
     if (!r.violations.length) continue;
     for (const line of describePlan(plan)) out(`  ${line}`);
     for (const v of r.violations.slice(0, 12)) out(`  violated: ${v.invariant}${v.run !== undefined ? ` [run ${v.run}]` : ''}: ${v.detail}`);

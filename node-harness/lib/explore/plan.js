@@ -26,6 +26,14 @@ const SIM_FAULTS = [
   { fault: 'create_then_drop' },
 ];
 
+/** How Twilio's receipts misbehave (the simulator's callback rules, at a drawn rate). */
+const RECEIPT_FAULTS = [
+  { name: 'shuffled', rule: { reversed: true, duplicate: true } },
+  { name: 'none', rule: { none: true } },
+  // a message Twilio holds in its queue a while (no date_sent yet)
+  { name: 'late', rule: { delay_ms: 5000 } },
+];
+
 /** The runId of kind `kind` for run `i` of trial `seed` (a JSON number for the numeric kinds). */
 function runIdOf(kind, seed, i) {
   const tag = `x${seed}-${i}`;
@@ -133,7 +141,23 @@ function drawPlan(seed) {
   // the live-fleet checks (heartbeats fresh after an idle gap, drain refused) need workers that
   // are not being killed
   const steady = !faults.sigkillEveryMs && workers.every((w) => !w.crashAt);
-  return { seed, config, runs, bursts, faults, drainCheck: steady && r.chance(0.6), workerEnv: {} };
+  const drainCheck = steady && r.chance(0.6);
+  // the people: each question answered by text while the faults last (with its code when the
+  // text shows one, or without), each message posted 1-3 times as Twilio retries; strangers
+  // writing; a forged post; some messages posted again late (drawn last: the draws above are
+  // each seed's as before)
+  const replies = config.receipts && r.chance(0.7)
+    ? {
+        answers: Object.fromEntries(runs.filter((run) => run.question).map((run) => [run.i, { codeless: r.chance(0.3), posts: r.int(1, 3), lateAgain: r.chance(0.3) }])),
+        strangers: r.int(0, 2),
+        forged: r.chance(0.3),
+      }
+    : null;
+  // Twilio's list sorted by DateSent (queued messages last) and receipts that come shuffled
+  // and twice, never, or late (drawn last, as the replies)
+  faults.listOrder = r.chance(0.3) ? 'date_sent' : null;
+  faults.receipts = r.chance(0.4) ? r.shuffle(RECEIPT_FAULTS).slice(0, r.int(1, 2)).map((f) => ({ ...f, rate: r.pick([0.1, 0.3]) })) : [];
+  return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
 /** A Twilio fault's class name: `twilio-server_error-503`. */
@@ -151,6 +175,8 @@ function faultClasses(plan) {
     ...f.pauses.map(() => 'redis-pause'),
     ...f.sim.map(simFaultName),
     ...plan.config.workers.filter((w) => w.clockSkewMs).map(() => 'clock-skew'),
+    ...(f.listOrder ? [`twilio-list-${f.listOrder}`] : []),
+    ...(f.receipts || []).map((x) => `twilio-receipts-${x.name}`),
   ];
 }
 
@@ -165,6 +191,8 @@ function without(plan, cls) {
   if (cls === 'redis-pause') p.faults.pauses = [];
   if (cls.startsWith('twilio-')) p.faults.sim = p.faults.sim.filter((s) => simFaultName(s) !== cls);
   if (cls === 'clock-skew') for (const w of p.config.workers) w.clockSkewMs = 0;
+  if (cls.startsWith('twilio-list-')) p.faults.listOrder = null;
+  if (cls.startsWith('twilio-receipts-')) p.faults.receipts = p.faults.receipts.filter((x) => `twilio-receipts-${x.name}` !== cls);
   return p;
 }
 

@@ -11,6 +11,7 @@ const { JOB_OPTIONS, CLAIM_PREFIX } = require('../legacy');
 const { waitFor, sleep } = require('../harness/wait');
 const { faultClasses } = require('./plan');
 const { ZONES } = require('./plan');
+const { People } = require('./people');
 
 const QUEUE = 'explore';
 const ESCALATIONS = `${QUEUE}-escalations`;
@@ -141,7 +142,12 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       ...(plan.config.legacy ? { RINGBACK_SENDERS: LEGACY_FROM } : {}),
       TWILIO_FROM: OUR_SENDER,
     };
-    if (plan.faults.sim.length) await lab.sim.putFaults({ create: plan.faults.sim });
+    const twilioFaults = {
+      ...(plan.faults.sim.length ? { create: plan.faults.sim } : {}),
+      ...(plan.faults.receipts?.length ? { callbacks: plan.faults.receipts.map((x) => ({ ...x.rule, rate: x.rate })) } : {}),
+      ...(plan.faults.listOrder ? { list_order: plan.faults.listOrder } : {}),
+    };
+    if (Object.keys(twilioFaults).length) await lab.sim.putFaults(twilioFaults);
 
     // receipts: `ringback serve` takes Twilio's status callbacks, restarted when it is killed
     let serve = null;
@@ -149,7 +155,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
       extra.RINGBACK_STATUS_CALLBACK_URL = `${base}/api/notify/webhook/status`;
-      const env = { ...lab.ringbackEnv(QUEUE, extra), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: base };
+      const env = { ...lab.ringbackEnv(QUEUE, extra), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: base, ...(plan.serveEnv || {}) };
       delete env.RINGBACK_METRICS_LISTEN;
       lab.supervise('serve', (i) => {
         serve = lab.track(new WorkerProcess(`ringback-serve#${i}`, lab.bin, ['serve', '--listen', `127.0.0.1:${port}`], env));
@@ -185,6 +191,23 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     }
     await Promise.all(started);
     const q = lab.queue(QUEUE);
+    const byIndex = new Map(plan.runs.map((r) => [r.i, r]));
+    // the people answer the questions ringback texts them, while the faults last
+    const people = plan.replies && serve
+      ? new People({
+          plan,
+          lab,
+          serve: extra.RINGBACK_STATUS_CALLBACK_URL.replace(/\/api\/.*$/, ''),
+          queue: QUEUE,
+          ourSender: OUR_SENDER,
+          runIdKey: (run) => String(runIdValue(run)),
+          runOfText: (body) => {
+            const tag = TAG.exec(body);
+            return tag && Number(tag[1]) === plan.seed ? byIndex.get(Number(tag[2])) : undefined;
+          },
+        })
+      : null;
+    people?.start();
 
     // the faults, on timers, while the arrivals last
     const every = (ms, fn) => ms && timers.push(setInterval(() => fn().catch(() => {}), ms));
@@ -238,7 +261,6 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     })();
 
     // the arrivals, burst by burst; after an idle gap, the live-fleet checks
-    const byIndex = new Map(plan.runs.map((r) => [r.i, r]));
     for (const [b, burst] of plan.bursts.entries()) {
       if (burst.gapBeforeMs) await sleep(burst.gapBeforeMs);
       const idle = burst.gapBeforeMs > t.stalledIntervalMs * 2;
@@ -329,6 +351,11 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     await look().catch(() => {});
     sampling = false;
     await sampler;
+    if (people) {
+      await people.stop();
+      await people.late();
+      await people.check(check, { label, skip: sharing });
+    }
 
     for (const key of shared) {
       const group = callbacks.filter((r) => typeof r.runId === 'object' && String(runIdValue(r)) === key);
@@ -410,7 +437,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       checks,
       faults,
       ms: Date.now() - t0,
-      figures: { runs: plan.runs.length, held: held.size, jobs: plan.bursts.reduce((k, b) => k + b.adds.length, 0), pages: pages.length, ...tally, crashes: Object.values(lab.crashes).reduce((a, b) => a + b, 0) },
+      figures: { ...(people ? { replies: people.messages.length, replyPosts: people.tally.posts } : {}), runs: plan.runs.length, held: held.size, jobs: plan.bursts.reduce((k, b) => k + b.adds.length, 0), pages: pages.length, ...tally, crashes: Object.values(lab.crashes).reduce((a, b) => a + b, 0) },
     };
   } finally {
     for (const tm of timers) clearInterval(tm);
