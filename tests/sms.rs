@@ -1472,6 +1472,61 @@ async fn two_runs_beyond_two_to_the_53_on_one_key_are_never_a_silent_duplicate()
     w.stop().await;
 }
 
+/// The same two runs when the stall limit failed the second's job before any worker ran it:
+/// the sweep adopts that job and texts it under the shared key, and keeps its digits as the
+/// key's, so the first run, added after, is escalated naming both, never completed as a
+/// duplicate of a text that was not its own.
+#[tokio::test]
+async fn a_run_adopted_from_the_stall_limit_keeps_its_digits_on_a_shared_key() {
+    let e = env("shared-key-adopted", "").await;
+    let job = |digits: &str| {
+        format!(
+            r#"{{"runId":{digits},"to":"{TO}","body":"Run n{digits} finished: 2 approvals needed"}}"#
+        )
+    };
+    let mut c = e.redis.conn().await;
+    let stalled = "stalled-679";
+    let _: () = redis::cmd("HSET")
+        .arg(e.keys.job(stalled))
+        .arg("name")
+        .arg("agent-callback")
+        .arg("data")
+        .arg(job("123456789012345679"))
+        .arg("failedReason")
+        .arg(ringback::callbacks::orphans::STALLED_LIMIT_REASON)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let _: () = c.zadd(e.keys.failed(), stalled, now).await.unwrap();
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let w = run_worker(&e, processor(&e, conn, sms_config()), 1);
+    wait_for(T, "the adopted run texted by the sweep", || {
+        let n = texts(&e, "n123456789012345679");
+        async move { (n == 1).then_some(()) }
+    })
+    .await;
+    let first = add(&e, &job("123456789012345677")).await;
+    let (state, h) = finished(&e, &first).await;
+    assert_eq!(
+        state, "failed",
+        "completed as a duplicate of another run's text: {h:?}"
+    );
+    let reason = h.get("failedReason").cloned().unwrap_or_default();
+    assert!(
+        reason.contains("123456789012345679") && reason.contains("123456789012345677"),
+        "{reason}"
+    );
+    assert_eq!(texts(&e, "n123456789012345677"), 0);
+    w.stop().await;
+}
+
 /// An invalid job the fused finish claimed (its shape passes the finish's check, its
 /// `timeZone` does not exist) is escalated invalid and never texted: its claim is closed with
 /// the job, not handed back for the orphan sweep to send.

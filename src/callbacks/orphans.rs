@@ -171,9 +171,19 @@ pub async fn adopt_stall_failures(processor: &SmsProcessor) -> Result<usize, cra
             if !name.is_some_and(|n| processor.is_callback_name(&n)) {
                 continue;
             }
-            let Some(req) = data.and_then(|d| CallbackRequest::parse(&d).ok()) else {
+            let Some(data) = data else { continue };
+            let Ok(req) = CallbackRequest::parse(&data) else {
                 continue;
             };
+            // a run beyond 2^53 whose key another run's digits hold is not this one's to send
+            let job = crate::queue::job::Job {
+                id: job_id.to_string(),
+                data,
+                ..Default::default()
+            };
+            if processor.shares_a_key(&job, &req).await? {
+                continue;
+            }
             if processor.window().adopt(job_id, &req).await? {
                 tracing::warn!(run_id = %req.run_id, job = %job_id, "the stall limit failed this callback's job: the sweep will resolve it");
                 adopted += 1;

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 /// One fetched job.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Job {
     pub id: String,
     pub name: String,

@@ -262,10 +262,7 @@ impl Processor for SmsProcessor {
                     if let Some(prepared) = ctx.prepared() {
                         self.hand_back_prepared(prepared).await;
                     }
-                    let reason = format!(
-                        "field `runId` {exact} is keyed {} as JavaScript keys it (the nearest double), the key run {other} already holds: two runs cannot share one key, so this one is not texted",
-                        req.run_id
-                    );
+                    let reason = shared_key_reason(&exact, &req.run_id, &other);
                     if !self.escalate_invalid(job, &reason, false).await {
                         return self.later(self.config.retry_later_default);
                     }
@@ -327,7 +324,34 @@ impl Processor for SmsProcessor {
     }
 }
 
+/// Why a run whose exact runId is `exact` is not texted: its key `key` (as JavaScript keys the
+/// number) is held by run `other`.
+fn shared_key_reason(exact: &str, key: &str, other: &str) -> String {
+    format!(
+        "field `runId` {exact} is keyed {key} as JavaScript keys it (the nearest double), the key run {other} already holds: two runs cannot share one key, so this one is not texted"
+    )
+}
+
 impl SmsProcessor {
+    /// Whether `job`, a callback the stall limit failed (`req` read from its data), must not
+    /// be adopted: its numeric runId beyond 2^53 shares its key with another run's digits. Such
+    /// a job is escalated invalid, as it would have been had a worker run it.
+    pub async fn shares_a_key(
+        &self,
+        job: &Job,
+        req: &CallbackRequest,
+    ) -> Result<bool, crate::error::Error> {
+        let Some(exact) = crate::callbacks::callback::exact_run_id(&req.run_id, &job.data) else {
+            return Ok(false);
+        };
+        let Some(other) = self.window.number_owner(&req.run_id, &exact).await? else {
+            return Ok(false);
+        };
+        let reason = shared_key_reason(&exact, &req.run_id, &other);
+        self.escalate_invalid(job, &reason, false).await;
+        Ok(true)
+    }
+
     /// Whether jobs of this name are callbacks (`RINGBACK_CALLBACK_JOB_NAMES`).
     pub fn is_callback_name(&self, name: &str) -> bool {
         self.config.callback_job_names.iter().any(|n| n == name)
