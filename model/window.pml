@@ -32,6 +32,14 @@
  *   ESCALATE_AS_WRITTEN (v2) an unknown attempt is settled, then escalated: a crash between
  *                the two leaves it settled and nobody told (finding F5). Without it: escalated
  *                first, settled after (src/callbacks/sms/attempt.rs)
+ *   PERMIT       (v2) each ringback worker runs at concurrency 1 (the default): its idle fetch
+ *                loop takes the one permit and waits for a job in BZPOPMIN, again and again
+ *                (src/queue/worker/mod.rs); a job arriving takes the permit from there. The sweep
+ *                takes a permit when one is free and runs without one when none is
+ *                (src/callbacks/orphans.rs sweep). Without PERMIT the sweep is always enabled, and
+ *                weak fairness then runs it: a sweep that waits for a permit is not seen.
+ *   PERMIT_AS_WRITTEN (v2, with PERMIT) the sweep waits for a permit, as it first did: an idle
+ *                worker's fetch holds it, the sweep never runs, and an orphan is never resolved
  *   PER_SLOT     (v2) the Redis Cluster layout (src/callbacks/window/mod.rs, Topology::PerSlot): the
  *                scripts do not write the open-attempts index I; each index write is its own
  *                call before or after the script, and a process may crash between them:
@@ -64,6 +72,13 @@
 /* PER_SLOT: a write of the run's index entry in its own call; it changes the entry's score, so a
  * sweep's pending drop-if (window_index.lua "drop") no longer matches */
 #define IW(v) inI = v; idue = 0; itake[0] = 0; itake[1] = 0
+
+/* the sweep's guard: as first written it waited for a permit (PERMIT_AS_WRITTEN) */
+#if defined(PERMIT) && defined(PERMIT_AS_WRITTEN)
+#define SWEEP_PERMIT (!fetching[me])
+#else
+#define SWEEP_PERMIT 1
+#endif
 
 #ifdef AS_WRITTEN
 #define F1_AS_WRITTEN
@@ -109,6 +124,7 @@ bit  iint[2];                   /* PER_SLOT: ringback worker i is between its cl
 bit  idue;                      /* PER_SLOT: I's entry is due (its time has passed) */
 bit  itake[2];                  /* PER_SLOT: ringback worker i's sweep took I's entry, and nobody wrote it since */
 bit  R;                         /* the callback record holds a sid (status webhook receipt) */
+bit  fetching[2];               /* PERMIT: ringback worker i's idle fetch holds its one permit */
 
 /* ---- Twilio and the outcome ---- */
 byte texts;                     /* messages Twilio created for the run */
@@ -327,7 +343,7 @@ inline window_settle_unknown(t) {
 /* crash of ringback worker `me` (or restart later): its lock is never renewed again */
 inline rb_crash() {
   d_step {
-    alive[me] = 0; crashes++; sending[me] = 0; tok[me] = 0; itake[me] = 0; iint[me] = 0;
+    alive[me] = 0; crashes++; sending[me] = 0; tok[me] = 0; itake[me] = 0; iint[me] = 0; fetching[me] = 0;
     if :: js == J_ACTIVE && holder == me -> lockDead = 1 :: else -> skip fi;
     if :: inAttempt > 0 && busyAttempt -> inAttempt-- :: else -> skip fi;
     busyAttempt = 0; res = 0; ans = 0; nt = 0; found = 0; loops = 0; sup = 0; jobless = 0
@@ -394,8 +410,13 @@ end_idle:
 end_idle2:
   do
   :: d_step { alive[me] && !rolledBack && js == J_WAIT ->                 /* lua/move_to_active.lua */
-       js = J_ACTIVE; holder = me; lockDead = 0; jobless = 0; inAttempt++; busyAttempt = 1 }
+       js = J_ACTIVE; holder = me; lockDead = 0; jobless = 0; inAttempt++; busyAttempt = 1;
+       fetching[me] = 0 }                                                   /* the permit: the job's */
      goto attempt
+#ifdef PERMIT
+  /* idle: the fetch loop takes the one permit and waits in BZPOPMIN, again and again */
+  :: d_step { alive[me] && !rolledBack && !fetching[me] && js != J_WAIT -> fetching[me] = 1 }
+#endif
 #ifdef PER_SLOT
   /* Window::sweep, PerSlot: window_index.lua take (due: I holds the run), window_sweep.lua
    * without I, then drop when settled */
@@ -427,7 +448,7 @@ end_idle2:
        :: else -> skip
        fi }
 #else
-  :: d_step { alive[me] && !rolledBack && inI ->       /* src/callbacks/orphans.rs sweep → Window::sweep */
+  :: d_step { alive[me] && !rolledBack && inI && SWEEP_PERMIT ->  /* src/callbacks/orphans.rs sweep → Window::sweep */
        jobless = 0;
 #ifndef V2
        /* model/v1/window_sweep.lua:18-36: an open attempt is re-fenced with the hold */
