@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The explorer: `node bin/explore.js [--seed S] [--trials N] [--minutes M] [--seeds a,b,c]
-// [--replays R] [--shrink B]`. Each trial draws a configuration, arrivals and faults from its
+// [--jobs J] [--replays R] [--shrink B]`. Each trial draws a configuration, arrivals and faults from its
 // seed, plays them on real processes (redis-server, the Twilio simulator, ringback workers from
 // env RINGBACK_BIN, the bullmq npm package as producer and legacy worker) and checks every
 // invariant at quiescence. `--seed S` replays one trial; without it, seeds count up from a
@@ -12,7 +12,7 @@ const path = require('node:path');
 const { explore } = require(path.join(__dirname, '..', 'lib', 'explore'));
 
 function usage(msg) {
-  process.stderr.write(`${msg}\nusage: explore.js [--seed S] [--seeds a,b,c] [--trials N] [--minutes M] [--replays R] [--shrink B] [--verbose]\n`);
+  process.stderr.write(`${msg}\nusage: explore.js [--seed S] [--seeds a,b,c] [--trials N] [--minutes M] [--jobs J] [--replays R] [--shrink B] [--verbose]\n`);
   process.exit(2);
 }
 
@@ -36,6 +36,7 @@ async function main() {
     else if (a === '--seeds') opts.seeds = value().split(',').map((s) => int('--seeds', s));
     else if (a === '--trials') opts.trials = int(a, value(), 1);
     else if (a === '--minutes') opts.minutes = Number(value()) > 0 ? Number(args[i]) : usage('--minutes: expected a positive number');
+    else if (a === '--jobs') opts.jobs = int(a, value(), 1);
     else if (a === '--replays') opts.replays = int(a, value());
     else if (a === '--shrink') opts.shrinkBudget = int(a, value());
     else if (a === '--verbose') opts.log = (line) => process.stderr.write(`${line}\n`);

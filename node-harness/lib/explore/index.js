@@ -43,15 +43,36 @@ function describePlan(plan) {
 
 /**
  * Runs trials: `seeds` (a list) or seeds from `firstSeed` on, until `trials` ran or `minutes`
- * passed. `replays`: how many times a violation's seed is played again. Calls `out(line)` per
- * line; resolves the totals.
+ * passed, `jobs` trials at a time (each on a lab of its own: its own redis-server, simulator
+ * and processes). `replays`: how many times a violation's seed is played again. Calls
+ * `out(line)` per line (a trial's lines together); resolves the totals.
  */
-async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infinity, replays = 2, shrinkBudget = 6, out = () => {}, log = () => {} }) {
+async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infinity, jobs = 1, replays = 2, shrinkBudget = 6, out = () => {}, log = () => {} }) {
   const deadline = Date.now() + minutes * 60_000;
   const totals = { trials: 0, faults: 0, checks: 0, violations: 0, failing: [] };
   const list = seeds || null;
-  for (let k = 0; totals.trials < trials && Date.now() < deadline && (!list || k < list.length); k += 1) {
-    const seed = list ? list[k] : firstSeed + k;
+  let next = 0;
+  let started = 0;
+  const lane = async () => {
+    while (started < trials && Date.now() < deadline && (!list || next < list.length)) {
+      const k = next++;
+      started += 1;
+      await one(list ? list[k] : firstSeed + k);
+    }
+  };
+  const one = async (seed) => {
+    const lines = [];
+    const say = (line) => lines.push(line);
+    await trial(seed, { totals, replays, shrinkBudget, out: say, log });
+    for (const line of lines) out(line);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, jobs) }, lane));
+  return totals;
+}
+
+/** One trial of `seed`, its totals added; a violation replayed and shrunk. */
+async function trial(seed, { totals, replays, shrinkBudget, out, log }) {
+  {
     const plan = drawPlan(seed);
     const r = await runTrial(plan, { log });
     totals.trials += 1;
@@ -60,7 +81,7 @@ async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infi
     totals.violations += r.violations.length;
     const f = r.figures;
     out(`trial ${totals.trials} seed ${seed}: ${r.violations.length ? `${r.violations.length} VIOLATION(S)` : 'ok'}: ${f.runs} runs (${f.jobs} jobs, ${f.held} held by quiet hours${f.replies ? `, ${f.replies} replies in ${f.replyPosts} posts` : ''}), ${r.faults} faults, ${r.checks} checks, ${(r.ms / 1000).toFixed(1)} s`);
-    if (!r.violations.length) continue;
+    if (!r.violations.length) return;
     for (const line of describePlan(plan)) out(`  ${line}`);
     for (const v of r.violations.slice(0, 12)) out(`  violated: ${v.invariant}${v.run !== undefined ? ` [run ${v.run}]` : ''}: ${v.detail}`);
     for (const l of r.logs || []) log(l);
@@ -74,7 +95,6 @@ async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infi
     }
     totals.failing.push(seed);
   }
-  return totals;
 }
 
 module.exports = { explore, describePlan, shrink };

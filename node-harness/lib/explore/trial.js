@@ -413,6 +413,8 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     } while (cursor !== '0');
     // as the legacy worker keys a run: JavaScript's String of the runId it parsed
     const expected = new Set(callbacks.map((r) => `${CLAIM_PREFIX}${String(runIdValue(r))}`));
+    // the "which one?" text asking a person back runs under `reply:<MessageSid>`
+    for (const m of people?.messages || []) expected.add(`${CLAIM_PREFIX}reply:${m.sid}`);
     for (const key of claimKeys) check(expected.has(key), 'one claim key per run, across both fleets', `claim key ${key} belongs to no run`);
     // no orphan waited past its bound
     check(overdue.size === 0, 'an orphan is texted within its bound while a worker lives', [...overdue].map(([id, late]) => `open attempt of ${id} overdue by ${late} ms (bound ${orphanBoundMs} ms)`).join('; '));
