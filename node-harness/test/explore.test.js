@@ -13,12 +13,12 @@ const { runTrial } = require('../lib/explore/trial');
 
 const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'explore');
 // CI's seeds: together they draw both timing profiles, concurrency 1 with idle gaps, the
-// per-slot layout, quiet hours covering now, the legacy worker alive, receipts through serve,
+// per-slot layout, a real Redis Cluster, quiet hours covering now, the legacy worker alive, receipts through serve,
 // the Python producer and two runs on one key, the live-fleet checks, crashes, kills, Redis
 // pauses, Twilio's faults, its list sorted by DateSent and receipts shuffled, late or missing,
 // and people answering (coded, codeless, strangers, a forged post) while the faults last (the
 // test below checks that they do)
-const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323];
+const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323, 25321];
 const LAST = /^explore: (\d+) trials, (\d+) faults, (\d+) invariant checks, (\d+) violations$/;
 
 describe('the explorer', () => {
@@ -37,6 +37,7 @@ describe('the explorer', () => {
     assert.ok(some((p) => p.config.timings === 'prod') && some((p) => p.config.timings === 'compressed'), 'both timing profiles');
     assert.ok(some((p) => p.config.workers.some((w) => w.concurrency === 1) && p.bursts.some((b) => b.gapBeforeMs > 4000)), 'concurrency 1 with an idle gap');
     assert.ok(some((p) => p.config.layout === 'per-slot'), 'the per-slot layout');
+    assert.ok(some((p) => p.config.cluster), 'a real Redis Cluster');
     assert.ok(some((p) => p.config.quiet?.covers), 'quiet hours covering now');
     assert.ok(some((p) => p.config.legacy), 'a legacy worker alive');
     assert.ok(some((p) => p.config.receipts), 'receipts through serve');

@@ -120,7 +120,7 @@ const PYTHON_PATH = process.env.EXPLORE_PYTHONPATH || require('node:path').join(
  */
 async function runTrial(plan, { log = () => {}, bin } = {}) {
   const t0 = Date.now();
-  const lab = await new Lab({ name: 'explore', version: plan.config.bullmq, timings: plan.config.timings, log }).start();
+  const lab = await new Lab({ name: 'explore', version: plan.config.bullmq, timings: plan.config.timings, cluster: Boolean(plan.config.cluster), log }).start();
   if (bin) lab.bin = bin;
   const violations = [];
   let checks = 0;
@@ -137,7 +137,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     const held = new Set(plan.runs.filter((r) => heldByQuiet(quiet, r, now)).map((r) => r.i));
     const extra = {
       RINGBACK_DRAIN_DELAY_MS: String(plan.config.drainDelayMs),
-      ...(plan.config.layout === 'per-slot' ? { RINGBACK_DRILL_PER_SLOT: '1' } : {}),
+      ...(plan.config.layout === 'per-slot' && !plan.config.cluster ? { RINGBACK_DRILL_PER_SLOT: '1' } : {}),
       ...(quiet ? { RINGBACK_QUIET_HOURS: quiet.hours, RINGBACK_QUIET_HOURS_TZ: quiet.tz } : {}),
       ...(plan.config.legacy ? { RINGBACK_SENDERS: LEGACY_FROM } : {}),
       TWILIO_FROM: OUR_SENDER,
@@ -405,12 +405,14 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     }
     // one claim key per run, across both fleets
     const claimKeys = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await lab.admin.scan(cursor, 'MATCH', `${CLAIM_PREFIX}*`, 'COUNT', 1000);
-      cursor = next;
-      claimKeys.push(...keys);
-    } while (cursor !== '0');
+    for (const node of lab.admin.isCluster ? lab.admin.nodes('master') : [lab.admin]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', `${CLAIM_PREFIX}*`, 'COUNT', 1000);
+        cursor = next;
+        claimKeys.push(...keys);
+      } while (cursor !== '0');
+    }
     // as the legacy worker keys a run: JavaScript's String of the runId it parsed
     const expected = new Set(callbacks.map((r) => `${CLAIM_PREFIX}${String(runIdValue(r))}`));
     // the "which one?" text asking a person back runs under `reply:<MessageSid>`
