@@ -28,6 +28,24 @@ const TRUE_PAGE = {
   unknown_settled: (n) => n === 1,
 };
 
+/**
+ * A process's /metrics as sums and maxima by metric name prefix (and a label it must carry);
+ * null when it does not answer.
+ */
+async function scrape(url) {
+  const text = await fetch(url, { signal: AbortSignal.timeout(3000) }).then((r) => (r.ok ? r.text() : null), () => null);
+  if (text === null) return null;
+  const rows = text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => {
+    const m = /^([a-zA-Z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/.exec(l);
+    return m ? { name: m[1], labels: m[2] || '', value: Number(m[3]) } : null;
+  }).filter(Boolean);
+  const of = (prefix, label) => rows.filter((r) => r.name.startsWith(prefix) && (!label || r.labels.includes(label)) && !r.name.endsWith('_created'));
+  return {
+    sum: (prefix, label) => of(prefix, label).reduce((a, r) => a + r.value, 0),
+    max: (prefix, label) => Math.max(0, ...of(prefix, label).map((r) => r.value)),
+  };
+}
+
 /** Minutes past midnight in `zone` at `ms`. */
 function localMinutes(zone, ms) {
   const parts = new Intl.DateTimeFormat('en-GB', { timeZone: zone, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).formatToParts(new Date(ms));
@@ -164,14 +182,18 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       await waitFor(async () => (await fetch(`${base}/readyz`).catch(() => null))?.status === 200, 30_000, 'ringback serve to be ready');
     }
 
-    // the fleet: ringback workers (restarted when they die) and, maybe, a legacy worker
+    // the fleet: ringback workers (restarted when they die) and, maybe, a legacy worker; each
+    // worker's /metrics on a port of its own (the alerts' inputs, read at rest)
     const live = new Set();
     const started = [];
+    const metricsPorts = await Promise.all(plan.config.workers.map(() => freePort()));
+    const current = [];
     plan.config.workers.forEach((w, k) => {
       lab.supervise(`ringback-${k}`, (i) => {
         const env = lab.ringbackEnv(QUEUE, {
           ...extra,
           RINGBACK_CONCURRENCY: String(w.concurrency),
+          RINGBACK_METRICS_LISTEN: `127.0.0.1:${metricsPorts[k]}`,
           ...(w.crashAt ? { RINGBACK_CRASH_AT: w.crashAt } : {}),
           ...(w.clockSkewMs ? { RINGBACK_CLOCK_SKEW_MS: String(w.clockSkewMs) } : {}),
           // what a test changes to prove a check fails (a worker that texts nobody, …): null unsets
@@ -180,6 +202,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
         for (const [name, value] of Object.entries(env)) if (value === null) delete env[name];
         const p = lab.track(new WorkerProcess(`ringback-${k}#${i}`, lab.bin, ['worker'], env));
         live.add(p);
+        current[k] = p;
         p.exit.then(() => live.delete(p));
         if (i === 0) started.push(p.waitStarted(30_000));
         return p;
@@ -429,6 +452,25 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const run = plan.runs.find((r) => String(runIdValue(r)) === String(p.data?.runId));
       const texts = run ? (last.per.get(run.i) || []).length : 0;
       check(Boolean(TRUE_PAGE[kind]?.(texts)), 'no page that is not true', `escalation ${kind} for ${p.data?.runId} (${texts} text(s)): ${p.data?.reason || ''}`.slice(0, 300), p.data?.runId);
+    }
+    // the alerts read what the processes count: at rest none may claim what did not happen
+    // (a second text, an overrun, an attempt left open)
+    const twice = callbacks.some((r) => !sharing(r) && (last.per.get(r.i) || []).length >= 2);
+    for (const [k, p] of current.entries()) {
+      if (!p?.running) continue;
+      const m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
+      check(m !== null, 'every live process answers /metrics', `worker ${k} on port ${metricsPorts[k]}`);
+      if (!m) continue;
+      const age = m.max('ringback_open_attempt_oldest_age_seconds');
+      check(age < 180, 'no alert that is not true', `RingbackOpenAttemptTooOld: worker ${k} reports an attempt open for ${age} s at rest`);
+      const overruns = m.sum('ringback_window_overruns');
+      check(overruns === 0 || twice, 'no alert that is not true', `RingbackWindowOverrun: worker ${k} counted ${overruns} overrun(s), and no run was texted twice`);
+    }
+    if (serve?.running) {
+      const m = await scrape(`${extra.RINGBACK_STATUS_CALLBACK_URL.replace(/\/api\/.*$/, '')}/metrics`);
+      check(m !== null, 'every live process answers /metrics', 'ringback serve');
+      const other = m ? m.sum('ringback_status_callbacks', 'outcome="other"') : 0;
+      check(other === 0 || twice, 'no alert that is not true', `RingbackSecondText: serve counted ${other} status callback(s) of a second message, and no run was texted twice`);
     }
     check(lab.failures.length === 0, 'no worker fails by itself', lab.failures.slice(0, 3).join(' | ').slice(0, 600));
     // what each process said last, for a violation's report
