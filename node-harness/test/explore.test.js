@@ -51,7 +51,7 @@ describe('the explorer', () => {
     const classes = new Set(plans.flatMap(faultClasses));
     for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
     assert.ok([...classes].some((c) => c.startsWith('twilio-server')), 'a Twilio fault');
-    for (const c of ['twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late']) assert.ok(classes.has(c), `fault class ${c}`);
+    for (const c of ['twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late', 'twilio-rewrite-trial', 'twilio-auth-refused']) assert.ok(classes.has(c), `fault class ${c}`);
   });
 
   it("CI's seeds: no violation, and the last line counts trials, faults, checks and violations", { timeout: 480_000 }, async () => {

@@ -8,9 +8,12 @@
 
 const twilio = require('twilio');
 const { AUTH_TOKEN, ACCOUNT_SID } = require('../drill/lab');
-const { messageSid, inboundParams, shownCode, INBOUND_PATH } = require('../harness/inbound');
+const { messageSid, inboundParams, INBOUND_PATH } = require('../harness/inbound');
 const { CLAIM_PREFIX } = require('../legacy');
 const { waitFor, sleep } = require('../harness/wait');
+
+/** The reply code a question's text shows, wherever Twilio's rewriting left it; or null. */
+const codeIn = (text) => /\(Start your reply with ([A-Z][0-9]{1,2})\.\)/.exec(text)?.[1] ?? null;
 
 /** Posts of one message before Twilio gives up on it (`#rc=5&rp=all` and more). */
 const MAX_POSTS = 8;
@@ -72,7 +75,7 @@ class People {
       if (!run || !r.answers[run.i] || this.answered.has(run.i)) continue;
       this.answered.add(run.i);
       const a = r.answers[run.i];
-      const code = shownCode(t.body);
+      const code = codeIn(t.body);
       const codeless = a.codeless || !code;
       const m = { sid: this.sid(), from: run.to, body: codeless ? 'yes, go ahead' : `${code} yes, go ahead`, run: run.i, codeless, lateAgain: a.lateAgain };
       this.messages.push(m);

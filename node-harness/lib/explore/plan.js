@@ -158,6 +158,11 @@ function drawPlan(seed) {
   // Python port takes no cluster URL)
   const cluster = r.chance(0.15);
   config.cluster = cluster && !config.python;
+  // the account stores bodies rewritten (a Messaging Service's Smart Encoding and appended
+  // text, or a trial account's prefix), and a deployment fault: Twilio refusing the
+  // credentials for a few seconds (a rotated token), every create held meanwhile
+  faults.rewrite = r.chance(0.25) ? r.pick(['service', 'trial']) : null;
+  faults.authRefusedMs = r.chance(0.15) ? r.int(1500, 4000) : null;
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
@@ -177,6 +182,8 @@ function faultClasses(plan) {
     ...f.sim.map(simFaultName),
     ...plan.config.workers.filter((w) => w.clockSkewMs).map(() => 'clock-skew'),
     ...(f.listOrder ? [`twilio-list-${f.listOrder}`] : []),
+    ...(f.rewrite ? [`twilio-rewrite-${f.rewrite}`] : []),
+    ...(f.authRefusedMs ? ['twilio-auth-refused'] : []),
     ...(f.receipts || []).map((x) => `twilio-receipts-${x.name}`),
   ];
 }
@@ -193,6 +200,8 @@ function without(plan, cls) {
   if (cls.startsWith('twilio-')) p.faults.sim = p.faults.sim.filter((s) => simFaultName(s) !== cls);
   if (cls === 'clock-skew') for (const w of p.config.workers) w.clockSkewMs = 0;
   if (cls.startsWith('twilio-list-')) p.faults.listOrder = null;
+  if (cls.startsWith('twilio-rewrite-')) p.faults.rewrite = null;
+  if (cls === 'twilio-auth-refused') p.faults.authRefusedMs = null;
   if (cls.startsWith('twilio-receipts-')) p.faults.receipts = p.faults.receipts.filter((x) => `twilio-receipts-${x.name}` !== cls);
   return p;
 }

@@ -127,7 +127,8 @@ async function addWithPython(lab, jobs) {
   if (code !== 0) throw new Error(`the Python producer exited ${code}: ${out.slice(-600)}`);
 }
 
-const TAG = /^\[x(\d+)-(\d+)\]/;
+// a run's tag in a body (anywhere: Twilio may store the body behind a trial account's prefix)
+const TAG = /\[x(\d+)-(\d+)\]/;
 const PY_PRODUCER = require('node:path').join(__dirname, '..', '..', 'bin', 'py-producer.py');
 /** Where `bullmq` for Python is installed (scripts/lib.sh's ensure_python_bullmq). */
 const PYTHON_PATH = process.env.EXPLORE_PYTHONPATH || require('node:path').join(__dirname, '..', '..', '.python');
@@ -164,6 +165,9 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       ...(plan.faults.sim.length ? { create: plan.faults.sim } : {}),
       ...(plan.faults.receipts?.length ? { callbacks: plan.faults.receipts.map((x) => ({ ...x.rule, rate: x.rate })) } : {}),
       ...(plan.faults.listOrder ? { list_order: plan.faults.listOrder } : {}),
+      ...(plan.faults.rewrite === 'service' ? { rewrite: { smart_encoding: true, append: ' Reply STOP to opt out.' } } : {}),
+      ...(plan.faults.rewrite === 'trial' ? { trial_prefix: true } : {}),
+      ...(plan.faults.authRefusedMs ? { auth: { refuse: 'all', for_ms: plan.faults.authRefusedMs } } : {}),
     };
     if (Object.keys(twilioFaults).length) await lab.sim.putFaults(twilioFaults);
 
