@@ -594,6 +594,32 @@ async fn serve_base(s: &mut Running) -> String {
     line.rsplit(' ').next().unwrap().to_string()
 }
 
+/// A Redis that takes serve's connection and then holds its first write past the command
+/// timeout (paused at start: a failover, a slow fork; a connection killed right after it was
+/// accepted is the same error) is waited out as an unreachable Redis is: serve opens once Redis
+/// answers, never exits 1.
+#[tokio::test]
+async fn serve_starting_while_redis_holds_its_writes_waits_and_opens() {
+    ringback::twilio::client::install_tls_provider();
+    let redis = RedisServer::start();
+    let mut admin = redis.conn().await;
+    // longer than the command timeout (10 s): the layout check's first write times out
+    common::pause_writes(&mut admin, 12_000).await;
+    let mut s = Running::spawn(&mut serve(&redis.url()));
+    let base = serve_base(&mut s).await;
+    let http = reqwest::Client::new();
+    common::wait_for(Duration::from_secs(40), "serve to become ready", || {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let r = http.get(format!("{base}/readyz")).send().await.ok()?;
+            (r.status() == 200).then_some(())
+        }
+    })
+    .await;
+    s.sigterm();
+    assert_eq!(s.exit_code(Duration::from_secs(5)).await, Some(0));
+}
+
 #[tokio::test]
 async fn serve_listens_at_once_while_redis_is_down_and_opens_when_it_answers() {
     ringback::twilio::client::install_tls_provider();

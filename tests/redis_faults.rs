@@ -247,13 +247,7 @@ async fn a_worker_starting_while_redis_holds_its_writes_waits_and_texts() {
     add(&e, &data("start-paused-1")).await;
     let mut admin = e.redis.conn().await;
     // longer than the command timeout (10 s): the start-up's first write times out
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(12_000)
-        .arg("WRITE")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    common::pause_writes(&mut admin, 12_000).await;
     let mut w = spawn_worker(&e, None, Timings::Compressed, &[]);
     let texted = wait_for(Duration::from_secs(40), "the run texted", || {
         let e = &e;

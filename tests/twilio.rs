@@ -1062,3 +1062,26 @@ fn a_sends_own_validity_period_overrides_the_configured_one() {
     };
     assert_eq!(validity(&cut).as_deref(), Some("90"));
 }
+
+/// The simulator's lagging list (`list_lag_ms`): a message shows only that long after its
+/// create, as an index that lags would show it; a lookup then finds it once the lag passed.
+#[tokio::test]
+async fn the_simulator_can_list_a_message_only_after_a_lag() {
+    let s = start_sim(r#"{"list_lag_ms":700}"#).await;
+    let c = client(&s.base, 5000);
+    let to = "+15558675310";
+    let SendOutcome::Accepted(m) = c.create_message(&msg(to)).await else {
+        panic!()
+    };
+    let early = lookup(&c, to, minutes_ago(), (50, 5)).await.unwrap();
+    assert!(
+        early.messages.iter().all(|x| x.sid != m.sid),
+        "listed at once"
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let later = lookup(&c, to, minutes_ago(), (50, 5)).await.unwrap();
+    assert!(
+        later.messages.iter().any(|x| x.sid == m.sid),
+        "never listed"
+    );
+}

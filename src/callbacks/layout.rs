@@ -18,6 +18,31 @@ pub const RECORD_LAYOUT: u32 = 1;
 /// The layouts this build reads (and then leaves as they are).
 pub const READS: &[u32] = &[RECORD_LAYOUT];
 
+/// [`check`] at start: Redis may drop the connection it just accepted or hold the first write
+/// past the command timeout (a failover, a restart, a client kill), so a transient error is
+/// waited out as an unreachable Redis is (backing off to 5 s), never a failed start; a layout
+/// this build does not read is the error it is. `Error::Stopped` when `shutdown` comes first.
+pub async fn check_at_start(
+    conn: &mut Conn,
+    claim_prefix: &str,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Result<u32, Error> {
+    let mut delay = std::time::Duration::from_millis(100);
+    loop {
+        match check(conn, claim_prefix).await {
+            Err(e) if e.is_transient() => {
+                tracing::warn!(error = %e, retry_ms = delay.as_millis() as u64, "redis unavailable at start");
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Err(Error::Stopped),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+            }
+            done => return done,
+        }
+    }
+}
+
 /// Reads the layout written for `claim_prefix`, writing this build's when none is; an error
 /// naming the key when it is one this build does not read.
 pub async fn check(conn: &mut Conn, claim_prefix: &str) -> Result<u32, Error> {

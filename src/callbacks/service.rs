@@ -23,23 +23,7 @@ pub async fn connect(
 ) -> Result<SmsProcessor, crate::error::Error> {
     let client = crate::store::connection::client(redis_url, redis_tls)?.with_wait(redis_wait);
     let mut conn = crate::queue::worker::connect_until(&client, shutdown).await?;
-    // Redis may drop the connection it just accepted (a failover, a restart, a client kill): a
-    // transient error here is waited out as an unreachable Redis is, never a failed start
-    let mut delay = Duration::from_millis(100);
-    loop {
-        match crate::callbacks::layout::check(&mut conn, &config.claim_prefix).await {
-            Ok(_) => break,
-            Err(e) if e.is_transient() => {
-                tracing::warn!(error = %e, retry_ms = delay.as_millis() as u64, "redis unavailable at start");
-                tokio::select! {
-                    _ = shutdown.cancelled() => return Err(crate::error::Error::Stopped),
-                    _ = tokio::time::sleep(delay) => {}
-                }
-                delay = (delay * 2).min(Duration::from_secs(5));
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    crate::callbacks::layout::check_at_start(&mut conn, &config.claim_prefix, shutdown).await?;
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
     Ok(SmsProcessor::new(config, conn, twilio, prefix, queue))

@@ -28,7 +28,8 @@
 //! (a lookup that compares bodies must not miss it). `rewrite` stores bodies as a Messaging
 //! Service's Smart Encoding, link shortening, appended text or redaction would, and
 //! `service_pool` lists the numbers a Messaging Service picks its sender from. `list_order`
-//! (`"date_sent"`) lists newest sent first with the messages still queued last.
+//! (`"date_sent"`) lists newest sent first with the messages still queued last; `list_lag_ms`
+//! shows a message in the list only that long after its create.
 
 use std::time::{Duration, Instant};
 
@@ -231,6 +232,9 @@ pub struct Faults {
     /// lookup must find a queued message at either end.
     #[serde(default, skip_serializing_if = "ListOrder::is_default")]
     pub list_order: ListOrder,
+    /// The list shows a message only this long after its create (an index that lags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_lag_ms: Option<u64>,
 }
 
 /// How the list call orders the messages it pages through.

@@ -256,8 +256,20 @@ async fn list(
         Ok(q) => q,
         Err(e) => return twilio_error(e),
     };
-    let matching = sim.store.list(|m| query.matches(m));
-    let order = sim.faults().list_order;
+    let (order, lag) = {
+        let f = sim.faults();
+        (f.list_order, f.list_lag_ms)
+    };
+    let matching = match lag {
+        None => sim.store.list(|m| query.matches(m)),
+        Some(lag) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            sim.store
+                .list_arrived_by(now - lag as i64, |m| query.matches(m))
+        }
+    };
     Json(query.page_in(&account, matching, order)).into_response()
 }
 

@@ -142,6 +142,19 @@ impl Store {
             .collect()
     }
 
+    /// [`Store::list`] of the messages that arrived at or before `until_ms` (ms since the epoch):
+    /// a list that lags shows a message only some time after its create.
+    pub fn list_arrived_by(&self, until_ms: i64, keep: impl Fn(&Message) -> bool) -> Vec<Message> {
+        let g = self.lock();
+        g.messages
+            .iter()
+            .zip(&g.arrived_ms)
+            .rev()
+            .filter(|(m, at)| **at <= until_ms && keep(m))
+            .map(|(m, _)| m.clone())
+            .collect()
+    }
+
     pub fn all(&self) -> Vec<Message> {
         self.lock().messages.clone()
     }

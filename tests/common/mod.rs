@@ -174,6 +174,18 @@ impl Drop for RedisServer {
     }
 }
 
+/// Redis holds every write for `ms` (`CLIENT PAUSE <ms> WRITE`): longer than the command
+/// timeout (10 s), a process's first write at start times out.
+pub async fn pause_writes(c: &mut redis::aio::MultiplexedConnection, ms: u64) {
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(ms)
+        .arg("WRITE")
+        .query_async(c)
+        .await
+        .unwrap();
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()

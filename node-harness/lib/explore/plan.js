@@ -163,6 +163,9 @@ function drawPlan(seed) {
   // credentials for a few seconds (a rotated token), every create held meanwhile
   faults.rewrite = r.chance(0.25) ? r.pick(['service', 'trial']) : null;
   faults.authRefusedMs = r.chance(0.15) ? r.int(1500, 4000) : null;
+  // Twilio's list showing a message only a while after its create (within the reconcile
+  // window less the provider's timeout, which the window tolerates by design)
+  faults.listLagMs = r.chance(0.2) ? r.int(200, 900) : null;
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
@@ -184,6 +187,7 @@ function faultClasses(plan) {
     ...(f.listOrder ? [`twilio-list-${f.listOrder}`] : []),
     ...(f.rewrite ? [`twilio-rewrite-${f.rewrite}`] : []),
     ...(f.authRefusedMs ? ['twilio-auth-refused'] : []),
+    ...(f.listLagMs ? ['twilio-list-lag'] : []),
     ...(f.receipts || []).map((x) => `twilio-receipts-${x.name}`),
   ];
 }
@@ -202,6 +206,7 @@ function without(plan, cls) {
   if (cls.startsWith('twilio-list-')) p.faults.listOrder = null;
   if (cls.startsWith('twilio-rewrite-')) p.faults.rewrite = null;
   if (cls === 'twilio-auth-refused') p.faults.authRefusedMs = null;
+  if (cls === 'twilio-list-lag') p.faults.listLagMs = null;
   if (cls.startsWith('twilio-receipts-')) p.faults.receipts = p.faults.receipts.filter((x) => `twilio-receipts-${x.name}` !== cls);
   return p;
 }

@@ -168,6 +168,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       ...(plan.faults.rewrite === 'service' ? { rewrite: { smart_encoding: true, append: ' Reply STOP to opt out.' } } : {}),
       ...(plan.faults.rewrite === 'trial' ? { trial_prefix: true } : {}),
       ...(plan.faults.authRefusedMs ? { auth: { refuse: 'all', for_ms: plan.faults.authRefusedMs } } : {}),
+      ...(plan.faults.listLagMs ? { list_lag_ms: plan.faults.listLagMs } : {}),
     };
     if (Object.keys(twilioFaults).length) await lab.sim.putFaults(twilioFaults);
 

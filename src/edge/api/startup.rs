@@ -101,9 +101,14 @@ pub async fn open_when_redis_answers(
             }
         }
     };
-    if let Err(e) = crate::callbacks::layout::check(&mut conn, &claim_prefix).await {
-        shutdown.cancel();
-        return Err(e);
+    // a connection Redis drops right after accepting it is waited out, never an exit
+    match crate::callbacks::layout::check_at_start(&mut conn, &claim_prefix, &shutdown).await {
+        Ok(_) => {}
+        Err(crate::error::Error::Stopped) => return Ok(()),
+        Err(e) => {
+            shutdown.cancel();
+            return Err(e);
+        }
     }
     startup.ready(app(state(conn)));
     tracing::info!(redis = %startup.redis, "redis answers: ready");
