@@ -127,8 +127,9 @@ async function addWithPython(lab, jobs) {
   if (code !== 0) throw new Error(`the Python producer exited ${code}: ${out.slice(-600)}`);
 }
 
-// a run's tag in a body (anywhere: Twilio may store the body behind a trial account's prefix)
-const TAG = /\[x(\d+)-(\d+)\]/;
+// a run's tag at the start of a body (behind a trial account's prefix when Twilio stores one;
+// an ask-back quoting a question's text is not the run's text)
+const TAG = /^(?:Sent from your Twilio trial account - )?\[x(\d+)-(\d+)\]/;
 const PY_PRODUCER = require('node:path').join(__dirname, '..', '..', 'bin', 'py-producer.py');
 /** Where `bullmq` for Python is installed (scripts/lib.sh's ensure_python_bullmq). */
 const PYTHON_PATH = process.env.EXPLORE_PYTHONPATH || require('node:path').join(__dirname, '..', '..', '.python');
@@ -333,7 +334,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
         if (!tag || Number(tag[1]) !== plan.seed) return;
         const i = Number(tag[2]);
         // when Twilio created it (to the second: quiet windows are drawn 30 min from their edges)
-        per.set(i, [...(per.get(i) || []), { from: m.from, atMs: Date.parse(m.date_created) }]);
+        per.set(i, [...(per.get(i) || []), { from: m.from, atMs: Date.parse(m.date_created), sid: m.sid, body: m.body }]);
       });
       return per;
     };
@@ -406,7 +407,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       } else if (drops.has(String(runIdValue(run)))) {
         check(texts.length <= 1, 'each run is texted exactly once', `${texts.length} text(s) (the legacy worker dropped it after its own provider failure)`, label(run));
       } else {
-        check(texts.length === 1, 'each run is texted exactly once', `${texts.length} text(s)${texts.length ? ` from ${texts.map((x) => x.from).join(', ')}` : ''}`, label(run));
+        check(texts.length === 1, 'each run is texted exactly once', `${texts.length} text(s)${texts.length ? `: ${texts.map((x) => `${x.sid} from ${x.from} at ${new Date(x.atMs).toISOString()} ${JSON.stringify(x.body)}`).join('; ')}` : ''}`, label(run));
       }
       if (quiet && !run.urgent) {
         const zone = quiet.zones[run.i] || quiet.tz;
@@ -479,7 +480,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     }
     check(lab.failures.length === 0, 'no worker fails by itself', lab.failures.slice(0, 3).join(' | ').slice(0, 600));
     // what each process said last, for a violation's report
-    const logs = violations.length ? lab.processes.map((p) => `--- ${p.label}\n${p.output().slice(-1500)}`) : [];
+    const logs = violations.length ? lab.processes.map((p) => `--- ${p.label}\n${p.output().slice(-Number(process.env.EXPLORE_LOG_CHARS || 1500))}`) : [];
     const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses;
     return {
       seed: plan.seed,
