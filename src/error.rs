@@ -81,6 +81,14 @@ pub enum Error {
     /// than run on half-opened.
     #[error("{0}")]
     Task(String),
+    /// This Redis refuses a command ringback cannot run without (renamed away, or forbidden by
+    /// an ACL or the provider): found at start by [`crate::store::probe`].
+    #[error("Redis refuses {command}: {cost} (Redis answered: {answer})")]
+    Refused {
+        command: &'static str,
+        cost: &'static str,
+        answer: String,
+    },
     /// The records on this Redis have a layout this build does not read
     /// (`crate::callbacks::layout`): refused before any record is read or written.
     #[error(

@@ -578,6 +578,55 @@ async fn worker_retries_as_logged_and_stops_cleanly_while_redis_is_down() {
     assert_eq!(w.exit_code(Duration::from_secs(5)).await, Some(0));
 }
 
+/// The default user of `redis` with `rules` added (`ACL SETUSER default …`): commands a managed
+/// Redis refuses, refused here the same way.
+async fn refuse_commands(redis: &RedisServer, rules: &[&str]) {
+    let mut c = redis.conn().await;
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg("default")
+        .arg(rules)
+        .query_async(&mut c)
+        .await
+        .unwrap();
+}
+
+/// A Redis that refuses commands ringback can do without (`WAIT`, `CLIENT SETNAME`, `CONFIG`,
+/// as managed offerings do) is named at start, each with what it costs, and the worker runs;
+/// one it cannot run without (`EVALSHA`) stops it at start with exit 2, naming the command,
+/// instead of failing in the middle of a send.
+#[tokio::test]
+async fn a_redis_that_refuses_commands_is_named_at_start_with_what_each_costs() {
+    let redis = RedisServer::start();
+    refuse_commands(&redis, &["-wait", "-client|setname", "-config"]).await;
+    let mut w = Running::spawn(
+        twilio_env(&mut ringback(&["worker"]))
+            .env("REDIS_URL", redis.url())
+            .env("RINGBACK_METRICS_LISTEN", "off"),
+    );
+    for (command, cost) in [
+        ("WAIT", "no write waits for a replica"),
+        ("CLIENT SETNAME", "Queue.getWorkers()"),
+        ("CONFIG GET", "maxmemory-policy"),
+    ] {
+        let (line, _) = w.stderr_line(&format!("Redis refuses {command}:"), T).await;
+        assert!(line.contains(cost), "{line}");
+    }
+    w.stderr_line("worker started", T).await;
+    w.sigterm();
+    assert_eq!(w.exit_code(Duration::from_secs(5)).await, Some(0));
+
+    refuse_commands(&redis, &["-evalsha"]).await;
+    let mut w = Running::spawn(
+        twilio_env(&mut ringback(&["worker"]))
+            .env("REDIS_URL", redis.url())
+            .env("RINGBACK_METRICS_LISTEN", "off"),
+    );
+    assert_eq!(w.exit_code(T).await, Some(2));
+    let (line, _) = w.stderr_line("Redis refuses EVALSHA", T).await;
+    assert!(line.contains("ringback cannot run"), "{line}");
+}
+
 fn serve(redis_url: &str) -> Command {
     let mut cmd = ringback(&["serve"]);
     cmd.env("REDIS_URL", redis_url)

@@ -43,6 +43,44 @@ pub async fn check_at_start(
     }
 }
 
+/// What this Redis refuses of the commands ringback relies on ([`crate::store::probe`]), asked
+/// at start after the layout: each refusal is logged with its cost; one ringback cannot run
+/// without is the error. Connection trouble is waited out as at [`check_at_start`].
+pub async fn probe_at_start(
+    conn: &mut Conn,
+    shutdown: &tokio_util::sync::CancellationToken,
+) -> Result<(), Error> {
+    let mut delay = std::time::Duration::from_millis(100);
+    let explicit_wait = conn.waits_for_replicas();
+    let found = loop {
+        match crate::store::probe::probe(conn, explicit_wait).await {
+            Ok(found) => break found,
+            Err(e) => {
+                let e = Error::from(e);
+                if !e.is_transient() {
+                    return Err(e);
+                }
+                tokio::select! {
+                    _ = shutdown.cancelled() => return Err(Error::Stopped),
+                    _ = tokio::time::sleep(delay) => {}
+                }
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+            }
+        }
+    };
+    for line in found.warnings() {
+        tracing::warn!("{line}");
+    }
+    match found.fatal() {
+        Some(r) => Err(Error::Refused {
+            command: r.command,
+            cost: r.cost,
+            answer: r.error.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Reads the layout written for `claim_prefix`, writing this build's when none is; an error
 /// naming the key when it is one this build does not read.
 pub async fn check(conn: &mut Conn, claim_prefix: &str) -> Result<u32, Error> {

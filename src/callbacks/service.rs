@@ -24,6 +24,7 @@ pub async fn connect(
     let client = crate::store::connection::client(redis_url, redis_tls)?.with_wait(redis_wait);
     let mut conn = crate::queue::worker::connect_until(&client, shutdown).await?;
     crate::callbacks::layout::check_at_start(&mut conn, &config.claim_prefix, shutdown).await?;
+    crate::callbacks::layout::probe_at_start(&mut conn, shutdown).await?;
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
     Ok(SmsProcessor::new(config, conn, twilio, prefix, queue))

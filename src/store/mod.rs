@@ -11,5 +11,6 @@ pub mod connection;
 pub mod group_commit;
 pub mod json;
 pub mod keys;
+pub mod probe;
 pub mod scripts;
 pub mod slots;

@@ -79,11 +79,11 @@ pub(crate) fn serve_config(
     Ok((sms, serve, client))
 }
 
-/// A runtime failure exits 1; records of a layout this build does not read, 2 (nothing was
-/// read or written); a stop asked for before Redis answered is a clean stop (0).
+/// A runtime failure exits 1; records of a layout this build does not read, or a Redis that
+/// refuses a command ringback cannot run without, 2 (nothing was read or written); a stop asked for before Redis answered is a clean stop (0).
 pub(crate) fn failed(e: ringback::Error) -> ExitCode {
     match e {
-        e @ ringback::Error::Layout { .. } => {
+        e @ (ringback::Error::Layout { .. } | ringback::Error::Refused { .. }) => {
             eprintln!("ringback: {e}");
             ExitCode::from(2)
         }
@@ -129,7 +129,7 @@ pub(crate) async fn serve_api(
         .await
     {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ ringback::Error::Layout { .. }) => failed(e),
+        Err(e @ (ringback::Error::Layout { .. } | ringback::Error::Refused { .. })) => failed(e),
         Err(e) => {
             eprintln!("ringback: serve: {e}");
             ExitCode::FAILURE
@@ -370,7 +370,7 @@ pub(crate) async fn sending_processor(
     )
     .await
     .map_err(|e| match e {
-        e @ ringback::Error::Layout { .. } => failed(e),
+        e @ (ringback::Error::Layout { .. } | ringback::Error::Refused { .. }) => failed(e),
         e => {
             eprintln!("ringback {command}: {e}");
             ExitCode::FAILURE

@@ -102,8 +102,13 @@ pub async fn open_when_redis_answers(
         }
     };
     // a connection Redis drops right after accepting it is waited out, never an exit
-    match crate::callbacks::layout::check_at_start(&mut conn, &claim_prefix, &shutdown).await {
-        Ok(_) => {}
+    let checked =
+        match crate::callbacks::layout::check_at_start(&mut conn, &claim_prefix, &shutdown).await {
+            Ok(_) => crate::callbacks::layout::probe_at_start(&mut conn, &shutdown).await,
+            Err(e) => Err(e),
+        };
+    match checked {
+        Ok(()) => {}
         Err(crate::error::Error::Stopped) => return Ok(()),
         Err(e) => {
             shutdown.cancel();
