@@ -261,3 +261,82 @@ async fn a_worker_starting_while_redis_holds_its_writes_waits_and_texts() {
     assert_eq!(texted, ());
     assert!(w.0.try_wait().expect("wait").is_none(), "still running");
 }
+
+/// `WAIT`s the primary has answered so far (`INFO commandstats`).
+async fn waits_answered(c: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(c)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// One endpoint with a replica, `RINGBACK_REDIS_WAIT_REPLICAS` unset (a managed primary): the
+/// claim and the sent marker of each run wait for the replica once one is connected (none
+/// before), and a replica that stops answering makes the `WAIT` come back short: counted, and the
+/// run still texted once.
+#[tokio::test]
+async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_short_wait() {
+    let e = env("replica-wait", "").await;
+    let mut primary = e.redis.conn().await;
+    // as `ringback worker` runs: its safety-net loop looks at the replicas every interval
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let w = run_worker(&e, processor(&e, conn, sms_config()), 1);
+    let id = add(&e, &data("rw-0")).await;
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    assert_eq!(waits_answered(&mut primary).await, 0, "no replica: no WAIT");
+
+    let replica = common::RedisServer::start();
+    let mut r = replica.conn().await;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(e.redis.port)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    wait_for(T, "the replica linked to the primary", || {
+        let mut r = r.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut r)
+                .await
+                .ok()?;
+            info.contains("master_link_status:up").then_some(())
+        }
+    })
+    .await;
+    // the worker looks at the endpoint's replicas again within a few seconds
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    for i in 1..=3 {
+        let id = add(&e, &data(&format!("rw-{i}"))).await;
+        assert_eq!(finished(&e, &id).await.0, "completed");
+    }
+    let waited = waits_answered(&mut primary).await;
+    assert!(
+        waited >= 6,
+        "{waited} WAIT(s) for 3 runs: a claim and a marker each"
+    );
+
+    // the replica stops answering: the WAIT comes back short, counted; the run is texted once
+    let short_before = ringback::store::cluster::replica_wait_timeouts();
+    replica.pause();
+    let id = add(&e, &data("rw-paused")).await;
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    replica.resume();
+    assert!(ringback::store::cluster::replica_wait_timeouts() > short_before);
+    for i in 0..=3 {
+        assert_eq!(texts(&e, &format!("rw-{i}")), 1);
+    }
+    assert_eq!(texts(&e, "rw-paused"), 1);
+    w.stop().await;
+}

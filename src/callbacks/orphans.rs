@@ -202,6 +202,8 @@ pub async fn adopt_stall_failures(processor: &SmsProcessor) -> Result<usize, cra
 
 /// Refresh the open-attempts gauges.
 async fn gauges(processor: &SmsProcessor) -> Result<(), crate::error::Error> {
+    // a replica that attached, or a failover that left none, is followed here
+    processor.window().look_at_replicas().await;
     let open = processor.window().open_attempts().await?;
     let stats = processor.stats();
     stats.open_attempts.store(open.count, Ordering::Relaxed);

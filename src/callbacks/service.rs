@@ -25,6 +25,12 @@ pub async fn connect(
     let mut conn = crate::queue::worker::connect_until(&client, shutdown).await?;
     crate::callbacks::layout::check_at_start(&mut conn, &config.claim_prefix, shutdown).await?;
     crate::callbacks::layout::probe_at_start(&mut conn, shutdown).await?;
+    conn.look_at_replicas().await;
+    if conn.has_replica_now() {
+        tracing::info!(
+            "Redis has a connected replica: every claim and sent marker waits for one (RINGBACK_REDIS_WAIT_REPLICAS unset), and the fused finish is off while it does"
+        );
+    }
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
     Ok(SmsProcessor::new(config, conn, twilio, prefix, queue))

@@ -205,6 +205,12 @@ impl Collector for WorkerCollector {
             "ringback_window_overruns",
             "Sent markers written after the claim had expired or changed hands.",
             crate::callbacks::window::window_overruns(),
+        )?;
+        counter(
+            &mut enc,
+            "ringback_replica_wait_timeouts",
+            "Claims and sent markers whose WAIT came back with fewer replicas than asked for (a failover then could lose them).",
+            crate::store::cluster::replica_wait_timeouts(),
         )
     }
 }

@@ -213,10 +213,12 @@ async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(Str
 /// How many replicas must have a claim or a sent marker before the caller goes on: `WAIT
 /// replicas timeout` after the write, on the node that took it.
 ///
-/// `replicas: None` (the default) is 1 on a cluster when the key's master has a live replica
-/// now, and 0 (no `WAIT`) otherwise and on one Redis. A `WAIT` that times out is logged and the
-/// caller goes on: the write is on the master and will most likely reach a replica; what a
-/// failover in that window can lose is said in docs/cluster.md ("Durability").
+/// `replicas: None` (the default) is 1 when the key's master has a connected replica now: on a
+/// cluster by `CLUSTER SLOTS`, on one endpoint (a primary with replicas, a managed Redis) by
+/// `INFO replication`, each looked at again every few seconds; 0 (no `WAIT`) otherwise. A
+/// `WAIT` that times out is counted ([`replica_wait_timeouts`]) and logged, and the caller goes
+/// on: the write is on the master and will most likely reach a replica; what a failover in that
+/// window can lose is said in docs/cluster.md ("Durability").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaWait {
     pub replicas: Option<usize>,
@@ -237,11 +239,27 @@ impl Default for ReplicaWait {
 /// one comes back as its replica, and a `WAIT 1` would time out on every write meanwhile.
 const TOPOLOGY_TTL: Duration = Duration::from_secs(5);
 
-/// A connection's replica-wait policy and its cached view of the replicas per slot range.
+/// `WAIT`s that came back with fewer replicas than asked for, in this process.
+static REPLICA_WAIT_TIMEOUTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many `WAIT`s came back short (a replica missing or slow): each such write could be lost
+/// by a failover before it reaches a replica.
+pub fn replica_wait_timeouts() -> u64 {
+    REPLICA_WAIT_TIMEOUTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+pub(crate) fn note_replica_wait_timeout() {
+    REPLICA_WAIT_TIMEOUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A connection's replica-wait policy and its cached view of the replicas per slot range (a
+/// cluster) or of the one endpoint's connected replicas.
 #[derive(Debug, Default)]
 pub(crate) struct Waiting {
     pub(crate) policy: ReplicaWait,
     topology: Mutex<Option<Topology>>,
+    /// One endpoint: its connected replicas, and when that was read.
+    endpoint: Mutex<Option<(Instant, usize)>>,
 }
 
 #[derive(Debug)]
@@ -256,7 +274,57 @@ impl Waiting {
         Self {
             policy,
             topology: Mutex::new(None),
+            endpoint: Mutex::new(None),
         }
+    }
+
+    /// One endpoint: the replicas to wait for after a write, by `INFO replication`'s
+    /// `connected_slaves` (read again when the cached count is older than a few seconds);
+    /// 0 when it cannot be read (the write stands either way).
+    pub(crate) async fn wanted_on_endpoint<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+    ) -> usize {
+        if let Some(n) = self.policy.replicas {
+            return n;
+        }
+        let cached = self.endpoint.lock().ok().and_then(|e| {
+            e.filter(|(read, _)| read.elapsed() < TOPOLOGY_TTL)
+                .map(|(_, n)| n)
+        });
+        if let Some(n) = cached {
+            return n.min(1);
+        }
+        self.read_endpoint(conn).await.min(1)
+    }
+
+    /// Read the endpoint's connected replicas now (`INFO replication`) and cache the count.
+    pub(crate) async fn read_endpoint<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+    ) -> usize {
+        let mut info = redis::cmd("INFO");
+        info.arg("replication");
+        let n = match info.query_async::<String>(conn).await {
+            Ok(text) => connected_replicas(&text),
+            Err(e) => {
+                tracing::debug!(error = %e, "cannot read INFO replication; not waiting for a replica");
+                0
+            }
+        };
+        if let Ok(mut e) = self.endpoint.lock() {
+            *e = Some((Instant::now(), n));
+        }
+        n
+    }
+
+    /// The endpoint's connected replicas as last read (0 when never read).
+    pub(crate) fn endpoint_replicas(&self) -> usize {
+        self.endpoint
+            .lock()
+            .ok()
+            .and_then(|e| e.map(|(_, n)| n))
+            .unwrap_or(0)
     }
 
     /// The replicas to wait for after a write to `key`, reading the topology through `conn`
@@ -302,7 +370,19 @@ impl Waiting {
         if let Ok(mut t) = self.topology.lock() {
             *t = None;
         }
+        if let Ok(mut e) = self.endpoint.lock() {
+            *e = None;
+        }
     }
+}
+
+/// `connected_slaves:<n>` of `INFO replication` (0 when absent: a replica itself, or a server
+/// that hides it).
+fn connected_replicas(info: &str) -> usize {
+    info.lines()
+        .find_map(|l| l.trim().strip_prefix("connected_slaves:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 fn replicas_in(ranges: &[(u16, u16, usize)], slot: u16) -> usize {
@@ -356,6 +436,16 @@ pub(crate) async fn wait(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn connected_replicas_are_read_from_info() {
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=1\r\n";
+        assert_eq!(super::connected_replicas(info), 2);
+        assert_eq!(
+            super::connected_replicas("# Replication\r\nrole:slave\r\n"),
+            0
+        );
+    }
+
     #[test]
     fn slots_match_what_redis_answers() {
         // CLUSTER KEYSLOT on Redis 7.0: the replica wait routes by this

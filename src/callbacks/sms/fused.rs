@@ -48,9 +48,15 @@ impl SmsProcessor {
         self
     }
 
-    /// The context to fold this job's finish into, when the fused finish is on.
+    /// The context to fold this job's finish into, when the fused finish is on. Off while the
+    /// one endpoint has a replica to wait for (waits unset): the marker the fused finish writes
+    /// inside the job's finishing call cannot wait for it, the separate durable write can.
     pub(super) fn fused_ctx<'c>(&self, ctx: Option<&'c JobContext>) -> Option<&'c JobContext> {
-        ctx.filter(|_| self.fused && self.window.topology() == Topology::Fused)
+        ctx.filter(|_| {
+            self.fused
+                && self.window.topology() == Topology::Fused
+                && !self.window.has_replica_now()
+        })
     }
 
     /// The finishing step for a completed callback of `req`: `mark`, then the completion, then

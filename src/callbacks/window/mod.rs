@@ -166,6 +166,17 @@ impl Window {
         self
     }
 
+    /// One endpoint with replica waits unset: whether it had a connected replica when last
+    /// looked at (writes then wait for one, and the fused finish, whose marker cannot, is off).
+    pub fn has_replica_now(&self) -> bool {
+        self.conn.has_replica_now()
+    }
+
+    /// Look at the endpoint's connected replicas again (every sweep interval).
+    pub async fn look_at_replicas(&self) {
+        self.conn.clone().look_at_replicas().await;
+    }
+
     pub fn topology(&self) -> Topology {
         self.topology
     }

@@ -118,6 +118,24 @@ impl Conn {
         self.wait.policy.replicas.is_some_and(|n| n > 0)
     }
 
+    /// One endpoint with `RINGBACK_REDIS_WAIT_REPLICAS` unset: whether it had a connected
+    /// replica when last looked at ([`Conn::look_at_replicas`]), so that writes wait for one.
+    pub fn has_replica_now(&self) -> bool {
+        matches!(self.link, Link::Single(_))
+            && self.wait.policy.replicas.is_none()
+            && self.wait.endpoint_replicas() > 0
+    }
+
+    /// One endpoint with `RINGBACK_REDIS_WAIT_REPLICAS` unset: look at its connected replicas
+    /// again (`INFO replication`); the worker does it every sweep interval, so a replica that
+    /// attaches (or a failover that leaves none) is followed without a restart.
+    pub async fn look_at_replicas(&mut self) {
+        let Conn { link, wait } = self;
+        if let (Link::Single(c), None) = (link, wait.policy.replicas) {
+            wait.read_endpoint(c).await;
+        }
+    }
+
     /// After a write to `key` that must survive a failover (a claim, a sent marker): `WAIT`
     /// until the replicas the policy asks for have it, on the node that took the write, over
     /// the same connection (see [`ReplicaWait`]). Returns how many acknowledged (0 without a
@@ -169,7 +187,8 @@ impl Conn {
         let Conn { link, wait } = self;
         match link {
             Link::Cluster(c) => wait.wanted(c, key).await,
-            _ => wait.policy.replicas.unwrap_or(0),
+            Link::Single(c) => wait.wanted_on_endpoint(c).await,
+            Link::Direct(_) => wait.policy.replicas.unwrap_or(0),
         }
     }
 
@@ -183,6 +202,7 @@ impl Conn {
 
     fn check_acked(&self, key: &str, wanted: usize, acked: usize) {
         if acked < wanted {
+            crate::store::cluster::note_replica_wait_timeout();
             self.wait.forget();
             tracing::warn!(
                 key,
