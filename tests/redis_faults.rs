@@ -185,26 +185,7 @@ impl Drop for ShowOnPanic<'_> {
 #[tokio::test]
 async fn an_explicit_replica_wait_covers_every_claim_and_marker_on_one_redis() {
     let e = env("replica-wait", "").await;
-    let replica = common::RedisServer::start();
-    let mut r = replica.conn().await;
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(e.redis.port)
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    wait_for(T, "the replica to sync", || {
-        let mut r = r.clone();
-        async move {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut r)
-                .await
-                .unwrap();
-            info.contains("master_link_status:up").then_some(())
-        }
-    })
-    .await;
+    let _replica = replica_of(&e).await;
     let runs = ["rw1", "rw2", "rw3"];
     let mut ids = vec![];
     for run in runs {
@@ -283,7 +264,7 @@ async fn waits_answered(c: &mut redis::aio::MultiplexedConnection) -> u64 {
 /// run still texted once.
 #[tokio::test]
 async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_short_wait() {
-    let e = env("replica-wait", "").await;
+    let e = env("replica-wait-default", "").await;
     let mut primary = e.redis.conn().await;
     // as `ringback worker` runs: its safety-net loop looks at the replicas every interval
     let client = redis::Client::open(e.redis.url()).unwrap();
@@ -295,26 +276,7 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
     assert_eq!(finished(&e, &id).await.0, "completed");
     assert_eq!(waits_answered(&mut primary).await, 0, "no replica: no WAIT");
 
-    let replica = common::RedisServer::start();
-    let mut r = replica.conn().await;
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(e.redis.port)
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    wait_for(T, "the replica linked to the primary", || {
-        let mut r = r.clone();
-        async move {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut r)
-                .await
-                .ok()?;
-            info.contains("master_link_status:up").then_some(())
-        }
-    })
-    .await;
+    let replica = replica_of(&e).await;
     // the worker looks at the endpoint's replicas again within a few seconds
     tokio::time::sleep(Duration::from_millis(5_500)).await;
     for i in 1..=3 {
@@ -339,4 +301,29 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
     }
     assert_eq!(texts(&e, "rw-paused"), 1);
     w.stop().await;
+}
+
+/// A real replica of the test's Redis, once its link to the primary is up.
+async fn replica_of(e: &Env) -> common::RedisServer {
+    let replica = common::RedisServer::start();
+    let mut r = replica.conn().await;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(e.redis.port)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    wait_for(T, "the replica to sync", || {
+        let mut r = r.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut r)
+                .await
+                .ok()?;
+            info.contains("master_link_status:up").then_some(())
+        }
+    })
+    .await;
+    replica
 }
