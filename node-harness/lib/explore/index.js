@@ -74,7 +74,12 @@ async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infi
 async function trial(seed, { totals, replays, shrinkBudget, out, log }) {
   {
     const plan = drawPlan(seed);
-    const r = await runTrial(plan, { log });
+    // a trial that throws (a lab that broke midway, a reply the harness did not expect) is a
+    // violation of its own, reported with its seed; the run goes on
+    const r = await runTrial(plan, { log }).catch((err) => {
+      if (err.name === 'SetupError') throw err;
+      return { seed, violations: [{ invariant: 'the trial runs to its end', detail: String(err.stack || err).slice(0, 600) }], logs: [], checks: 1, faults: 0, ms: 0, figures: { runs: plan.runs.length, jobs: 0, held: 0 } };
+    });
     totals.trials += 1;
     totals.faults += r.faults;
     totals.checks += r.checks;
