@@ -98,6 +98,19 @@ impl RedisServer {
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
+            // a port another process took between free_port() and the bind (another test's
+            // server, a drill's): this server exited, and the one answering there is not ours
+            if let Some(child) = self.child.as_mut()
+                && child.try_wait().ok().flatten().is_some()
+            {
+                assert!(
+                    self.log().contains("Address already in use") && self.tls.is_none(),
+                    "redis-server exited at start:\n{}",
+                    self.log()
+                );
+                self.port = free_port();
+                return self.spawn();
+            }
             if let Ok(client) = redis::Client::open(self.url())
                 && let Ok(mut c) = client.get_connection()
                 && redis::cmd("PING").query::<String>(&mut c).is_ok()
