@@ -31,7 +31,8 @@ pub struct QueueArgs {
     #[arg(long, env = "RINGBACK_REDIS_CLIENT_KEY")]
     pub redis_client_key: Option<std::path::PathBuf>,
     /// Replicas that must acknowledge a claim and a sent marker (`WAIT`) before the worker goes
-    /// on. Unset: 1 on a Redis Cluster when the key's master has a replica, 0 on one Redis.
+    /// on. Unset: 1 while the key's master has a connected replica (a Cluster's, or one
+    /// endpoint's by `INFO replication`), else 0.
     #[arg(long, env = "RINGBACK_REDIS_WAIT_REPLICAS")]
     pub redis_wait_replicas: Option<usize>,
     /// How long such a `WAIT` may take; after it the worker goes on (and logs it).
@@ -288,7 +289,7 @@ impl WorkerArgs {
             (
                 "RINGBACK_REDIS_WAIT_REPLICAS",
                 q.redis_wait_replicas.map_or(
-                    "auto (1 on a cluster when the master has a replica, 0 on one Redis)".into(),
+                    "auto (1 while the master has a connected replica, else 0)".into(),
                     |n| n.to_string(),
                 ),
             ),
