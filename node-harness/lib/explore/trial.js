@@ -112,6 +112,25 @@ function jobData(plan, run, quiet) {
   return `{"runId":${runIdJson(run)},${JSON.stringify(rest).slice(1)}`;
 }
 
+/**
+ * `add()` again while Redis is failing over (a Cluster master paused past its node timeout is
+ * replaced: READONLY, CLUSTERDOWN, TRYAGAIN, a dropped connection), as a producer retries; at
+ * most 20 s. A batch cut midway may be added twice: the same run added twice, which the checks
+ * allow.
+ */
+async function addRetrying(add) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    try {
+      return await add();
+    } catch (err) {
+      const transient = /READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ECONNRESET|ECONNREFUSED|Connection is closed/.test(String(err.message));
+      if (!transient || Date.now() > deadline) throw err;
+      await sleep(250);
+    }
+  }
+}
+
 /** Adds `jobs` ([{name, data: JSON text, opts}]) with BullMQ's Python port. */
 async function addWithPython(lab, jobs) {
   const { spawn } = require('node:child_process');
@@ -310,7 +329,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       }
       const jobs = burst.adds.map((i) => ({ name: byIndex.get(i).name, data: jobData(plan, byIndex.get(i), quiet), opts: { ...JOB_OPTIONS } }));
       if (burst.producer === 'python') await addWithPython(lab, jobs);
-      else await q.addBulk(jobs.map((j) => ({ ...j, data: JSON.parse(j.data) })));
+      else await addRetrying(() => q.addBulk(jobs.map((j) => ({ ...j, data: JSON.parse(j.data) }))));
       log(`[explore ${plan.seed}] burst ${b + 1}/${plan.bursts.length}: ${burst.adds.length} add(s) by the ${burst.producer} producer`);
     }
     // faults stop; the system must come to rest
