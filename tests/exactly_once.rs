@@ -301,6 +301,44 @@ async fn a_worker_five_minutes_ahead_never_treats_a_live_attempt_as_dead() {
     assert_eq!(returnvalue(&h)["deduplicated"], true);
 }
 
+/// A worker whose clock is an hour behind Redis's, just started and idle (it has claimed
+/// nothing, so it has not yet seen Redis's clock in a claim's reply), sweeps by Redis's clock:
+/// an attempt a dead worker left open is texted within the bound, not an hour late.
+#[tokio::test]
+async fn an_idle_worker_an_hour_behind_sweeps_an_orphan_by_redis_clock() {
+    let e = env("skew-idle", "").await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let w = window(&e, conn, 200);
+    let run = "skew-idle-1";
+    let Claim::Claimed { .. } = w
+        .claim(run, "dead", None, "gone", "w0", TO, "", &body(run))
+        .await
+        .unwrap()
+    else {
+        panic!("claimed");
+    };
+    let _behind = spawn_worker(
+        &e,
+        None,
+        Timings::Compressed,
+        &[("RINGBACK_CLOCK_SKEW_MS", "-3600000")],
+    );
+    wait_for(
+        T,
+        "the idle worker an hour behind to text the orphan",
+        || {
+            let n = texts(&e, run);
+            async move { (n == 1).then_some(()) }
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(texts(&e, run), 1);
+}
+
 /// Make a job active under a token no worker holds (a worker that died before any attempt).
 async fn activate_and_abandon(e: &Env, lock_ms: u64) -> String {
     let id = add(e, &data("stalled-before")).await;

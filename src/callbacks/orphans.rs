@@ -39,6 +39,8 @@ pub async fn sweep(
 ) -> Result<Vec<String>, crate::error::Error> {
     let window = processor.window();
     let mut resolved = vec![];
+    // overdue by Redis's clock, even before this process has claimed anything
+    window.learn_clock().await?;
     for run_id in window.overdue(100).await? {
         let _permit = permits.and_then(|p| p.clone().try_acquire_owned().ok());
         if cancel.is_cancelled() {

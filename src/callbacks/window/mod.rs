@@ -238,6 +238,19 @@ impl Window {
         at + self.offset.load(Ordering::Relaxed)
     }
 
+    /// Read Redis's clock now (`TIME`) and keep the offset: a worker that has claimed nothing
+    /// yet (idle since it started) must still see which open attempts are overdue on Redis's
+    /// clock, not its own, which may be an hour behind.
+    pub async fn learn_clock(&self) -> Result<(), Error> {
+        self.trips.add(1);
+        let (secs, micros): (i64, i64) = redis::cmd("TIME")
+            .query_async(&mut self.conn.clone())
+            .await?;
+        let redis_now = secs * 1000 + micros / 1000;
+        self.offset.store(redis_now - now_ms(), Ordering::Relaxed);
+        Ok(())
+    }
+
     fn saw_redis_now(&self, redis_now: Option<&String>) {
         if let Some(n) = redis_now.and_then(|n| n.parse::<i64>().ok()) {
             self.offset.store(n - now_ms(), Ordering::Relaxed);
