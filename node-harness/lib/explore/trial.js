@@ -314,7 +314,10 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const idle = burst.gapBeforeMs > t.stalledIntervalMs * 2;
       if (idle && plan.drainCheck) {
         // fresh within one liveness window (3 s here) of now, or of Redis answering again
-        // after a pause (nobody can beat while Redis is paused)
+        // after a pause (nobody can beat while Redis is paused; a second CLIENT PAUSE sent
+        // during a first one waits for it, so pauses can chain past their drawn ends): the
+        // wait starts once Redis answers
+        await lab.admin.ping().catch(() => {});
         const beats = await waitFor(async () => {
           const b = await lab.heartbeats(3000);
           return b.length >= plan.config.workers.length ? b : null;
