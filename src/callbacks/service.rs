@@ -33,7 +33,14 @@ pub async fn connect(
     }
     let twilio =
         TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(e.to_string()))?;
-    Ok(SmsProcessor::new(config, conn, twilio, prefix, queue))
+    let processor = SmsProcessor::new(config, conn, twilio, prefix, queue);
+    // Redis's clock before the first index write: in the Cluster layout a claim writes its
+    // index entry itself, at a time on Redis's clock as this process knows it (an hour-behind
+    // host would otherwise index its first attempts an hour in the past)
+    if let Err(e) = processor.window().learn_clock().await {
+        tracing::debug!(error = %e, "Redis's clock not read at start; the first claim's reply gives it");
+    }
+    Ok(processor)
 }
 
 /// Start the orphan sweep (inside the worker's concurrency limit, `permits`) and the receipt
