@@ -253,3 +253,59 @@ async fn drain_giving_up_on_a_held_run_escalates_it_held_not_maybe_sent() {
     assert!(!reason.contains("may or may not"), "{reason}");
     assert_eq!(texts(&e, "hd1"), 0);
 }
+
+/// Redis dropping the drain's connection and holding its writes past the command timeout in
+/// the middle of a drain (a failover, a client kill, a slow fork) is waited out, not the end
+/// of the drain: the run it was holding
+/// for a region the account could not text is sent once that is fixed, and the drain ends
+/// with nothing open.
+#[tokio::test]
+async fn drain_waits_out_redis_holding_its_writes_between_rounds() {
+    let uk = "+447700900124";
+    let e = env(
+        "drain-redis-pause",
+        &serde_json::json!({"create": [{"to": uk, "fault": "permanent", "code": 21408}]})
+            .to_string(),
+    )
+    .await;
+    let w = start_worker(&e, sms_config()).await;
+    let data = serde_json::json!({"runId": "dp1", "to": uk, "body": body("dp1")}).to_string();
+    add(&e, &data).await;
+    wait_for(T, "the run to be held", || async {
+        (w.stats.holds.destinations_held() == 1).then_some(())
+    })
+    .await;
+    w.stop().await;
+    let client = redis::Client::open(e.redis.url()).unwrap();
+    let conn = ringback::store::connection::commands(&client)
+        .await
+        .unwrap();
+    let p = processor(&e, conn, sms_config());
+    let (lines, mut rounds) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mut admin = e.redis.conn().await;
+    let fault = async {
+        // two rounds in: the drain is sleeping between rounds or inside one
+        for _ in 0..2 {
+            rounds.recv().await.unwrap();
+        }
+        common::pause_writes(&mut admin, 25_000).await;
+        let _: i64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("normal")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(25_500)).await;
+        set_faults(&e, serde_json::json!({})).await;
+    };
+    let cancel = Default::default();
+    let drained = ringback::callbacks::drain::drain(&p, Duration::from_secs(60), &cancel, |line| {
+        let _ = lines.send(line.to_string());
+    });
+    let (report, ()) = tokio::join!(drained, fault);
+    let report = report.expect("the drain waits out Redis");
+    assert_eq!(report.resolved, ["dp1"], "{report:?}");
+    assert!(report.still_open.is_empty(), "{report:?}");
+    assert_eq!(texts(&e, "dp1"), 1);
+}

@@ -4,6 +4,9 @@
 //! workers still consume the queue (they would go on claiming), naming them, checked on Redis's
 //! clock before every round, so a worker started during the drain stops it too; it ends when no
 //! attempt is open, or at its deadline with the attempts still open listed and escalated.
+//! Redis trouble that passes (a dropped connection, writes held by a failover) is waited out
+//! within the deadline, as the worker waits it out: a drain is what an operator runs when
+//! things are already going wrong.
 
 use std::time::{Duration, Instant};
 
@@ -46,6 +49,106 @@ pub enum DrainError {
     Redis(#[from] Error),
 }
 
+/// The first pause after a Redis error the drain waits out; it doubles to [`LONGEST_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+const LONGEST_BACKOFF: Duration = Duration::from_secs(5);
+
+/// Whether the drain goes on after a round.
+enum Round {
+    Done,
+    Again,
+}
+
+/// A Redis error inside the drain: a transient one (a connection dropped or killed, a command
+/// held past its timeout by a failover or a paused Redis) is waited out, backing off, as
+/// long as the drain's deadline and `cancel` allow, and the round starts again from its
+/// liveness check (the live-workers refusal is asked afresh once Redis answers); an attempt
+/// the lost reply may have taken is the sweep's to find again, as for any orphan. Any other
+/// error, or a transient one past the deadline, ends the drain with it.
+async fn wait_out(
+    e: Error,
+    backoff: &mut Duration,
+    started: Instant,
+    timeout: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
+    progress: &mut impl FnMut(&str),
+) -> Result<(), DrainError> {
+    if !e.is_transient() || started.elapsed() >= timeout || cancel.is_cancelled() {
+        return Err(DrainError::Redis(e));
+    }
+    progress(&format!(
+        "drain: redis did not answer ({e}); trying again in {} ms",
+        backoff.as_millis()
+    ));
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = tokio::time::sleep(*backoff) => {}
+    }
+    *backoff = (*backoff * 2).min(LONGEST_BACKOFF);
+    Ok(())
+}
+
+/// One round: refuse beside a live worker, adopt what the stall limit failed, resolve each
+/// open attempt; at the deadline, escalate what is still open.
+async fn round(
+    processor: &SmsProcessor,
+    report: &mut DrainReport,
+    started: Instant,
+    timeout: Duration,
+    cancel: &tokio_util::sync::CancellationToken,
+    progress: &mut impl FnMut(&str),
+) -> Result<Round, DrainError> {
+    let window = processor.window();
+    // throughout, not only at the start: a worker that starts meanwhile (a unit's
+    // `Restart=`, an autoscaler) would go on claiming behind the drain's back
+    let live = window
+        .live_workers(alive_within(processor.sweep_interval()))
+        .await?;
+    if !live.is_empty() {
+        return Err(DrainError::LiveWorkers(live));
+    }
+    report.adopted += crate::callbacks::orphans::adopt_stall_failures(processor).await?;
+    let open = window.open_runs().await?;
+    if open.is_empty() {
+        return Ok(Round::Done);
+    }
+    if cancel.is_cancelled() {
+        report.still_open = open;
+        report.interrupted = true;
+        return Ok(Round::Done);
+    }
+    if started.elapsed() >= timeout {
+        for run in &open {
+            let e = gave_up_on(window, run).await;
+            if let Err(err) = processor.escalator().escalate(&e).await {
+                tracing::error!(run_id = %run, error = %err, "could not escalate");
+            }
+        }
+        report.still_open = open;
+        return Ok(Round::Done);
+    }
+    progress(&format!(
+        "drain: {} open attempt(s), {} resolved so far, {} s elapsed",
+        open.len(),
+        report.resolved.len(),
+        started.elapsed().as_secs()
+    ));
+    for run_id in open {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let Some(orphan) = window.take(&run_id).await? else {
+            continue;
+        };
+        let (job_id, req) = orphan.job("drain", &run_id);
+        match processor.attempt(&job_id, &req).await {
+            Outcome::Completed(_) | Outcome::Failed(_) => report.resolved.push(run_id),
+            Outcome::DelayUntil(at) => window.revisit_at(&run_id, window.to_redis(at)).await?,
+        }
+    }
+    Ok(Round::Again)
+}
+
 /// Drain until no attempt is open, `timeout`, or `cancel` (checked between attempts, never
 /// inside one: a send is never cut between Twilio's answer and its sent marker); `progress`
 /// gets one line per round.
@@ -58,10 +161,16 @@ pub async fn drain(
     let window = processor.window();
     let started = Instant::now();
     let mut report = DrainReport::default();
+    let mut backoff = FIRST_BACKOFF;
     // a worker whose window ended a moment ago may only have been kept from beating (Redis
     // paused past its window answers the drain before the worker's queued beat, a starved
     // host): one more of its windows tells it from a dead one
-    let (lapsed, longest) = window.lapsed_workers(LAPSED_LOOKBACK).await?;
+    let (lapsed, longest) = loop {
+        match window.lapsed_workers(LAPSED_LOOKBACK).await {
+            Ok(found) => break found,
+            Err(e) => wait_out(e, &mut backoff, started, timeout, cancel, &mut progress).await?,
+        }
+    };
     if lapsed > 0 {
         progress(&format!(
             "drain: {lapsed} worker(s) stopped beating in the last {} s; waiting {} s for a live one to beat again",
@@ -74,52 +183,23 @@ pub async fn drain(
         }
     }
     loop {
-        // throughout, not only at the start: a worker that starts meanwhile (a unit's
-        // `Restart=`, an autoscaler) would go on claiming behind the drain's back
-        let live = window
-            .live_workers(alive_within(processor.sweep_interval()))
-            .await?;
-        if !live.is_empty() {
-            return Err(DrainError::LiveWorkers(live));
-        }
-        report.adopted += crate::callbacks::orphans::adopt_stall_failures(processor).await?;
-        let open = window.open_runs().await?;
-        if open.is_empty() {
-            break;
-        }
-        if cancel.is_cancelled() {
-            report.still_open = open;
-            report.interrupted = true;
-            break;
-        }
-        if started.elapsed() >= timeout {
-            for run in &open {
-                let e = gave_up_on(window, run).await;
-                if let Err(err) = processor.escalator().escalate(&e).await {
-                    tracing::error!(run_id = %run, error = %err, "could not escalate");
-                }
-            }
-            report.still_open = open;
-            break;
-        }
-        progress(&format!(
-            "drain: {} open attempt(s), {} resolved so far, {} s elapsed",
-            open.len(),
-            report.resolved.len(),
-            started.elapsed().as_secs()
-        ));
-        for run_id in open {
-            if cancel.is_cancelled() {
-                break;
-            }
-            let Some(orphan) = window.take(&run_id).await? else {
+        match round(
+            processor,
+            &mut report,
+            started,
+            timeout,
+            cancel,
+            &mut progress,
+        )
+        .await
+        {
+            Ok(Round::Done) => break,
+            Ok(Round::Again) => backoff = FIRST_BACKOFF,
+            Err(DrainError::Redis(e)) => {
+                wait_out(e, &mut backoff, started, timeout, cancel, &mut progress).await?;
                 continue;
-            };
-            let (job_id, req) = orphan.job("drain", &run_id);
-            match processor.attempt(&job_id, &req).await {
-                Outcome::Completed(_) | Outcome::Failed(_) => report.resolved.push(run_id),
-                Outcome::DelayUntil(at) => window.revisit_at(&run_id, window.to_redis(at)).await?,
             }
+            Err(refused) => return Err(refused),
         }
         tokio::select! {
             _ = cancel.cancelled() => {}
