@@ -383,11 +383,20 @@ async function startCluster({ masters = 3, replicas = 1 } = {}) {
   const nodes = [];
   const cluster = new Cluster(nodes, dir);
   try {
-    const ports = new Set();
-    while (ports.size < 2 * count) ports.add(await freePort());
-    const [...all] = ports;
-    for (let i = 0; i < count; i += 1) nodes.push(new ClusterNode(bin, all[i], all[count + i], path.join(dir, String(all[i]))));
-    await Promise.all(nodes.map((n) => n.start()));
+    // a port found free may be taken before the node binds it (labs started side by side):
+    // the nodes start again on other ports
+    for (let attempt = 1; ; attempt += 1) {
+      const ports = new Set();
+      while (ports.size < 2 * count) ports.add(await freePort());
+      const [...all] = ports;
+      nodes.length = 0;
+      for (let i = 0; i < count; i += 1) nodes.push(new ClusterNode(bin, all[i], all[count + i], path.join(dir, String(all[i]))));
+      const started = await Promise.allSettled(nodes.map((n) => n.start()));
+      const failed = started.find((r) => r.status === 'rejected');
+      if (!failed) break;
+      await Promise.all(nodes.map((n) => n.kill()));
+      if (attempt >= 5 || !/Address already in use|Failed listening/.test(failed.reason.message)) throw failed.reason;
+    }
     const create = await withTimeout(
       runToEnd(cli, ['--cluster', 'create', ...nodes.map((n) => n.addr), '--cluster-replicas', String(replicas), '--cluster-yes']),
       30_000,
