@@ -110,7 +110,13 @@ impl Error {
                 connection_failed(e)
                     || matches!(
                         e.kind(),
-                        redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading)
+                        // a failover under way: the master is loading, demoted, cut off from
+                        // its own, or not named by the sentinels yet
+                        redis::ErrorKind::Server(
+                            redis::ServerErrorKind::BusyLoading
+                                | redis::ServerErrorKind::ReadOnly
+                                | redis::ServerErrorKind::MasterDown
+                        ) | redis::ErrorKind::MasterNameNotFoundBySentinel
                     )
             }
             _ => false,

@@ -469,7 +469,7 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
         let mut set = redis::cmd("SET");
         set.arg(key).arg(i);
         let ((), acked) = c.write_durably(key, &set).await.unwrap();
-        assert_eq!(acked, 1);
+        assert_eq!(acked.acked, 1);
     }
     let pipelined = started.elapsed();
     let per = |d: Duration| d.as_micros() as f64 / rounds as f64;
@@ -501,7 +501,7 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
     let mut eval = redis::cmd("EVAL");
     eval.arg(body).arg(1).arg(key).arg(rounds - 1);
     let (_, acked) = c.write_durably::<redis::Value>(key, &eval).await.unwrap();
-    assert_eq!(acked, 1);
+    assert_eq!(acked.acked, 1);
 
     // the replica has the write
     let master = cluster.owner_of(key);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::callbacks::*;
 use common::wait_for;
 use redis::AsyncCommands;
-use ringback::store::keys::WindowKeys;
+use ringback::store::keys::{QueueKeys, WindowKeys};
 
 fn free_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -271,7 +271,10 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
     let conn = ringback::store::connection::commands(&client)
         .await
         .unwrap();
-    let w = run_worker(&e, processor(&e, conn, sms_config()), 1);
+    let mut config = sms_config();
+    // a send held past this is escalated `held`
+    config.hold_escalate = Duration::from_secs(2);
+    let w = run_worker(&e, processor(&e, conn, config), 1);
     let id = add(&e, &data("rw-0")).await;
     assert_eq!(finished(&e, &id).await.0, "completed");
     assert_eq!(waits_answered(&mut primary).await, 0, "no replica: no WAIT");
@@ -289,13 +292,42 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
         "{waited} WAIT(s) for 3 runs: a claim and a marker each"
     );
 
-    // the replica stops answering: the WAIT comes back short, counted; the run is texted once
+    // the replica stops answering: the claim's WAIT comes back short, counted, and the send is
+    // held, not made (a failover now could lose the claim, and the retried job would text
+    // again); held past the bound it is escalated `held`; once the replica answers, the run is
+    // texted once
     let short_before = ringback::store::cluster::replica_wait_timeouts();
     replica.pause();
     let id = add(&e, &data("rw-paused")).await;
-    assert_eq!(finished(&e, &id).await.0, "completed");
-    replica.resume();
+    wait_for(T, "the held run's escalation", || async {
+        escalation_ids(&e)
+            .await
+            .contains(&"escalation:rw-paused".to_string())
+            .then_some(())
+    })
+    .await;
     assert!(ringback::store::cluster::replica_wait_timeouts() > short_before);
+    assert_eq!(
+        texts(&e, "rw-paused"),
+        0,
+        "not texted on a claim its replica did not acknowledge"
+    );
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let job: String = primary
+        .hget(esc.job("escalation:rw-paused"), "data")
+        .await
+        .unwrap();
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    assert_eq!(job["kind"], "held", "{job}");
+    assert!(
+        job["reason"]
+            .as_str()
+            .unwrap()
+            .contains("replicas did not acknowledge"),
+        "{job}"
+    );
+    replica.resume();
+    assert_eq!(finished(&e, &id).await.0, "completed");
     for i in 0..=3 {
         assert_eq!(texts(&e, &format!("rw-{i}")), 1);
     }

@@ -1151,6 +1151,7 @@ async fn works_over_tls_with_a_private_ca_and_a_client_certificate() {
         ca_file: Some(common::tls_fixture("ca.crt")),
         client_cert: Some(common::tls_fixture("client.crt")),
         client_key: Some(common::tls_fixture("client.key")),
+        ..Default::default()
     };
     let cfg = WorkerConfig {
         redis_url: server.tls_url(),

@@ -98,6 +98,33 @@ function redisClient(url, extra = {}) {
 }
 
 /**
+ * ioredis's Sentinel options for `redis+sentinel://[user:pass@]host:port[,host:port…]/<name>[/<db>]`
+ * (as ringback reads REDIS_URL): `{ sentinels: [...], name }`, the way a Node deployment on
+ * Sentinel configures BullMQ; null for any other URL.
+ */
+function sentinelOptions(url) {
+  const m = /^(rediss?)\+sentinel:\/\/(?:([^@/]*)@)?([^/]+)\/([^/]+)(?:\/(\d+))?$/.exec(String(url || ''));
+  if (!m) return null;
+  const [, scheme, auth, hosts, name, db] = m;
+  const opts = {
+    sentinels: hosts.split(',').map((h) => {
+      const [host, port] = h.split(':');
+      return { host, port: port ? Number(port) : 26379 };
+    }),
+    name: decodeURIComponent(name),
+    maxRetriesPerRequest: null,
+  };
+  if (auth) {
+    const [user, pass] = auth.split(':');
+    if (user) opts.username = decodeURIComponent(user);
+    if (pass !== undefined) opts.password = decodeURIComponent(pass);
+  }
+  if (db) opts.db = Number(db);
+  if (scheme === 'rediss') opts.tls = {};
+  return opts;
+}
+
+/**
  * The `connection` option for BullMQ from a URL. For `redis://[user:pass@]host:port[/db]`:
  * ioredis options (host/port form works for both majors; v5 has no `url` connection option),
  * from which BullMQ makes and closes its own clients. For a cluster URL: a NEW ioredis
@@ -106,6 +133,8 @@ function redisClient(url, extra = {}) {
  */
 function connectionFromUrl(url) {
   if (isClusterUrl(url)) return clusterClient(url);
+  const sentinel = sentinelOptions(url);
+  if (sentinel) return sentinel;
   const u = new URL(url || 'redis://127.0.0.1:6379');
   if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
     throw new Error(`REDIS_URL must be redis://, rediss://, redis+cluster:// or rediss+cluster://, got ${url}`);

@@ -13,4 +13,5 @@ pub mod json;
 pub mod keys;
 pub mod probe;
 pub mod scripts;
+pub mod sentinel;
 pub mod slots;

@@ -152,6 +152,7 @@ impl LuaScript {
     /// marker): the `WAIT` the connection's replica policy asks for after a write to `wait_key`
     /// rides in the write's pipeline ([`Conn::write_durably`]), so it costs no round trip of its
     /// own. Without a wait (one Redis, or a master with no replica) it is [`run_in`](Self::run_in).
+    /// Returns the reply and whether the replicas acknowledged it ([`Durability`]).
     pub async fn run_durably<T, K, A>(
         &self,
         topology: Topology,
@@ -160,7 +161,7 @@ impl LuaScript {
         wait_key: &str,
         keys: &[K],
         args: &[A],
-    ) -> redis::RedisResult<T>
+    ) -> redis::RedisResult<(T, Durability)>
     where
         T: FromRedisValue,
         K: ToRedisArgs,
@@ -169,8 +170,16 @@ impl LuaScript {
         if topology.per_slot() {
             self.check_one_slot(keys)?;
         }
-        self.call(Via::<Conn>::Durably(conn, wait_key), trips, keys, args)
-            .await
+        let mut durability = Durability::default();
+        let reply = self
+            .call(
+                Via::<Conn>::Durably(conn, wait_key, &mut durability),
+                trips,
+                keys,
+                args,
+            )
+            .await?;
+        Ok((reply, durability))
     }
 
     /// Refuse keys that span two slots (a call a Redis Cluster would refuse with CROSSSLOT).
@@ -256,17 +265,36 @@ impl LuaScript {
 /// connection's policy asks for in the same pipeline ([`Conn::write_durably`]).
 enum Via<'a, C> {
     Query(&'a mut C),
-    Durably(&'a mut Conn, &'a str),
+    Durably(&'a mut Conn, &'a str, &'a mut Durability),
+}
+
+/// Whether a durable write reached the replicas its `WAIT` asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Durability {
+    /// Replicas the wait asked for (0: no wait).
+    pub wanted: usize,
+    /// Replicas that acknowledged in time.
+    pub acked: usize,
+}
+
+impl Durability {
+    /// Fewer replicas acknowledged than were asked for: a failover now could lose the write.
+    pub fn short(&self) -> bool {
+        self.acked < self.wanted
+    }
 }
 
 impl<C: ConnectionLike + Send> Via<'_, C> {
     async fn send<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
         match self {
             Via::Query(conn) => cmd.query_async(&mut **conn).await,
-            Via::Durably(conn, wait_key) => conn
+            Via::Durably(conn, wait_key, durability) => conn
                 .write_durably::<T>(wait_key, cmd)
                 .await
-                .map(|(reply, _acked)| reply),
+                .map(|(reply, acked)| {
+                    **durability = acked;
+                    reply
+                }),
         }
     }
 }

@@ -6,6 +6,7 @@
 const path = require('node:path');
 const { startRedis } = require('../harness/redis');
 const { startCluster } = require('../harness/cluster');
+const { startSentinelSet } = require('../harness/sentinel');
 const { startTwilioSim, ringbackBin } = require('../harness/twilio-sim');
 const { WorkerProcess } = require('../harness/subject');
 const { waitFor, withTimeout, sleep } = require('../harness/wait');
@@ -72,12 +73,15 @@ class Lab {
   /**
    * `version`: the bullmq major the Node parts use; `log`: progress lines; `cluster`: run on a
    * real local Redis Cluster (three masters with a replica each) instead of one redis-server,
-   * every client a cluster client and the queues under the hash-tagged prefix `{bull}`.
+   * every client a cluster client and the queues under the hash-tagged prefix `{bull}`;
+   * `sentinel`: on a real Redis Sentinel set (a primary, a replica, three sentinels), every Node
+   * client through ioredis's sentinels and ringback through the redis+sentinel:// URL.
    */
-  constructor({ name, version = '6', timings = 'compressed', cluster = false, log = () => {} }) {
+  constructor({ name, version = '6', timings = 'compressed', cluster = false, sentinel = false, log = () => {} }) {
     if (!TIMINGS[timings]) throw new SetupError(`timings: unknown profile ${timings}; known: ${Object.keys(TIMINGS).join(', ')}`);
     this.name = name;
     this.cluster = Boolean(cluster);
+    this.sentinel = Boolean(sentinel);
     // BullMQ on a cluster: every key of a queue in one slot, by the prefix's hash tag
     this.prefix = this.cluster ? '{bull}' : 'bull';
     this.version = String(version);
@@ -96,8 +100,9 @@ class Lab {
   async start() {
     try {
       this.bin = ringbackBin();
-      // `redis` is either server: both have `url` (redis:// or redis+cluster://) and `stop()`
-      this.redis = this.cluster ? await startCluster() : await startRedis();
+      // `redis` is one server, a Cluster or a Sentinel set: each has `url` (redis://,
+      // redis+cluster:// or redis+sentinel://) and `stop()`
+      this.redis = this.cluster ? await startCluster() : this.sentinel ? await startSentinelSet() : await startRedis();
       this.sim = await startTwilioSim({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
       this.admin = redisClient(this.redis.url, { maxRetriesPerRequest: null });
       return this;

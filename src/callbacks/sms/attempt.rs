@@ -56,6 +56,7 @@ impl SmsProcessor {
                     Ok(Claim::Sent(_)) => "sent",
                     Ok(Claim::Busy(_)) => "busy",
                     Ok(Claim::Claimed { .. }) => "claimed",
+                    Ok(Claim::Unacknowledged { .. }) => "unacknowledged",
                     Ok(Claim::Resolve(_)) => "resolve",
                 },
             );
@@ -105,6 +106,10 @@ impl SmsProcessor {
                         self.notify_resolved(req, "sent", None).await;
                     }
                     return outcome;
+                }
+                Ok(Claim::Unacknowledged { token, since }) => {
+                    let reason = "Redis's replicas did not acknowledge the claim in time (RINGBACK_REDIS_WAIT_TIMEOUT_MS): a failover could lose it, so the text waits until they do";
+                    return self.held(req, &token, since, reason).await;
                 }
                 Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {
                     Resolution::Sent(sid) => {

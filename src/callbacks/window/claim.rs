@@ -97,7 +97,7 @@ impl Window {
         // from the first send starts no send.
         let first_sent = tokio::time::Instant::now();
         let mut delay = Duration::from_millis(20);
-        let reply: Vec<String> = loop {
+        let (reply, durability): (Vec<String>, _) = loop {
             let mut args = args.clone();
             if self.per_slot() {
                 // the intent first: an attempt this claim opens is indexed before it exists; the
@@ -135,6 +135,29 @@ impl Window {
             }
         };
         let mut claim = self.read_claim(&reply)?;
+        if durability.short() {
+            if let Claim::Claimed { token } = claim {
+                let now = crate::queue::commands::now_ms();
+                let since = match self.unacknowledged_since.compare_exchange(
+                    0,
+                    now,
+                    std::sync::atomic::Ordering::AcqRel,
+                    std::sync::atomic::Ordering::Acquire,
+                ) {
+                    Ok(_) => now,
+                    Err(earlier) => earlier,
+                };
+                tracing::warn!(
+                    wanted = durability.wanted,
+                    acked = durability.acked,
+                    "replicas did not acknowledge the claim in time: holding the send (a failover now could lose the claim, and the retried job would text again)"
+                );
+                claim = Claim::Unacknowledged { token, since };
+            }
+        } else if durability.wanted > 0 {
+            self.unacknowledged_since
+                .store(0, std::sync::atomic::Ordering::Release);
+        }
         if let Claim::Claimed { token } = &claim
             && first_sent.elapsed() > self.times.replay_for
         {
@@ -210,7 +233,7 @@ impl Window {
                 self.index_add(run_id, redis_now + self.times.hold.as_millis() as i64 / 2)
                     .await
             }
-            Claim::Claimed { .. } => {
+            Claim::Claimed { .. } | Claim::Unacknowledged { .. } => {
                 // the console's newest-first list, trimmed to its cap in the same call
                 let recent = crate::store::keys::recent_runs(&self.claim_prefix);
                 self.trips.add(1);

@@ -58,6 +58,12 @@ pub enum Claim {
     Busy(Duration),
     /// The claim is ours: send now.
     Claimed { token: String },
+    /// The claim is ours, but the replicas its `WAIT` asked for did not acknowledge it in time
+    /// (`RINGBACK_REDIS_WAIT_TIMEOUT_MS`): a failover now could lose it, and the retried job
+    /// would claim afresh and text again. The send is held, not made; the claim is to be
+    /// released. `since`: when claims began to come back unacknowledged (ms since the epoch),
+    /// for the hold's escalation bound.
+    Unacknowledged { token: String, since: i64 },
     /// A previous attempt may have sent: find evidence before sending again.
     Resolve(Unresolved),
 }
@@ -141,6 +147,9 @@ pub struct Window {
     /// Redis's clock minus this process's, as last read (ms).
     offset: Arc<AtomicI64>,
     topology: Topology,
+    /// Since when claims have come back short of their replicas (ms since the epoch; 0: the
+    /// last claim was acknowledged).
+    unacknowledged_since: Arc<AtomicI64>,
 }
 
 impl Window {
@@ -157,6 +166,7 @@ impl Window {
             claim_prefix,
             times,
             offset: Arc::new(AtomicI64::new(0)),
+            unacknowledged_since: Arc::new(AtomicI64::new(0)),
         }
     }
 

@@ -11,8 +11,9 @@ use std::time::Duration;
 #[command(next_help_heading = "Redis and queue")]
 pub struct QueueArgs {
     /// The Redis the legacy Node side uses: `redis://`, `rediss://` (TLS), `unix:///path/to/redis.sock`
-    /// (a local socket), or `redis+cluster://host:port,host:port` (`rediss+cluster://`) for a
-    /// Redis Cluster.
+    /// (a local socket), `redis+cluster://host:port,host:port` (`rediss+cluster://`) for a
+    /// Redis Cluster, or `redis+sentinel://[user:password@]host:port,host:port/<master name>[/<db>]`
+    /// (`rediss+sentinel://`) for Redis Sentinel, the credentials being the master's.
     #[arg(long, env = "REDIS_URL", default_value = "redis://127.0.0.1:6379")]
     pub redis_url: String,
     /// BullMQ's key prefix, as the Node producer's `prefix` (`{bull}` on a Redis Cluster).
@@ -30,12 +31,21 @@ pub struct QueueArgs {
     /// PEM key of the client certificate.
     #[arg(long, env = "RINGBACK_REDIS_CLIENT_KEY")]
     pub redis_client_key: Option<std::path::PathBuf>,
-    /// Replicas that must acknowledge a claim and a sent marker (`WAIT`) before the worker goes
-    /// on. Unset: 1 while the key's master has a connected replica (a Cluster's, or one
-    /// endpoint's by `INFO replication`), else 0.
+    /// The sentinels' own user, if they have one.
+    #[arg(long, env = "RINGBACK_SENTINEL_USERNAME")]
+    pub sentinel_username: Option<String>,
+    /// The sentinels' own password (sentinel.conf's `requirepass`), if it differs from the
+    /// master's.
+    #[arg(long, env = "RINGBACK_SENTINEL_PASSWORD", hide_env_values = true)]
+    pub sentinel_password: Option<String>,
+    /// TLS to the sentinels, `true` or `false` (unset: as REDIS_URL's scheme).
+    #[arg(long, env = "RINGBACK_SENTINEL_TLS")]
+    pub sentinel_tls: Option<bool>,
+    /// Replicas that must acknowledge a claim and a sent marker (`WAIT`). Unset: 1 while the
+    /// key's master has a connected replica (or the sentinels list one), else 0.
     #[arg(long, env = "RINGBACK_REDIS_WAIT_REPLICAS")]
     pub redis_wait_replicas: Option<usize>,
-    /// How long such a `WAIT` may take; after it the worker goes on (and logs it).
+    /// How long such a `WAIT` may take; a claim not acknowledged by then is not sent on (held).
     #[arg(long, env = "RINGBACK_REDIS_WAIT_TIMEOUT_MS", default_value_t = 500)]
     pub redis_wait_timeout_ms: u64,
 }
@@ -47,6 +57,11 @@ impl QueueArgs {
             ca_file: self.redis_ca_file.clone(),
             client_cert: self.redis_client_cert.clone(),
             client_key: self.redis_client_key.clone(),
+            sentinel: crate::store::sentinel::SentinelAuth {
+                username: self.sentinel_username.clone(),
+                password: self.sentinel_password.clone(),
+                tls: self.sentinel_tls,
+            },
         }
     }
 
@@ -284,6 +299,15 @@ impl WorkerArgs {
             if let Some(f) = file {
                 out.push((name, f.display().to_string()));
             }
+        }
+        if let Some(u) = &q.sentinel_username {
+            out.push(("RINGBACK_SENTINEL_USERNAME", u.clone()));
+        }
+        if q.sentinel_password.is_some() {
+            out.push(("RINGBACK_SENTINEL_PASSWORD", "***".into()));
+        }
+        if let Some(t) = q.sentinel_tls {
+            out.push(("RINGBACK_SENTINEL_TLS", t.to_string()));
         }
         out.extend([
             (

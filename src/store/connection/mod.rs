@@ -17,6 +17,7 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::store::cluster::{Cluster, ReplicaWait, Waiting};
+use crate::store::sentinel::{Followed, Sentinels};
 
 mod names;
 mod url;
@@ -39,6 +40,8 @@ pub struct Client {
 enum Target {
     Single(redis::Client),
     Cluster(Cluster),
+    /// One master at a time, named by Redis Sentinel.
+    Sentinel(Arc<Sentinels>),
 }
 
 impl Client {
@@ -97,6 +100,9 @@ enum Link {
     /// One plain connection: the blocking one, which must not reconnect behind our back.
     Direct(MultiplexedConnection),
     Cluster(ClusterConnection),
+    /// The self-reconnecting command connection to the master Redis Sentinel names, following
+    /// it through a failover.
+    Sentinel(Followed),
 }
 
 impl Conn {
@@ -120,19 +126,38 @@ impl Conn {
 
     /// One endpoint with `RINGBACK_REDIS_WAIT_REPLICAS` unset: whether it had a connected
     /// replica when last looked at ([`Conn::look_at_replicas`]), so that writes wait for one.
+    ///
+    /// Under Sentinel, also while the sentinels list a healthy replica of the master: a master
+    /// whose replica was just promoted away reports none connected, and that is exactly when
+    /// its writes are about to be lost.
     pub fn has_replica_now(&self) -> bool {
-        matches!(self.link, Link::Single(_))
-            && self.wait.policy.replicas.is_none()
-            && self.wait.endpoint_replicas() > 0
+        self.wait.policy.replicas.is_none()
+            && match &self.link {
+                Link::Single(_) => self.wait.endpoint_replicas() > 0,
+                Link::Sentinel(c) => self.wait.endpoint_replicas() > 0 || c.sentinel_replicas() > 0,
+                _ => false,
+            }
     }
 
     /// One endpoint with `RINGBACK_REDIS_WAIT_REPLICAS` unset: look at its connected replicas
     /// again (`INFO replication`); the worker does it every sweep interval, so a replica that
     /// attaches (or a failover that leaves none) is followed without a restart.
+    ///
+    /// Under Sentinel it also asks the sentinels which master they name, so a master replaced
+    /// behind a connection that still answers is left within the same interval.
     pub async fn look_at_replicas(&mut self) {
         let Conn { link, wait } = self;
-        if let (Link::Single(c), None) = (link, wait.policy.replicas) {
-            wait.read_endpoint(c).await;
+        if let Link::Sentinel(c) = link {
+            c.check_master().await;
+        }
+        match (link, wait.policy.replicas) {
+            (Link::Single(c), None) => {
+                wait.read_endpoint(c).await;
+            }
+            (Link::Sentinel(c), None) => {
+                wait.read_endpoint(c).await;
+            }
+            _ => {}
         }
     }
 
@@ -169,17 +194,18 @@ impl Conn {
         &mut self,
         key: &str,
         write: &Cmd,
-    ) -> redis::RedisResult<(T, usize)> {
+    ) -> redis::RedisResult<(T, crate::store::scripts::Durability)> {
+        use crate::store::scripts::Durability;
         let wanted = self.replicas_wanted(key).await;
         if wanted == 0 {
-            return Ok((write.query_async(self).await?, 0));
+            return Ok((write.query_async(self).await?, Durability::default()));
         }
         let mut pipe = redis::pipe();
         pipe.add_command(write.clone())
             .add_command(self.wait_command(wanted));
         let (reply, acked): (T, usize) = pipe.query_async(self).await?;
         self.check_acked(key, wanted, acked);
-        Ok((reply, acked))
+        Ok((reply, Durability { wanted, acked }))
     }
 
     /// How many replicas to wait for after a write to `key` (see [`ReplicaWait`]).
@@ -188,6 +214,13 @@ impl Conn {
         match link {
             Link::Cluster(c) => wait.wanted(c, key).await,
             Link::Single(c) => wait.wanted_on_endpoint(c).await,
+            Link::Sentinel(c) => {
+                let connected = wait.wanted_on_endpoint(c).await;
+                match wait.policy.replicas {
+                    None => connected.max(c.sentinel_replicas().min(1)),
+                    Some(_) => connected,
+                }
+            }
             Link::Direct(_) => wait.policy.replicas.unwrap_or(0),
         }
     }
@@ -221,6 +254,7 @@ impl Link {
             Link::Single(c) => c.req_packed_command(cmd),
             Link::Direct(c) => c.req_packed_command(cmd),
             Link::Cluster(c) => c.req_packed_command(cmd),
+            Link::Sentinel(c) => c.req_packed_command(cmd),
         }
     }
 }
@@ -240,6 +274,7 @@ impl ConnectionLike for Conn {
             Link::Single(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Direct(c) => c.req_packed_commands(pipeline, offset, count),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
@@ -248,6 +283,7 @@ impl ConnectionLike for Conn {
             Link::Single(c) => c.get_db(),
             Link::Direct(c) => c.get_db(),
             Link::Cluster(c) => c.get_db(),
+            Link::Sentinel(c) => c.get_db(),
         }
     }
 }
@@ -271,22 +307,26 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub async fn commands(client: impl Into<Client>) -> Result<Conn, crate::error::Error> {
     let client = client.into();
     let conn = match &*client.target {
-        Target::Single(c) => {
-            let config = ConnectionManagerConfig::new()
-                .set_response_timeout(Some(COMMAND_TIMEOUT))
-                .set_connection_timeout(Some(CONNECT_TIMEOUT))
-                .set_number_of_retries(0);
-            c.get_connection_manager_with_config(config)
-                .await
-                .map(Link::Single)
-        }
+        Target::Single(c) => manager(c.clone()).await.map(Link::Single),
         Target::Cluster(c) => c.client.get_async_connection().await.map(Link::Cluster),
+        Target::Sentinel(s) => Followed::connect(s.clone(), |c| Box::pin(manager(c)))
+            .await
+            .map(Link::Sentinel),
     };
     conn.map(|link| Conn::new(link, client.wait))
         .map_err(|source| crate::error::Error::Connect {
             addr: describe(&client),
             source,
         })
+}
+
+/// The self-reconnecting command connection to one Redis (see [`commands`]).
+async fn manager(client: redis::Client) -> redis::RedisResult<ConnectionManager> {
+    let config = ConnectionManagerConfig::new()
+        .set_response_timeout(Some(COMMAND_TIMEOUT))
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_number_of_retries(0);
+    client.get_connection_manager_with_config(config).await
 }
 
 /// The command connection, retrying with backoff while Redis is unreachable; each failed attempt
@@ -339,6 +379,9 @@ pub async fn blocking(
             let marker = crate::store::keys::QueueKeys::new(prefix, queue).marker();
             c.master_of(&marker).await?
         }
+        // the master named now; on a demoted one `BZPOPMIN` answers READONLY, the caller
+        // drops the connection, and the next is opened on the master named then
+        Target::Sentinel(s) => s.master().await?,
     };
     let config = AsyncConnectionConfig::new()
         .set_response_timeout(None)

@@ -14,6 +14,9 @@ pub struct RedisTls {
     pub ca_file: Option<PathBuf>,
     pub client_cert: Option<PathBuf>,
     pub client_key: Option<PathBuf>,
+    /// Under Redis Sentinel, the sentinels' own credentials and TLS where they differ from the
+    /// master's (the TLS files above serve both).
+    pub sentinel: crate::store::sentinel::SentinelAuth,
 }
 
 impl RedisTls {
@@ -25,10 +28,28 @@ impl RedisTls {
     /// readable. The error names the setting at fault.
     pub fn validate(&self, url: &str) -> Result<(), crate::error::ConfigError> {
         use crate::error::ConfigError;
+        if self.sentinel.is_set() && crate::store::sentinel::parse(url).ok().flatten().is_none() {
+            let setting = if self.sentinel.password.is_some() {
+                "RINGBACK_SENTINEL_PASSWORD"
+            } else if self.sentinel.username.is_some() {
+                "RINGBACK_SENTINEL_USERNAME"
+            } else {
+                "RINGBACK_SENTINEL_TLS"
+            };
+            return Err(ConfigError::new(
+                setting,
+                "the sentinels' settings are given but REDIS_URL is not redis+sentinel:// or rediss+sentinel:// (nothing would use them)",
+            ));
+        }
         if !self.is_set() {
             return Ok(());
         }
-        if !(url.starts_with("rediss://") || url.starts_with("rediss+cluster://")) {
+        let sentinel_tls = url.starts_with("redis+sentinel://") && self.sentinel.tls == Some(true);
+        if !(url.starts_with("rediss://")
+            || url.starts_with("rediss+cluster://")
+            || url.starts_with("rediss+sentinel://")
+            || sentinel_tls)
+        {
             let setting = if self.ca_file.is_some() {
                 "RINGBACK_REDIS_CA_FILE"
             } else {
@@ -36,7 +57,7 @@ impl RedisTls {
             };
             return Err(ConfigError::new(
                 setting,
-                "TLS files are given but REDIS_URL is not rediss:// or rediss+cluster:// (the connection would not use them)",
+                "TLS files are given but REDIS_URL is not rediss://, rediss+cluster:// or rediss+sentinel:// (the connection would not use them)",
             ));
         }
         if self.client_cert.is_some() != self.client_key.is_some() {
@@ -89,6 +110,10 @@ pub fn client(url: &str, tls: &RedisTls) -> Result<Client, crate::error::Error> 
         return Ok(Client::new(Target::Cluster(Cluster::new(seeds, tls)?)));
     }
     let certs = certificates(tls)?;
+    if let Some(sentinel) = crate::store::sentinel::parse(url)? {
+        let sentinels = crate::store::sentinel::Sentinels::new(sentinel, &tls.sentinel, certs)?;
+        return Ok(Client::new(Target::Sentinel(Arc::new(sentinels))));
+    }
     Ok(Client::new(Target::Single(match certs {
         None => redis::Client::open(url)?,
         Some(certs) => redis::Client::build_with_tls(url, certs)?,
@@ -130,20 +155,23 @@ pub(crate) fn certificates(
 
 /// What is wrong with a `REDIS_URL`, if anything: its scheme, or a cluster URL's seeds.
 pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
-    const SCHEMES: [&str; 5] = [
+    const SCHEMES: [&str; 7] = [
         "redis://",
         "rediss://",
         "unix://",
         "redis+cluster://",
         "rediss+cluster://",
+        "redis+sentinel://",
+        "rediss+sentinel://",
     ];
     if !SCHEMES.iter().any(|s| url.starts_with(s)) {
         return Err(crate::error::ConfigError::new(
             "REDIS_URL",
-            "must start with redis://, rediss://, unix:// (one Redis) or redis+cluster://, rediss+cluster:// (a Redis Cluster)",
+            "must start with redis://, rediss://, unix:// (one Redis), redis+cluster://, rediss+cluster:// (a Redis Cluster) or redis+sentinel://, rediss+sentinel:// (Redis Sentinel)",
         ));
     }
-    crate::store::cluster::seeds(url).map(|_| ())
+    crate::store::cluster::seeds(url)?;
+    crate::store::sentinel::parse(url).map(|_| ())
 }
 
 /// The Redis a client connects to, for messages: scheme, user, host, port and database, the
@@ -151,6 +179,7 @@ pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
 pub fn describe(client: &Client) -> String {
     match &*client.target {
         Target::Single(c) => describe_one(c),
+        Target::Sentinel(s) => s.url.describe(),
         Target::Cluster(cluster) => {
             let mut out = String::new();
             for seed in &cluster.seeds {
