@@ -11,6 +11,7 @@
 'use strict';
 
 const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
 const { describe, it, before, after } = require('node:test');
 const { Lab, runData, passed } = require('../lib/drill/lab');
 const { waitFor, sleep } = require('../lib/harness/wait');
@@ -122,5 +123,22 @@ describe('ringback on Redis Sentinel, callbacks in flight', () => {
       return done;
     });
     assertFollowed(r, done.promoted, t, { allKept: false });
+  });
+});
+
+describe('check-config on Redis Sentinel', () => {
+  it('asks the sentinels for the master name: a name none knows is an error naming it; sentinels out of reach are a warning', { timeout: 60_000 }, () => {
+    const check = (url) => {
+      const r = spawnSync(lab.bin, ['check-config'], { env: { ...lab.ringbackEnv('sentinel-check'), REDIS_URL: url }, encoding: 'utf8' });
+      return { status: r.status, out: r.stdout + r.stderr };
+    };
+    const right = check(lab.redis.url);
+    assert.equal(right.status, 0, right.out);
+    const typo = check(lab.redis.url.replace('/mymaster', '/mymastr'));
+    assert.equal(typo.status, 2, typo.out);
+    assert.match(typo.out, /REDIS_URL.*no sentinel of .* names a master `mymastr`.*sentinel monitor/);
+    const away = check('redis+sentinel://127.0.0.1:9,127.0.0.1:10/mymaster');
+    assert.equal(away.status, 0, away.out);
+    assert.match(away.out, /warning: could not ask the sentinels of redis\+sentinel:\/\/127\.0\.0\.1:9,127\.0\.0\.1:10\/mymaster for master `mymaster`/);
   });
 });

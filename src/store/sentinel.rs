@@ -337,7 +337,8 @@ pub(crate) type ManagerFuture = std::pin::Pin<
     Box<dyn std::future::Future<Output = redis::RedisResult<ConnectionManager>> + Send>,
 >;
 
-fn address(client: &redis::Client) -> String {
+/// A client's `host:port`.
+pub(crate) fn address(client: &redis::Client) -> String {
     match client.get_connection_info().addr() {
         ConnectionAddr::Tcp(h, p)
         | ConnectionAddr::TcpTls {

@@ -519,7 +519,7 @@ fn check_config(
             return ExitCode::from(2);
         }
     };
-    let (settings, invariants, checked) = match &cli.command {
+    let (settings, invariants, mut checked) = match &cli.command {
         Command::Worker(args) => check_worker(args),
         Command::Serve {
             queue,
@@ -532,6 +532,27 @@ fn check_config(
         } => check_drain(queue, sms, twilio),
         _ => return ExitCode::from(2),
     };
+    let queue = match &cli.command {
+        Command::Worker(args) => Some(&args.worker.queue),
+        Command::Serve { queue, .. } | Command::Drain { queue, .. } => Some(queue),
+        _ => None,
+    };
+    match queue.and_then(sentinels_answer) {
+        Some(Err(e)) => match &mut checked {
+            Err(errors) => errors.push(e),
+            Ok(_) => {
+                let mut errors = ConfigErrors::default();
+                errors.push(e);
+                checked = Err(errors);
+            }
+        },
+        Some(Ok(Some(warning))) => {
+            if let Ok(warnings) = &mut checked {
+                warnings.push(warning);
+            }
+        }
+        _ => {}
+    }
     if target == "resend" {
         println!("# ringback resend reads the settings drain reads");
     }
@@ -577,6 +598,45 @@ fn check_config(
         Ok(_) => bad_config_with(&unparsable, ConfigErrors::default()),
         Err(errors) => bad_config_with(&unparsable, errors),
     }
+}
+
+/// Under Redis Sentinel, whether the sentinels answer for the URL's master name: a name none of
+/// them knows is an error (a typo there is otherwise a worker retrying for ever); sentinels that
+/// cannot be reached from here are a warning (check-config may run where Redis is not
+/// reachable). `None` for any other Redis, or a URL already refused.
+fn sentinels_answer(queue: &QueueArgs) -> Option<Result<Option<String>, ConfigError>> {
+    let url = ringback::store::sentinel::parse(&queue.redis_url)
+        .ok()
+        .flatten()?;
+    let client = queue.client().ok()?;
+    let asked = tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(tokio::time::timeout(
+            Duration::from_secs(10),
+            client.sentinel_master(),
+        ))
+    });
+    let sentinels = url.describe();
+    Some(match asked {
+        Ok(Some(Ok(_master))) => Ok(None),
+        Ok(Some(Err(e))) if e.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel => {
+            Err(ConfigError::new(
+                "REDIS_URL",
+                format!(
+                    "no sentinel of {sentinels} names a master `{}` (or each flags it down): the name after the hosts must be the one in sentinel.conf's `sentinel monitor <name> …`",
+                    url.master
+                ),
+            ))
+        }
+        Ok(Some(Err(e))) => Ok(Some(format!(
+            "could not ask the sentinels of {sentinels} for master `{}` ({e}): its name is not confirmed",
+            url.master
+        ))),
+        Ok(None) => Ok(None),
+        Err(_) => Ok(Some(format!(
+            "the sentinels of {sentinels} did not answer within 10 s: master `{}` is not confirmed",
+            url.master
+        ))),
+    })
 }
 
 type Checked = (

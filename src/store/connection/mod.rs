@@ -57,6 +57,19 @@ impl Client {
         matches!(*self.target, Target::Cluster(_))
     }
 
+    /// Under Redis Sentinel, the master the sentinels name now (`host:port`), checked with
+    /// `ROLE` to be one; `None` for any other Redis.
+    pub async fn sentinel_master(&self) -> Option<redis::RedisResult<String>> {
+        match &*self.target {
+            Target::Sentinel(s) => Some(
+                s.master()
+                    .await
+                    .map(|c| crate::store::sentinel::address(&c)),
+            ),
+            _ => None,
+        }
+    }
+
     /// Command connections made from this client wait for replicas per `wait` (see
     /// [`Conn::wait_for_replicas`]).
     pub fn with_wait(mut self, wait: ReplicaWait) -> Self {
