@@ -89,6 +89,16 @@ pub enum Error {
         cost: &'static str,
         answer: String,
     },
+    /// Redis took a write that must survive a failover (an inbound message and its replies
+    /// job, an escalation), but the replicas its `WAIT` asked for did not acknowledge it in
+    /// time: transient (a webhook is answered 503, so Twilio posts it again; an escalation is
+    /// tried again), since a failover now could lose it.
+    #[error("replicas did not acknowledge {key} in time ({acked} of {wanted})")]
+    Unacknowledged {
+        key: String,
+        wanted: usize,
+        acked: usize,
+    },
     /// The records on this Redis have a layout this build does not read
     /// (`crate::callbacks::layout`): refused before any record is read or written.
     #[error(
@@ -119,6 +129,7 @@ impl Error {
                         ) | redis::ErrorKind::MasterNameNotFoundBySentinel
                     )
             }
+            Error::Unacknowledged { .. } => true,
             _ => false,
         }
     }

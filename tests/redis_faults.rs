@@ -334,28 +334,3 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
     assert_eq!(texts(&e, "rw-paused"), 1);
     w.stop().await;
 }
-
-/// A real replica of the test's Redis, once its link to the primary is up.
-async fn replica_of(e: &Env) -> common::RedisServer {
-    let replica = common::RedisServer::start();
-    let mut r = replica.conn().await;
-    let _: () = redis::cmd("REPLICAOF")
-        .arg("127.0.0.1")
-        .arg(e.redis.port)
-        .query_async(&mut r)
-        .await
-        .unwrap();
-    wait_for(T, "the replica to sync", || {
-        let mut r = r.clone();
-        async move {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query_async(&mut r)
-                .await
-                .ok()?;
-            info.contains("master_link_status:up").then_some(())
-        }
-    })
-    .await;
-    replica
-}

@@ -1609,3 +1609,29 @@ async fn an_orphan_inside_quiet_hours_waits_for_their_end_with_its_zone_and_urge
     assert_eq!(open.oldest_since, None, "{open:?}");
     worker.stop().await;
 }
+
+/// A message that arrives while Redis's replica does not acknowledge writes is answered 503, so
+/// Twilio posts it again: a failover then could lose its record and its replies job, and a 200
+/// would have told Twilio it was kept. Once the replica answers, the repeat is answered 200
+/// and the replies queue has the message once.
+#[tokio::test]
+async fn a_message_its_replica_did_not_acknowledge_is_answered_503_then_kept_once() {
+    let e = env("reply-replica", "").await;
+    let (url, _w) = serve_and_work(&e).await;
+    let replica = replica_of(&e).await;
+    let m = reply("+15550001212", &sid(71), "are you there?");
+    // serve looks at the endpoint's replicas again within a few seconds
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    replica.pause();
+    let (status, _, body) = post(&url, &m).await;
+    assert_eq!(status, 503, "{body}");
+    replica.resume();
+    let (status, _, body) = post(&url, &m).await;
+    assert_eq!(status, 200, "{body}");
+    let jobs = reply_jobs(&e).await;
+    let of_it: Vec<_> = jobs
+        .values()
+        .filter(|d| d["messageSid"] == sid(71).as_str())
+        .collect();
+    assert_eq!(of_it.len(), 1, "{jobs:?}");
+}

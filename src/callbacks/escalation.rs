@@ -230,6 +230,18 @@ impl Escalator {
         if let Some(run) = &fallback_run {
             self.receipts.note_fallback(&e.run_id, run).await?;
         }
+        // the escalation (and its fallback text) on a replica before it counts as made: a
+        // short wait is an error the caller tries again, never an escalation lost in silence
+        let job = self.escalations.keys().job(&id);
+        let record =
+            crate::store::keys::WindowKeys::new(self.receipts.claim_prefix(), &e.run_id).record;
+        let fallback_job = fallback_run.as_ref().map(|r| self.callbacks.keys().job(r));
+        let mut durable = vec![job.as_str(), record.as_str()];
+        durable.extend(fallback_job.as_deref());
+        self.escalations
+            .connection()
+            .confirm_durable(&durable)
+            .await?;
         let created = self.receipts.remember_escalated(&e.run_id, kind).await?;
         if created {
             crate::telemetry::global().escalated(e.kind.label());

@@ -437,3 +437,28 @@ pub async fn set_faults(e: &Env, faults: serde_json::Value) {
         .status();
     assert!(status.is_success(), "{status}");
 }
+
+/// A real replica of the test's Redis, once its link to the primary is up.
+pub async fn replica_of(e: &Env) -> super::RedisServer {
+    let replica = super::RedisServer::start();
+    let mut r = replica.conn().await;
+    let _: () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg(e.redis.port)
+        .query_async(&mut r)
+        .await
+        .unwrap();
+    wait_for(T, "the replica to sync", || {
+        let mut r = r.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut r)
+                .await
+                .ok()?;
+            info.contains("master_link_status:up").then_some(())
+        }
+    })
+    .await;
+    replica
+}

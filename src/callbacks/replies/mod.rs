@@ -784,6 +784,13 @@ impl Replies {
             hook();
         }
         let job_id = self.finish(&recorded).await?;
+        // answered only once a failover cannot lose the record and its job: a short wait is
+        // a 503, and Twilio posts the message again (a repeat, finished and waited for again)
+        let once = keys::reply_enqueued(self.queue.keys(), &recorded.inbound.message_sid);
+        let job = self.queue.keys().job(&job_id);
+        self.conn()
+            .confirm_durable(&[ikey.as_str(), job.as_str(), once.as_str()])
+            .await?;
         Ok(Received {
             matched: recorded.matched,
             job_id,

@@ -199,6 +199,34 @@ impl Conn {
         Ok(acked)
     }
 
+    /// After writes to `keys` that must survive a failover and are not worth a send held on
+    /// their own (an inbound message and its replies job, an escalation): `WAIT` on each node
+    /// that took one (once on one endpoint, where one `WAIT` covers every earlier write of the
+    /// connection); a short count is [`Error::Unacknowledged`](crate::error::Error::Unacknowledged)
+    /// for the caller to answer as transient. Costs nothing without a wait.
+    pub async fn confirm_durable(&mut self, keys: &[&str]) -> Result<(), crate::error::Error> {
+        let keys = if self.is_cluster() {
+            keys
+        } else {
+            &keys[..keys.len().min(1)]
+        };
+        for key in keys {
+            let wanted = self.replicas_wanted(key).await;
+            if wanted == 0 {
+                continue;
+            }
+            let acked = self.wait_for_replicas(key).await?;
+            if acked < wanted {
+                return Err(crate::error::Error::Unacknowledged {
+                    key: key.to_string(),
+                    wanted,
+                    acked,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Send `write` (a script call or a command whose first key is in `key`'s slot) and, in the
     /// same pipeline, the `WAIT` the policy asks for after a write to `key`: the write's reply
     /// and how many replicas acknowledged (0 without a wait). The write's error comes back as
