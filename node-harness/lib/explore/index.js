@@ -76,10 +76,15 @@ async function trial(seed, { totals, replays, shrinkBudget, out, log }) {
     const plan = drawPlan(seed);
     // a trial that throws (a lab that broke midway, a reply the harness did not expect) is a
     // violation of its own, reported with its seed; the run goes on
-    const r = await runTrial(plan, { log }).catch((err) => {
+    const broke = (err) => {
       if (err.name === 'SetupError') throw err;
       return { seed, violations: [{ invariant: 'the trial runs to its end', detail: String(err.stack || err).slice(0, 600) }], logs: [], checks: 1, faults: 0, ms: 0, figures: { runs: plan.runs.length, jobs: 0, held: 0 } };
-    });
+    };
+    // the harness's own Node client meeting a Cluster failover it drew (READONLY from a demoted
+    // master until its slot map is read again) breaks the trial, not an invariant: the trial
+    // is played once more from its seed, and a second break is reported
+    const harnessFailover = (err) => err.name === 'ReplyError' && /READONLY|CLUSTERDOWN|TRYAGAIN/.test(String(err.message));
+    const r = await runTrial(plan, { log }).catch((err) => (harnessFailover(err) ? runTrial(plan, { log }).catch(broke) : broke(err)));
     totals.trials += 1;
     totals.faults += r.faults;
     totals.checks += r.checks;

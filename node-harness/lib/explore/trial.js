@@ -124,12 +124,17 @@ async function addRetrying(add) {
     try {
       return await add();
     } catch (err) {
-      const transient = /READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ECONNRESET|ECONNREFUSED|Connection is closed/.test(String(err.message));
-      if (!transient || Date.now() > deadline) throw err;
+      if (!TRANSIENT.test(String(err.message)) || Date.now() > deadline) throw err;
       await sleep(250);
     }
   }
 }
+
+/** What a Redis failing over answers for a while (the harness's own reads retry it, as `add`s do). */
+const TRANSIENT = /READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ECONNRESET|ECONNREFUSED|Connection is closed/;
+
+/** The harness's own read of Redis, again while Redis is failing over (see [`addRetrying`]). */
+const readRetrying = addRetrying;
 
 /** Adds `jobs` ([{name, data: JSON text, opts}]) with BullMQ's Python port. */
 async function addWithPython(lab, jobs) {
@@ -459,7 +464,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     }
     // every job finished (or waiting for quiet hours' end); none failed (a failedReason alone
     // is an attempt that failed and was retried)
-    const failed = new Set((await q.getJobs(['failed'], 0, -1)).map((j) => j.id));
+    const failed = new Set((await readRetrying(() => q.getJobs(['failed'], 0, -1))).map((j) => j.id));
     for (const j of last.jobs || []) {
       const run = runOf(j);
       if (!run) continue;
@@ -479,7 +484,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     for (const node of lab.admin.isCluster ? lab.admin.nodes('master') : [lab.admin]) {
       let cursor = '0';
       do {
-        const [next, keys] = await node.scan(cursor, 'MATCH', `${CLAIM_PREFIX}*`, 'COUNT', 1000);
+        const [next, keys] = await readRetrying(() => node.scan(cursor, 'MATCH', `${CLAIM_PREFIX}*`, 'COUNT', 1000));
         cursor = next;
         claimKeys.push(...keys);
       } while (cursor !== '0');
@@ -492,7 +497,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     // no orphan waited past its bound
     check(overdue.size === 0, 'an orphan is texted within its bound while a worker lives', [...overdue].map(([id, late]) => `open attempt of ${id} overdue by ${late} ms (bound ${orphanBoundMs} ms)`).join('; '));
     // pages tell the truth: in these trials nothing is undelivered, refused, held or invalid
-    const pages = await escalations.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'], 0, -1);
+    const pages = await readRetrying(() => escalations.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'], 0, -1));
     for (const p of pages) {
       const kind = p.data?.kind;
       if (kind === 'resolved') continue;
