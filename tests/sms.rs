@@ -1561,3 +1561,30 @@ async fn an_invalid_job_claimed_by_the_fused_finish_is_never_texted_by_the_sweep
     );
     w.stop().await;
 }
+
+/// A run beyond 2^53 escalated is named by its key, as the legacy worker keys it, and carries
+/// its exact digits (`exactRunId`), so a person finds the job: 123456789012345677 keys `…680`.
+#[tokio::test]
+async fn an_escalation_of_a_run_beyond_two_to_the_53_carries_its_exact_digits() {
+    let e = env(
+        "exact-escalation",
+        r#"{"create":[{"fault":"permanent","code":21610,"message":"Attempt to send to unsubscribed recipient"}]}"#,
+    )
+    .await;
+    let data = format!(
+        r#"{{"runId":123456789012345677,"to":"{TO}","body":"Run n123456789012345677 finished"}}"#
+    );
+    let id = add(&e, &data).await;
+    let w = start_worker(&e, sms_config()).await;
+    assert_eq!(finished(&e, &id).await.0, "failed");
+    let mut c = e.redis.conn().await;
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let job: String = c
+        .hget(esc.job("escalation:123456789012345680"), "data")
+        .await
+        .unwrap();
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    assert_eq!(job["runId"], "123456789012345680", "{job}");
+    assert_eq!(job["exactRunId"], "123456789012345677", "{job}");
+    w.stop().await;
+}

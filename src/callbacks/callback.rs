@@ -106,9 +106,7 @@ pub fn readable_run_id(data: &str) -> Option<String> {
 /// [`js_number`]) may stand for another number too; `None` for every other runId. `key` is the
 /// runId as keyed: the data is read again only when the key could be such a number.
 pub fn exact_run_id(key: &str, data: &str) -> Option<String> {
-    let could = (key.len() >= 16 && key.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
-        || key.contains("e+");
-    if !could {
+    if !could_lose_digits(key) {
         return None;
     }
     let v: Value = serde_json::from_str(data).ok()?;
@@ -118,6 +116,12 @@ pub fn exact_run_id(key: &str, data: &str) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Whether `key` (a runId as keyed) could be a number beyond 2^53, whose key stands for other
+/// numbers too: 16 digits or more, or JavaScript's exponent form.
+pub fn could_lose_digits(key: &str) -> bool {
+    (key.len() >= 16 && key.bytes().all(|b| b.is_ascii_digit() || b == b'-')) || key.contains("e+")
 }
 
 /// 2^53: from here on a double holds only some of the integers.

@@ -154,9 +154,16 @@ impl Escalator {
             tracing::debug!(run_id = %e.run_id, kind, "already escalated");
             return Ok(false);
         }
+        // a runId beyond 2^53 is named by its key, as the legacy worker keys it; its exact
+        // digits go with it, so a person finds the job (a run refused for sharing a key with
+        // another is `invalid`, and its reason names both)
+        let exact = match e.kind {
+            EscalationKind::Invalid => None,
+            _ => self.receipts.exact_digits(&e.run_id).await?,
+        };
         let data = serde_json::json!({
             "runId": e.run_id, "kind": kind, "meaning": e.kind.meaning(), "reason": e.reason,
-            "lastStatus": e.last_status, "errorCode": e.error_code,
+            "lastStatus": e.last_status, "errorCode": e.error_code, "exactRunId": exact,
         });
         let first_id = format!("escalation:{}", e.run_id);
         let kind_id = format!("escalation:{}:{kind}", e.run_id);

@@ -37,6 +37,20 @@ impl Receipts {
 }
 
 impl Receipts {
+    /// A numeric runId beyond 2^53 is keyed as JavaScript keys it (the double, which stands
+    /// for other numbers too): the exact digits of the run that owns `run_id`'s key, as the
+    /// first run to reach it recorded them; `None` for every other runId (no round trip).
+    pub async fn exact_digits(&self, run_id: &str) -> Result<Option<String>, Error> {
+        if !crate::callbacks::callback::could_lose_digits(run_id) {
+            return Ok(None);
+        }
+        self.trips.add(1);
+        Ok(redis::cmd("GET")
+            .arg(crate::store::keys::run_number(&self.claim_prefix, run_id))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
     /// The run a fallback text's run tells of (its record's `fallback_of`), or `None` for any
     /// other run.
     pub async fn fallback_of(&self, run_id: &str) -> Result<Option<String>, Error> {
