@@ -47,6 +47,7 @@ describe('the explorer', () => {
     const answers = plans.flatMap((p) => Object.values(p.replies?.answers || {}));
     assert.ok(answers.some((a) => a.codeless) && answers.some((a) => !a.codeless), 'coded and codeless answers');
     assert.ok(some((p) => p.replies?.strangers) && some((p) => p.replies?.forged), 'strangers and a forged post');
+    assert.ok(some((p) => p.replies?.optOut?.restart) && some((p) => p.replies?.optOut && !p.replies.optOut.restart), 'STOP, and STOP then START');
     assert.ok(some((p) => p.replies && (p.faults.pauses.length || p.faults.serveKillEveryMs)), 'answers while Redis pauses or serve dies');
     const classes = new Set(plans.flatMap(faultClasses));
     for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);

@@ -1,9 +1,10 @@
 // The people of a trial: they read the questions ringback texted them and answer by text while
 // the trial's faults last, as Twilio delivers messages to `ringback serve`'s inbound webhook
 // (signed, each message posted 1-3 times and again while no answer comes, some again late);
-// strangers write too, and a forged post comes. Checked at rest: every message Twilio
-// delivered is on the replies queue once, for the run it answers (or asked back, or unmatched
-// for a stranger), never another run's; a forged post adds nothing.
+// strangers write too, one texts STOP (and START after it), and a forged post comes. Checked
+// at rest: every message Twilio delivered is on the replies queue once, for the run it answers
+// (or asked back, or unmatched for a stranger, or an opt-out keyword), never another run's; the
+// opt-out is recorded while the last keyword is STOP; a forged post adds nothing.
 'use strict';
 
 const twilio = require('twilio');
@@ -48,6 +49,16 @@ class People {
       const m = { sid: this.sid(), from: `+1555098${String((this.plan.seed * 3 + k) % 10000).padStart(4, '0')}`, body: 'who is this?', run: null, stranger: true };
       this.messages.push(m);
       posts.push(this.deliver(m));
+    }
+    if (r.optOut) {
+      // STOP, then (drawn) START once Twilio delivered the STOP, as a person who changed their mind
+      const from = `+1555097${String((this.plan.seed * 7) % 10000).padStart(4, '0')}`;
+      const stop = { sid: this.sid(), from, body: 'STOP', run: null, optOut: 'STOP' };
+      this.messages.push(stop);
+      const start = r.optOut.restart ? { sid: this.sid(), from, body: 'START', run: null, optOut: 'START' } : null;
+      if (start) this.messages.push(start);
+      posts.push(this.deliver(stop).then(() => start && this.deliver(start)));
+      this.optOutNumber = from;
     }
     if (r.forged) {
       // a post Twilio did not sign: an answer to a real person's question, with a wrong token
@@ -157,6 +168,14 @@ class People {
       'every delivered message on the replies queue',
       500,
     ).catch(() => {});
+    if (this.optOutNumber) {
+      // recorded while the last keyword Twilio delivered is STOP
+      const last = this.messages.filter((m) => m.optOut && owed.includes(m)).pop();
+      if (last) {
+        const recordedOptOut = (await this.lab.admin.hexists(`ringback:opt-outs:${CLAIM_PREFIX}`, `${this.ourSender}\n${this.optOutNumber}`)) === 1;
+        check(recordedOptOut === (last.optOut === 'STOP'), 'an opt-out is kept until START', `after ${last.optOut}: the opt-out is ${recordedOptOut ? '' : 'not '}recorded`);
+      }
+    }
     const byIndex = new Map(this.plan.runs.map((run) => [run.i, run]));
     for (const m of this.messages) {
       const job = m.forged ? await this.replies.getJob(m.sid) : jobs.get(m.sid);
@@ -166,11 +185,15 @@ class People {
       }
       check(!m.forbidden && !m.refused, "Twilio's genuine posts are taken", `${m.sid}: answered ${m.forbidden ? 403 : m.refused}`);
       if (!owed.includes(m)) continue; // Twilio gave up before serve recorded it: not delivered
-      check(Boolean(job), 'every reply reaches the replies queue', `${m.sid} from ${m.from} (${m.stranger ? 'a stranger' : label(byIndex.get(m.run))}): answered ${m.answered200 ? 200 : 'never'}, no job`);
+      check(Boolean(job), 'every reply reaches the replies queue', `${m.sid} from ${m.from} (${m.stranger ? 'a stranger' : m.optOut ? `${m.optOut} from a stranger` : label(byIndex.get(m.run))}): answered ${m.answered200 ? 200 : 'never'}, no job`);
       if (!job) continue;
       const d = job.data || {};
       if (m.stranger) {
         check(d.runId === null && d.matched === 'unmatched', "a stranger's message answers no run", `${m.sid}: matched ${d.matched}, runId ${d.runId}`);
+        continue;
+      }
+      if (m.optOut) {
+        check(d.runId === null && d.matched === 'opt_out' && d.optOutType === m.optOut, 'an opt-out keyword answers no run', `${m.sid} "${m.body}": matched ${d.matched}, runId ${d.runId}, optOutType ${d.optOutType}`);
         continue;
       }
       const run = byIndex.get(m.run);

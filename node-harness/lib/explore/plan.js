@@ -166,6 +166,8 @@ function drawPlan(seed) {
   // Twilio's list showing a message only a while after its create (within the reconcile
   // window less the provider's timeout, which the window tolerates by design)
   faults.listLagMs = r.chance(0.2) ? r.int(200, 900) : null;
+  // a person who is no run's recipient texting STOP, and START again after it (drawn last)
+  if (replies) replies.optOut = r.chance(0.4) ? { restart: r.chance(0.5) } : null;
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
