@@ -154,7 +154,9 @@ impl Window {
                 );
                 claim = Claim::Unacknowledged { token, since };
             }
-        } else if durability.wanted > 0 {
+        } else {
+            // acknowledged, or nothing to wait for: a streak of unacknowledged claims ended (a
+            // later one starts its own, so its escalation bound counts from then)
             self.unacknowledged_since
                 .store(0, std::sync::atomic::Ordering::Release);
         }
