@@ -32,6 +32,22 @@
  *   ESCALATE_AS_WRITTEN (v2) an unknown attempt is settled, then escalated: a crash between
  *                the two leaves it settled and nobody told (finding F5). Without it: escalated
  *                first, settled after (src/callbacks/sms/attempt.rs)
+ *   FORGET       (v2) Redis forgets a suffix of its writes, once: at any time Env keeps a copy of
+ *                Redis's state (what an AOF or a replica held), and later Redis comes back as that
+ *                copy (a restart from an AOF that missed its last second, a replica promoted
+ *                behind its master). Twilio's messages, the escalations and the processes' own
+ *                state stay. A job the copy shows active is no longer renewed by a worker that
+ *                already finished it: its lock dies (over-approximated: every active job's).
+ *                The restarted Redis is another server, so every claim after it that would open a
+ *                fresh attempt resolves first (lua/include/window.lua redisLost; the window is
+ *                taken to outlast every retry of a forgotten job: assumption A7). Run without the
+ *                legacy fleet, which does not look (a forgotten legacy claim texts again, as in
+ *                the legacy design).
+ *                A resolution that began before the change (its since) looks again before it
+ *                supersedes: what it ruled out predates what Redis forgot.
+ *   FORGET_AS_WRITTEN (v2, with FORGET) the claim does not look after a change
+ *   FORGET_SUPERSEDE_AS_WRITTEN (v2, with FORGET) the claim looks after a change, but trusts
+ *                every supersede (as the look was first written)
  *   PERMIT       (v2) each ringback worker runs at concurrency 1 (the default): its idle fetch
  *                loop takes the one permit and waits for a job in BZPOPMIN, again and again
  *                (src/queue/worker/mod.rs); a job arriving takes the permit from there. The sweep
@@ -163,6 +179,31 @@ byte inAttempt;                 /* ringback attempts in progress (queue job or s
 byte lpc;                       /* legacy: 0 idle, 1 claimed (before create), 2 created (before SET XX) */
 bit  rolledBack;                /* v2 DRAIN: drained, ringback stopped, legacy fleet only */
 
+#ifdef FORGET
+/* Redis as a copy kept earlier (the s-prefixed state), and whether it came back as it */
+byte sC, sctok, sast, satok, sjs, sholder, sstc, smade;
+bit  scshort, saged, srwin, sinI, sR, slockDead, sstallFailed, sadopted, saafter;
+bit  kept, forgot;
+bit  lostwin;                   /* the claim sees another server than the one that acknowledged */
+#define LOOKS lostwin
+#ifdef FORGET_SUPERSEDE_AS_WRITTEN
+#define SUPERSEDE_TRUSTED 1
+#else
+#define SUPERSEDE_TRUSTED 0
+#endif
+bit  aafter;                    /* the attempt's resolution began after the change (its since) */
+#define AFTER(v) aafter = v
+#define NO_FORGOTTEN_CALL (!(sending[0] && tok[0] != atok) && !(sending[1] && tok[1] != atok))
+#else
+#define LOOKS 0
+#define SUPERSEDE_TRUSTED 1
+#define aafter 1
+#define AFTER(v) skip
+#define NO_FORGOTTEN_CALL 1
+#endif
+/* a fresh attempt, or (after Redis lost writes) evidence first */
+#define FRESH_OR_LOOK if :: LOOKS -> resolveWith(nt, 0) :: else -> fresh(nt) fi
+
 #define OPEN (ast == A_CLAIMED || ast == A_AMBIG || ast == A_RETRY)
 #ifdef V2
 #define JOBEND (js == J_DONE || (js == J_FAILED && (!stallFailed || adopted)))
@@ -198,7 +239,7 @@ inline fresh(t) {
 #else
   cshort = 1;
 #endif
-  ast = A_CLAIMED; atok = t; aged = 0; rwin = 0; SETI(1);
+  ast = A_CLAIMED; atok = t; aged = 0; rwin = 0; SETI(1); AFTER(0);
   tok[me] = t; sending[me] = 1; res = 3; rbClaimed = 1
 }
 
@@ -206,7 +247,7 @@ inline fresh(t) {
  * v2 lua/window_claim.lua:57-66 (C held with the lease, record `ambiguous`, due at now + hold/2) */
 inline resolveWith(t, keepSince) {
   C = C_RP; ctok = t; cshort = 0;
-  if :: !keepSince -> rwin = 0 :: else -> skip fi;
+  if :: !keepSince -> rwin = 0; AFTER(LOOKS) :: else -> skip fi;
   ast = A_AMBIG; atok = t; SETI(1);
   tok[me] = t; res = 4; rbClaimed = 1
 }
@@ -234,14 +275,16 @@ inline window_claim(sup) {
     :: C == C_RP && (ast == A_NONE || atok != ctok) -> ast = A_NONE; resolveWith(ctok, 0)  /* :98-104 */
     :: C == C_RP && ast != A_NONE && atok == ctok ->
        if
-       :: sup != 0 && sup == ctok && ast == A_AMBIG -> fresh(nt)          /* :105-109 supersede, atomic */
+       :: sup != 0 && sup == ctok && ast == A_AMBIG ->                    /* :105-109 supersede, atomic */
+          if :: LOOKS && !aafter && !SUPERSEDE_TRUSTED -> resolveWith(nt, 0)  /* FORGET: looked before the change */
+             :: else -> fresh(nt) fi
        :: else ->
           if
           :: ast == A_CLAIMED && !aged -> res = 2          /* :110-112 busy until claimed_at + pending TTL */
           :: ast == A_CLAIMED && aged -> resolveWith(ctok, 1)              /* :113 */
           :: ast == A_AMBIG -> resolveWith(ctok, 1)                        /* :115 */
           :: ast == A_SENT -> C = C_SENT; SETI(0); res = 1                 /* :116-119 */
-          :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED || ast == A_UNKNOWN -> fresh(nt)  /* :120-121 */
+          :: ast == A_RETRY || ast == A_RELEASED || ast == A_SFAILED || ast == A_UNKNOWN -> FRESH_OR_LOOK  /* :120-121 */
           fi
        fi
     :: C == C_NONE && (ast == A_CLAIMED || ast == A_AMBIG) -> resolveWith(atok, 1)  /* :124-129 */
@@ -257,7 +300,7 @@ inline window_claim(sup) {
      * adoption) gets here; the script's order gives the same state space at model/check's bounds.) */
     :: C == C_NONE && ast == A_RETRY && !R -> resolveWith(nt, 0)
 #endif
-    :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && !R -> fresh(nt)  /* :139 */
+    :: C == C_NONE && ast != A_CLAIMED && ast != A_AMBIG && ast != A_SENT && !R -> FRESH_OR_LOOK  /* :139 */
     fi
 #endif
   }
@@ -749,8 +792,26 @@ end_env:
    * or an open attempt a live fleet sweeps within seconds (assumption A5) */
   :: d_step { C == C_LP && lpc == 0 && (js == J_DONE || js == J_FAILED) && inAttempt == 0 &&
               (!OPEN || rolledBack) -> C = C_NONE }
-  /* since + reconcile window: after any legacy call that started before it (window > provider timeout) */
-  :: d_step { ast == A_AMBIG && !rwin && lpc != 1 -> rwin = 1 }
+  /* since + reconcile window: after any legacy call that started before it (window > provider
+   * timeout), and (FORGET) after any ringback call of an attempt Redis forgot, which started
+   * before the change its resolver's `since` is */
+  :: d_step { ast == A_AMBIG && !rwin && lpc != 1 && NO_FORGOTTEN_CALL -> rwin = 1 }
+#ifdef FORGET
+  /* Redis's state as an AOF or a replica holds it at some moment (once: any suffix after it) */
+  :: d_step { !kept -> kept = 1; sC = C; sctok = ctok; scshort = cshort; sast = ast; satok = atok;
+       saged = aged; srwin = rwin; sinI = inI; sR = R; sjs = js; sholder = holder; slockDead = lockDead;
+       sstc = stc; smade = made; sstallFailed = stallFailed; sadopted = adopted; saafter = aafter }
+  /* Redis comes back as that copy: every write since is lost */
+  :: d_step { kept && !forgot -> forgot = 1; C = sC; ctok = sctok; cshort = scshort; ast = sast;
+       atok = satok; aged = saged; rwin = srwin; inI = sinI; R = sR; js = sjs; holder = sholder;
+       lockDead = slockDead; stc = sstc; made = smade; stallFailed = sstallFailed; adopted = sadopted;
+       aafter = saafter;
+       if :: js == J_ACTIVE -> lockDead = 1 :: else -> skip fi;
+#ifndef FORGET_AS_WRITTEN
+       lostwin = 1
+#endif
+     }
+#endif
   /* the status webhook (src/edge/api/webhook.rs → lua/receipt_apply.lua): the callback record gets the sid */
   :: d_step { texts > 0 && !R -> R = 1 }
 #ifdef EDGES
@@ -797,6 +858,8 @@ init {
     run Env();
     run Ringback(0);
     run Ringback(1);
+#ifndef FORGET
     run Legacy()
+#endif
   }
 }
