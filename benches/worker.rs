@@ -251,6 +251,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
             hold: Duration::from_secs(120),
             poll_after: Duration::from_secs(60),
             replay_for: Duration::from_millis(500),
+            loss_window: Duration::from_secs(120),
         },
     );
     let claim = Value::Array(

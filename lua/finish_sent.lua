@@ -11,7 +11,8 @@
      (window_claim.lua's step), when ARGV[25] (the claim key template) is not "". The run's keys
      come from the job's data, so they are not declared: standalone Redis only (a Cluster keeps
      the separate calls). The claim is skipped, and the worker's processor claims as usual, for
-     any job the processor would not run as it stands: a deferred failure, a scheduler's job,
+     any job the processor would not run as it stands (and any job inside a lost-writes
+     window, whose claim looks first: window.lua's redisLost): a deferred failure, a scheduler's job,
      a job started before (the started limit), options that are not an object, or data that
      is not a plain callback request. The check is a strict subset of `CallbackRequest::parse`
      (printable ASCII without escapes, flat, strings only): a job it leaves out is claimed by

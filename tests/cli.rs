@@ -592,13 +592,13 @@ async fn refuse_commands(redis: &RedisServer, rules: &[&str]) {
 }
 
 /// A Redis that refuses commands ringback can do without (`WAIT`, `CLIENT SETNAME`, `CONFIG`,
-/// as managed offerings do) is named at start, each with what it costs, and the worker runs;
+/// `INFO`, as managed offerings do) is named at start, each with what it costs, and the worker runs;
 /// one it cannot run without (`EVALSHA`) stops it at start with exit 2, naming the command,
 /// instead of failing in the middle of a send.
 #[tokio::test]
 async fn a_redis_that_refuses_commands_is_named_at_start_with_what_each_costs() {
     let redis = RedisServer::start();
-    refuse_commands(&redis, &["-wait", "-client|setname", "-config"]).await;
+    refuse_commands(&redis, &["-wait", "-client|setname", "-config", "-info"]).await;
     let mut w = Running::spawn(
         twilio_env(&mut ringback(&["worker"]))
             .env("REDIS_URL", redis.url())
@@ -607,6 +607,7 @@ async fn a_redis_that_refuses_commands_is_named_at_start_with_what_each_costs() 
     for (command, cost) in [
         ("WAIT", "no write waits for a replica"),
         ("CLIENT SETNAME", "Queue.getWorkers()"),
+        ("INFO", "lost its last writes"),
         ("CONFIG GET", "maxmemory-policy"),
     ] {
         let (line, _) = w.stderr_line(&format!("Redis refuses {command}:"), T).await;

@@ -334,3 +334,68 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
     assert_eq!(texts(&e, "rw-paused"), 1);
     w.stop().await;
 }
+
+/// A Redis restarted from its append-only file as it stood a second before it died (what
+/// `appendfsync everysec` leaves after a power loss or a kernel crash): the claims, sent
+/// markers and completions of that second are gone, and the jobs that texted in it run again.
+/// The restarted Redis is another server (its `run_id`), so every callback claimed afresh in
+/// the window after it looks for its text first (the worker's own kept answers, Twilio's list):
+/// at the defaults' order, two workers and hundreds of callbacks in flight, no run is texted
+/// twice and every job finishes.
+#[tokio::test]
+async fn a_redis_restarted_from_an_aof_a_second_old_texts_no_run_twice() {
+    let mut e = env(
+        "aof-loss",
+        r#"{"create":[{"fault":"slow","delay_ms":100}],"callbacks":[{"delay_ms":1000}]}"#,
+    )
+    .await;
+    e.redis.append_only().await;
+    // receipts name their run: one that comes after the restart proves a send Redis forgot
+    let _receipts = serve_receipts(&e, &mut sms_config()).await;
+    let runs: Vec<String> = (0..300).map(|i| format!("aof-{i}")).collect();
+    let mut ids = vec![];
+    for run in &runs {
+        ids.push(add(&e, &data(run)).await);
+    }
+    let _workers: Vec<Proc> = (0..2)
+        .map(|_| spawn_worker(&e, None, Timings::Production, &[]))
+        .collect();
+    wait_for(T, "the first hundred texts", || async {
+        (e.sim.store.all().len() >= 100).then_some(())
+    })
+    .await;
+    let copy = e.redis.copy_aof();
+    let at_copy = e.sim.store.all().len();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let at_crash = e.sim.store.all().len();
+    e.redis.restart_from_aof(&copy);
+    assert!(
+        at_crash >= at_copy + 20,
+        "texts in the lost second: {at_copy} -> {at_crash}"
+    );
+    let mut c = e.redis.conn().await;
+    let known: Option<String> = c
+        .hget(ringback::store::keys::redis_identity(), "run")
+        .await
+        .unwrap();
+    assert!(known.is_some(), "the identity came back with the AOF");
+    for id in &ids {
+        let (state, _) = finished_within(&e, id, Duration::from_secs(120)).await;
+        assert_eq!(state, "completed", "{id}");
+    }
+    let twice: Vec<&String> = runs.iter().filter(|r| texts(&e, r) != 1).collect();
+    assert!(twice.is_empty(), "not texted exactly once: {twice:?}");
+    let changed: Option<String> = c
+        .hget(ringback::store::keys::redis_identity(), "changed_at")
+        .await
+        .unwrap();
+    assert!(changed.is_some(), "the change was recorded");
+    // a run texted by the other worker, whose receipt was lost too, is found at Twilio unlinked:
+    // escalated as probably sent, never texted again; only runs of the lost second are
+    let escalated = escalation_ids(&e).await.len();
+    eprintln!(
+        "lost second: {} texts; escalated as probably sent: {escalated}",
+        at_crash - at_copy
+    );
+    assert!(escalated <= at_crash - at_copy, "{escalated} escalations");
+}

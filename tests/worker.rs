@@ -780,6 +780,7 @@ async fn every_script_runs_after_script_flush() {
             hold: Duration::from_secs(10),
             poll_after: Duration::from_secs(60),
             replay_for: Duration::from_millis(500),
+            loss_window: Duration::from_secs(120),
         },
     );
     let claim = window

@@ -90,6 +90,9 @@ local function finishSentOnce(K, A, now, batch)
 
   local req = callbackOf(next[1], A[35])
   if req == nil then return {next, mark, false} end
+  -- inside a lost-writes window (window.lua's redisLost) the processor claims: its window_claim
+  -- records the change and looks before it sends
+  if redisLost(REDIS_IDENTITY, now, nil, false) then return {next, mark, false} end
   local claim = claimRun({runKey(A[25], req.runId), runKey(A[26], req.runId),
     runKey(A[27], req.runId), K[17], K[22]},
     {A[28], next[2], A[29], "", A[30], A[31], A[21], req.to, req.from, req.body,

@@ -231,6 +231,42 @@ local function freshAttempt(keys, args, now, token, hadRecord)
   return {"claimed", token, now}
 end
 
+-- A Redis that lost acknowledged writes: a restart from an AOF that missed its last second, a
+-- replica promoted before it had every write, a restore. Such a Redis may have forgotten a claim
+-- or a sent marker, and the retried job would claim afresh and text again. Its server identity
+-- (INFO's run_id, new with every process) tells: ringback keeps the identity that acknowledged
+-- its writes in `idKey`, and the first claim that finds another one records the change on
+-- Redis's clock. For `span` ms after it (the time a job whose claim was lost takes to run again,
+-- twice) a claim that would open a fresh attempt hands it to evidence first instead. A clean
+-- restart or failover looks the same and pays the same. The key absent (a new deployment, a
+-- flush, which also empties the queue) is a first sight, not a loss. `write`: record a change
+-- (window_claim); a reader (the fused finish) only asks. Returns when the change was noticed
+-- (ms), or nil outside a window (or when Redis will not say).
+local REDIS_IDENTITY = "ringback:redis-identity"
+local function redisLost(idKey, now, span, write)
+  if idKey == nil then return nil end
+  -- a Redis that refuses INFO (an ACL) cannot tell: the probe at start names it
+  local info = redis.pcall("INFO", "server")
+  if type(info) ~= "string" then return nil end
+  local live = string.match(info, "run_id:(%x+)")
+  if live == nil then return nil end
+  local known = rcall("HMGET", idKey, "run", "changed_at", "until")
+  if not known[1] then
+    if write then rcall("HSET", idKey, "run", live, "first_seen", int(now)) end
+    return nil
+  end
+  if known[1] ~= live then
+    if not write then return now end
+    local untilAt = int(now + (span or 0))
+    rcall("HSET", idKey, "run", live, "was", known[1], "changed_at", int(now), "until", untilAt)
+    return now
+  end
+  local at, untilAt = tonumber(known[2]), tonumber(known[3])
+  if at == nil then return nil end
+  if now < (untilAt or 0) or (span ~= nil and now < at + span) then return at end
+  return nil
+end
+
 -- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
 -- the global keys (4, 5) may be nil: the caller writes them in separate calls. `now`: Redis's
 -- time (ms) when a fused caller already read it (one TIME per call), else nil.
@@ -241,9 +277,11 @@ local function claimRun(keys, args, now)
   -- taken the entry and may drop it, so no attempt is opened on it: the caller comes back
   local intentDue = tonumber(args[14])
   local intentGone = intentDue ~= nil and now >= intentDue
+  local lost = redisLost(keys[6], now, tonumber(args[17]), true)
   -- A new run has none of its three keys: one EXISTS answers that, and the reads are skipped
   -- (and so is everything below: a new run is the common case)
-  if rcall("EXISTS", claimKey, attemptKey, keys[3]) == 0 then
+  -- (inside a lost-writes window it goes on to the reads, which find nothing, and looks first)
+  if not lost and rcall("EXISTS", claimKey, attemptKey, keys[3]) == 0 then
     if intentGone then return {"busy", 1, now} end
     return freshAttempt(keys, args, now, args[1], false)
   end
@@ -281,9 +319,11 @@ local function claimRun(keys, args, now)
     return {"resolve", token, since, to, from, body, receipt, rec["escalated"] or "", origin, now}
   end
 
-  -- A new attempt (the record, when there is one, is replaced: a path below may have DELeted it)
-  local function fresh(token)
+  -- A new attempt (the record, when there is one, is replaced: a path below may have DELeted it);
+  -- inside a lost-writes window, evidence first (redisLost), unless the caller `looked` since
+  local function fresh(token, looked)
     if intentGone then return {"busy", 1, now} end
+    if lost and not looked then return resolveWith(token, int(lost), "lost") end
     return freshAttempt(keys, args, now, token, #flat > 0)
   end
 
@@ -314,8 +354,9 @@ local function claimRun(keys, args, now)
     end
     if supersede ~= "" and supersede == token and rec["state"] == "ambiguous" then
       -- The caller resolved this attempt as never sent: replace it atomically, so the claim never
-      -- disappears between the old attempt and the new one.
-      return fresh(args[1])
+      -- disappears between the old attempt and the new one. A resolution that began before Redis
+      -- lost writes looks again: what it ruled out predates what Redis forgot (model: FORGET).
+      return fresh(args[1], lost ~= nil and (tonumber(rec["since"]) or 0) >= lost)
     end
     if rec["state"] == "claimed" then
       local deadAt = (tonumber(rec["claimed_at"]) or now) + pendingTtl

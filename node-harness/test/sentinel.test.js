@@ -5,8 +5,10 @@
 // texts, at the production timing ratios (claim 3 s < lock 6 s). With callbacks in flight
 // (every create answered after 200 ms), the master is SIGKILLed (the sentinels promote the
 // replica), or demoted while it runs (`SENTINEL FAILOVER`: it takes writes until the sentinels
-// demote it, seconds after its replica was promoted, then answers READONLY); the workers follow
-// the master the sentinels name. Verdict at the simulator: no run texted twice; every run whose
+// demote it, seconds after its replica was promoted, then answers READONLY), or killed with its
+// replica a second behind and no replica wait (the replica's link cut while it is frozen: it is
+// promoted without the master's last writes, and the workers' claims after it look first); the
+// workers follow the master the sentinels name. Verdict at the simulator: no run texted twice; every run whose
 // job the new master holds texted once and its job finished; no job failed, no worker died.
 'use strict';
 
@@ -31,10 +33,10 @@ after(async () => {
  * texts are in; then the verdict over the runs whose job the new master holds, and the
  * duplicates over every run.
  */
-async function smsUnderFault(name, fault, { runs = 90 } = {}) {
+async function smsUnderFault(name, fault, { runs = 90, env = {} } = {}) {
   const QUEUE = `sentinel-${name}`;
   await lab.sim.putFaults({ create: [{ rate: 1, fault: 'slow', delay_ms: 200, created: true }] });
-  const workers = [lab.ringbackWorker(`ringback-a (${name})`, QUEUE), lab.ringbackWorker(`ringback-b (${name})`, QUEUE)];
+  const workers = [lab.ringbackWorker(`ringback-a (${name})`, QUEUE, env), lab.ringbackWorker(`ringback-b (${name})`, QUEUE, env)];
   try {
     await Promise.all(workers.map((w) => w.waitStarted()));
     const q = lab.queue(QUEUE);
@@ -76,7 +78,8 @@ async function smsUnderFault(name, fault, { runs = 90 } = {}) {
     const logs = workers.map((w) => `--- ${w.label}\n${w.output().slice(-3000)}`).join('\n');
     const followed = workers.filter((w) => /the sentinels name a new master/.test(w.output())).length;
     const held = workers.filter((w) => /replicas did not acknowledge the claim in time/.test(w.output())).length;
-    return { verdict, twice, runs, kept: kept.size, what, failed, died, master: `127.0.0.1:${master.port}`, beats, logs, followed, held };
+    const looked = workers.filter((w) => /Redis is not the one that acknowledged ringback's writes/.test(w.output())).length;
+    return { verdict, twice, runs, kept: kept.size, what, failed, died, master: `127.0.0.1:${master.port}`, beats, logs, followed, held, looked };
   } finally {
     await lab.sim.putFaults({ create: [] });
     for (const w of workers) w.kill('SIGTERM');
@@ -112,6 +115,24 @@ describe('ringback on Redis Sentinel, callbacks in flight', () => {
       assertFollowed(r, killed.promoted, t, { allKept: true });
     } finally {
       // a primary with a replica again, for what follows
+      await killed?.restart();
+    }
+  });
+
+  it('a replica a second behind promoted without a wait (RINGBACK_REDIS_WAIT_REPLICAS=0): the claims after it look first, no run texted twice', { timeout: 180_000 }, async (t) => {
+    let killed;
+    try {
+      const r = await smsUnderFault(
+        'replica-behind',
+        async () => {
+          killed = await lab.redis.killMaster({ behindMs: 1500 });
+          return { killed: killed.killed, promoted: killed.promoted, ms: killed.ms };
+        },
+        { env: { RINGBACK_REDIS_WAIT_REPLICAS: '0' } },
+      );
+      assertFollowed(r, killed.promoted, t, { allKept: false });
+      assert.ok(r.looked >= 1, `a worker noticed the new server and looked before sending\n${r.logs}`);
+    } finally {
       await killed?.restart();
     }
   });

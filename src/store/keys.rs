@@ -162,6 +162,14 @@ pub fn escalated_kind_marker(claim_prefix: &str, run_id: &str, kind: &str) -> St
     format!("{}:{kind}", escalated_marker(claim_prefix, run_id))
 }
 
+/// `ringback:redis-identity`: the server identity (INFO's `run_id`) of the Redis that
+/// acknowledged ringback's writes, and when a change was last noticed (`window.lua`'s
+/// `redisLost`, which names it too: the fused finish reads it undeclared). One per Redis: a
+/// Cluster's claims do not pass it (its shards are waited on by default instead).
+pub fn redis_identity() -> String {
+    "ringback:redis-identity".to_string()
+}
+
 /// ZSET MessageSid → when to look the message up (reconciliation of missing callbacks).
 pub fn reconcile_schedule(claim_prefix: &str) -> String {
     format!("ringback:reconcile:{claim_prefix}")

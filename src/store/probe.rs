@@ -8,7 +8,8 @@
 //! protocol is a script. The others cost a feature, said in the warning: `WAIT` (replica waits;
 //! fatal when `RINGBACK_REDIS_WAIT_REPLICAS` asks for them), `CLIENT SETNAME` (the worker listed
 //! by `Queue.getWorkers()`), `TIME` (the replies' clock: replies are refused while it is),
-//! `CONFIG GET` (the eviction policy cannot be checked; it is not used otherwise). A policy that
+//! `INFO` (a Redis that lost its last writes is not noticed), `CONFIG GET` (the eviction
+//! policy cannot be checked; it is not used otherwise). A policy that
 //! evicts keys (`maxmemory-policy` other than `noeviction`) is named too: an evicted claim or
 //! sent marker lets a retried job text again.
 
@@ -77,6 +78,8 @@ fn probes(explicit_wait: bool) -> Vec<(&'static str, redis::Cmd, &'static str, b
     let mut setname = redis::cmd("CLIENT");
     setname.arg("SETNAME").arg("");
     let time = redis::cmd("TIME");
+    let mut info = redis::cmd("INFO");
+    info.arg("server");
     let mut config = redis::cmd("CONFIG");
     config.arg("GET").arg("maxmemory-policy");
     vec![
@@ -112,6 +115,12 @@ fn probes(explicit_wait: bool) -> Vec<(&'static str, redis::Cmd, &'static str, b
             "TIME",
             time,
             "replies are read on Redis's clock: serve answers 503 to every reply while it is refused",
+            false,
+        ),
+        (
+            "INFO",
+            info,
+            "a Redis that lost its last writes (a restart from an AOF, a failover without a replica wait) is not noticed: a retried job whose claim it lost texts again",
             false,
         ),
         (

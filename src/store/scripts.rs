@@ -342,6 +342,16 @@ mod tests {
         assert!(s.receipt_apply.code.contains("local function applyReceipt"));
     }
 
+    /// The fused finish reads the identity key undeclared, by the name keys.rs gives it.
+    #[test]
+    fn the_fused_finish_names_the_identity_key_as_keys_rs_does() {
+        let line = format!(
+            "local REDIS_IDENTITY = \"{}\"",
+            crate::store::keys::redis_identity()
+        );
+        assert!(scripts().finish_sent.code.contains(&line), "{line}");
+    }
+
     #[test]
     fn the_slot_check_refuses_a_cross_slot_call() {
         let s = scripts();

@@ -369,6 +369,7 @@ pub fn window(
             hold: Duration::from_millis(2 * pending_ms),
             poll_after: Duration::from_secs(60),
             replay_for: Duration::from_millis(500),
+            loss_window: Duration::from_secs(120),
         },
     )
 }

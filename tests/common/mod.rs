@@ -16,6 +16,8 @@ pub struct RedisServer {
     tls: Option<(u16, bool)>,
     child: Option<Child>,
     dir: tempfile::TempDir,
+    /// Settings given after the defaults (the last of a setting wins).
+    extra: Vec<String>,
 }
 
 /// The test-only TLS material in `tests/fixtures/tls/`.
@@ -35,6 +37,7 @@ impl RedisServer {
             tls: None,
             child: None,
             dir,
+            extra: vec![],
         };
         server.spawn();
         server
@@ -49,6 +52,7 @@ impl RedisServer {
             tls: Some((free_port(), client_auth)),
             child: None,
             dir,
+            extra: vec![],
         };
         server.spawn();
         server
@@ -88,6 +92,7 @@ impl RedisServer {
             ])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(&self.extra)
             .arg("--logfile")
             .arg(&log)
             .stdout(Stdio::null())
@@ -140,6 +145,53 @@ impl RedisServer {
         self.spawn();
     }
 
+    /// Turn the append-only file on (`appendfsync everysec`, Redis's default), once its first
+    /// rewrite is written: from then on [`Self::copy_aof`] takes the data as it stands.
+    pub async fn append_only(&mut self) {
+        let mut c = self.conn().await;
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("appendonly")
+            .arg("yes")
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        self.extra = vec!["--appendonly".into(), "yes".into()];
+        wait_for(Duration::from_secs(20), "the first AOF rewrite", || {
+            let mut c = c.clone();
+            async move {
+                let info: String = redis::cmd("INFO")
+                    .arg("persistence")
+                    .query_async(&mut c)
+                    .await
+                    .ok()?;
+                (info.contains("aof_enabled:1")
+                    && info.contains("aof_rewrite_in_progress:0")
+                    && info.contains("aof_rewrite_scheduled:0"))
+                .then_some(())
+            }
+        })
+        .await;
+    }
+
+    /// A copy of the append-only files as they stand on disk now.
+    pub fn copy_aof(&self) -> tempfile::TempDir {
+        let copy = tempfile::tempdir().expect("temp dir");
+        copy_dir(&self.dir.path().join("appendonlydir"), copy.path());
+        copy
+    }
+
+    /// Kill the server (`SIGKILL`) and start it again on the same port from `aof` (a
+    /// [`Self::copy_aof`]): a Redis that lost every write since the copy.
+    pub fn restart_from_aof(&mut self, aof: &tempfile::TempDir) {
+        self.kill();
+        let dir = self.dir.path().join("appendonlydir");
+        std::fs::remove_dir_all(&dir).expect("remove the AOF");
+        std::fs::create_dir(&dir).expect("AOF dir");
+        copy_dir(aof.path(), &dir);
+        self.spawn();
+    }
+
     /// Freeze the server (`SIGSTOP`): connections stay open, nothing is answered, and its
     /// clock runs on, so keys expire the moment it is resumed.
     pub fn pause(&self) {
@@ -184,6 +236,13 @@ impl Drop for RedisServer {
             eprintln!("--- redis-server log ---\n{}", self.log());
         }
         self.kill();
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
     }
 }
 

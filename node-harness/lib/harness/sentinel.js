@@ -111,15 +111,25 @@ class SentinelSet {
   }
 
   /**
-   * SIGKILL of the master; resolves once every live sentinel names the replica and it says it
+   * SIGKILL of the master (with `behindMs`, its replica frozen that long before: promoted without
+   * the master's last writes); resolves once every live sentinel names the replica and it says it
    * is a master: {killed, promoted, ms, restart()}. `restart()` brings the old master back, and
    * the sentinels make it the new master's replica.
    */
-  async killMaster() {
+  async killMaster({ behindMs = 0 } = {}) {
     const master = await this.master();
     const replica = this.data.find((d) => d !== master);
     const t0 = Date.now();
+    if (behindMs > 0) {
+      // the replica frozen and its link cut (what the kernel had buffered for it is all it will
+      // read) while the master takes writes: those die with the master, and the replica is
+      // promoted that far behind
+      replica.child.kill('SIGSTOP');
+      await master.call('CLIENT', 'KILL', 'TYPE', 'replica');
+      await new Promise((resolve) => setTimeout(resolve, behindMs));
+    }
     await master.kill('SIGKILL');
+    if (behindMs > 0) replica.child.kill('SIGCONT');
     await waitFor(
       async () => {
         const named = await Promise.all(this.sentinels.map((s) => s.call('SENTINEL', 'get-master-addr-by-name', NAME).catch(() => null)));

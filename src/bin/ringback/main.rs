@@ -208,7 +208,13 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
         ProcessorKind::Scripted => Some(None),
         ProcessorKind::Sms => {
             let mut twilio = errors.take(args.twilio.to_config());
-            let sms = errors.take(args.sms.to_config());
+            let sms = errors.take(args.sms.to_config()).map(|mut s| {
+                s.loss_window = s.loss_window_for(
+                    Duration::from_millis(args.worker.lock_duration_ms),
+                    Duration::from_millis(args.worker.stalled_interval_ms),
+                );
+                s
+            });
             let validity = errors.take(ringback::callbacks::sms::validity_period(
                 args.twilio.validity_period_s,
                 Duration::from_millis(args.sms.delivery_deadline_ms),

@@ -90,6 +90,9 @@ pub struct SmsConfig {
     pub replies_queue: Option<String>,
     /// How long inbound messages and their markers are kept (`RINGBACK_INBOUND_RETENTION_MS`).
     pub inbound_retention: Duration,
+    /// How long after Redis is seen to have lost acknowledged writes (its server identity
+    /// changed) a fresh claim looks for evidence before it sends: [`SmsConfig::loss_window_for`].
+    pub loss_window: Duration,
 }
 
 /// The legacy workers' timings the window's invariants must cover (`RINGBACK_LEGACY_*`).
@@ -134,11 +137,29 @@ impl Default for SmsConfig {
             quiet: None,
             replies_queue: None,
             inbound_retention: crate::callbacks::replies::DEFAULT_RETENTION,
+            loss_window: Duration::from_secs(120),
         }
     }
 }
 
 impl SmsConfig {
+    /// The lost-writes window for workers whose BullMQ lock and stall sweep take
+    /// `lock_duration` and `stalled_interval` (the legacy fleet's, where longer): a job whose
+    /// claim and completion Redis forgot runs again once its lock expired and a stall sweep
+    /// found it, so within lock + stall interval of the loss; twice that, for a sweep that
+    /// comes late and the retry's own wait for a worker. 2 min at the defaults.
+    pub fn loss_window_for(&self, lock_duration: Duration, stalled_interval: Duration) -> Duration {
+        let lock = self
+            .legacy
+            .lock_duration
+            .map_or(lock_duration, |l| l.max(lock_duration));
+        let stalled = self
+            .legacy
+            .stalled_interval
+            .map_or(stalled_interval, |s| s.max(stalled_interval));
+        (lock + stalled) * 2
+    }
+
     /// The window's invariants against the provider timeout and the worker's lock timings,
     /// each with its verdict. They are the assumptions of the protocol's model
     /// (`docs/window-protocol.md`, `model/`); `check-config` prints them all.
@@ -436,6 +457,7 @@ impl SmsConfig {
             sent_ttl: self.sent_ttl,
             hold: self.reconcile_window + self.pending_ttl,
             poll_after: self.receipt_poll_after,
+            loss_window: self.loss_window,
         }
     }
 }

@@ -22,6 +22,12 @@ impl SmsProcessor {
         if let Some(sid) = self.answers.get(&u.token) {
             return Resolution::Sent(sid);
         }
+        // Redis lost writes: the attempt that sent may be this process's, under another token
+        if u.after_loss
+            && let Some(sid) = self.answers.of_run(&req.run_id)
+        {
+            return Resolution::Sent(sid);
+        }
         let now = self.window.now();
         let unknown_for = now - u.since;
         let failed = |what: String| {
@@ -178,16 +184,16 @@ pub(super) struct Answers {
 impl Answers {
     /// How many answers are kept (the oldest forgotten first): far more than a process has in
     /// flight, about 100 bytes each.
-    const KEEP: usize = 4096;
+    const KEEP: usize = 8192;
 
-    pub(super) fn remember(&self, token: &str, sid: &str) {
+    /// Keep Twilio's answer `sid` to attempt `token` of run `run_id`, found again by either.
+    pub(super) fn remember(&self, token: &str, run_id: &str, sid: &str) {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let (by_token, order) = &mut *g;
-        if by_token
-            .insert(token.to_string(), sid.to_string())
-            .is_none()
-        {
-            order.push_back(token.to_string());
+        for key in [token.to_string(), Self::run_key(run_id)] {
+            if by_token.insert(key.clone(), sid.to_string()).is_none() {
+                order.push_back(key);
+            }
         }
         while order.len() > Self::KEEP {
             if let Some(old) = order.pop_front() {
@@ -199,6 +205,16 @@ impl Answers {
     pub(super) fn get(&self, token: &str) -> Option<String> {
         let g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         g.0.get(token).cloned()
+    }
+
+    /// The last answer this process kept for any attempt of `run_id` (a token is a UUID, so
+    /// the two kinds of key never meet).
+    pub(super) fn of_run(&self, run_id: &str) -> Option<String> {
+        self.get(&Self::run_key(run_id))
+    }
+
+    fn run_key(run_id: &str) -> String {
+        format!("run:{run_id}")
     }
 }
 

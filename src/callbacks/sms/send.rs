@@ -59,7 +59,7 @@ impl SmsProcessor {
             SendOutcome::Accepted(m) => {
                 self.auth_ok();
                 self.crash(CrashPoint::AfterProviderAccept, &req.run_id);
-                self.answers.remember(token, &m.sid);
+                self.answers.remember(token, &req.run_id, &m.sid);
                 self.replies
                     .opt_outs
                     .sent(req.from.as_deref().unwrap_or(&self.sender), &req.to)

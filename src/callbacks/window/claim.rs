@@ -90,6 +90,7 @@ impl Window {
             [
                 self.index(),
                 crate::store::keys::recent_runs(&self.claim_prefix),
+                crate::store::keys::redis_identity(),
             ],
         );
         // A lost reply is sent again with the same token: the script answers its own earlier
@@ -110,6 +111,7 @@ impl Window {
             }
             args.push(if facts.urgent { "1" } else { "" }.to_string());
             args.push(facts.time_zone.clone().unwrap_or_default());
+            args.push(ms(self.times.loss_window));
             // PerSlot (a cluster): the claim's WAIT rides in its pipeline, before any send
             match scripts()
                 .window_claim
@@ -210,10 +212,24 @@ impl Window {
                 body: get(5)?,
                 receipt_sid: Some(get(6)?).filter(|s| !s.is_empty()),
                 escalated: !get(7)?.is_empty(),
-                taken: get(8)? == "taken",
+                taken: matches!(get(8)?.as_str(), "taken" | "lost"),
+                after_loss: get(8)? == "lost",
             }),
             _ => return Err(bad()),
         };
+        if let Claim::Resolve(u) = &claim
+            && u.after_loss
+            && self
+                .loss_logged
+                .swap(u.since, std::sync::atomic::Ordering::AcqRel)
+                != u.since
+        {
+            tracing::warn!(
+                noticed_at_ms = u.since,
+                window_ms = self.times.loss_window.as_millis() as u64,
+                "Redis is not the one that acknowledged ringback's writes (a restart, a failover): it may have lost the last ones, so each callback claimed afresh in this window looks for its text at Twilio before sending"
+            );
+        }
         Ok(claim)
     }
 

@@ -87,6 +87,10 @@ pub struct Unresolved {
     /// plain `pending`, or a ringback claim whose record is gone): its send may predate `since`
     /// by [`crate::callbacks::sms::LOOKBACK`]. Otherwise `since` is when ringback's own attempt claimed.
     pub taken: bool,
+    /// Redis lost acknowledged writes at `since` (its server identity changed: a restart from
+    /// an AOF, a failover): this run's claim and send may be among them, so evidence comes
+    /// first, the process's own kept answers for the run included. Implies `taken`.
+    pub after_loss: bool,
 }
 
 /// Settings of the window.
@@ -107,6 +111,9 @@ pub struct WindowTimes {
     /// whose reply was lost is sent again, with the same token, within this time; its answer
     /// is kept this long for a re-send (`finish_sent.lua`).
     pub replay_for: Duration,
+    /// How long after Redis is seen to have lost writes a fresh claim looks for evidence
+    /// first (`window_claim.lua`'s ARGV[17]).
+    pub loss_window: Duration,
 }
 
 /// Times a sent marker was written after the claim had expired or changed hands.
@@ -150,6 +157,8 @@ pub struct Window {
     /// Since when claims have come back short of their replicas (ms since the epoch; 0: the
     /// last claim was acknowledged).
     unacknowledged_since: Arc<AtomicI64>,
+    /// When the last lost-writes change this process logged was noticed (ms, Redis's clock).
+    loss_logged: Arc<AtomicI64>,
 }
 
 impl Window {
@@ -167,6 +176,7 @@ impl Window {
             times,
             offset: Arc::new(AtomicI64::new(0)),
             unacknowledged_since: Arc::new(AtomicI64::new(0)),
+            loss_logged: Arc::new(AtomicI64::new(0)),
         }
     }
 
