@@ -77,11 +77,13 @@ class Lab {
    * `sentinel`: on a real Redis Sentinel set (a primary, a replica, three sentinels), every Node
    * client through ioredis's sentinels and ringback through the redis+sentinel:// URL.
    */
-  constructor({ name, version = '6', timings = 'compressed', cluster = false, sentinel = false, log = () => {} }) {
+  constructor({ name, version = '6', timings = 'compressed', cluster = false, sentinel = false, aof = false, log = () => {} }) {
     if (!TIMINGS[timings]) throw new SetupError(`timings: unknown profile ${timings}; known: ${Object.keys(TIMINGS).join(', ')}`);
     this.name = name;
     this.cluster = Boolean(cluster);
     this.sentinel = Boolean(sentinel);
+    // one server with its append-only file on (startRedis's copyAof and restartFrom)
+    this.aof = Boolean(aof);
     // BullMQ on a cluster: every key of a queue in one slot, by the prefix's hash tag
     this.prefix = this.cluster ? '{bull}' : 'bull';
     this.version = String(version);
@@ -102,7 +104,7 @@ class Lab {
       this.bin = ringbackBin();
       // `redis` is one server, a Cluster or a Sentinel set: each has `url` (redis://,
       // redis+cluster:// or redis+sentinel://) and `stop()`
-      this.redis = this.cluster ? await startCluster() : this.sentinel ? await startSentinelSet() : await startRedis();
+      this.redis = this.cluster ? await startCluster() : this.sentinel ? await startSentinelSet() : await startRedis({ aof: this.aof });
       this.sim = await startTwilioSim({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
       this.admin = redisClient(this.redis.url, { maxRetriesPerRequest: null });
       return this;

@@ -168,6 +168,14 @@ function drawPlan(seed) {
   faults.listLagMs = r.chance(0.2) ? r.int(200, 900) : null;
   // a person who is no run's recipient texting STOP, and START again after it (drawn last)
   if (replies) replies.optOut = r.chance(0.4) ? { restart: r.chance(0.5) } : null;
+  // Redis restarted from a copy of its append-only file taken `lagMs` earlier (an `everysec` AOF
+  // after a power loss, a replica that far behind promoted): every write since is lost. The copy
+  // is taken `atMs` after the first text, while texts are in flight. Drawn
+  // last, and only on one Redis in its own layout (a Cluster's claims do not look: its shards
+  // wait for a replica instead), without a legacy fleet (which does not look: a claim of its
+  // that Redis forgot texts again) and without people (a message answered 200 and then lost is
+  // one Twilio does not post again)
+  faults.forget = !config.legacy && !config.cluster && config.layout === 'fused' && !replies && r.chance(0.3) ? { atMs: r.int(0, 600), lagMs: r.int(300, 1500) } : null;
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
@@ -191,6 +199,7 @@ function faultClasses(plan) {
     ...(f.authRefusedMs ? ['twilio-auth-refused'] : []),
     ...(f.listLagMs ? ['twilio-list-lag'] : []),
     ...(f.receipts || []).map((x) => `twilio-receipts-${x.name}`),
+    ...(f.forget ? ['redis-forget'] : []),
   ];
 }
 
@@ -209,6 +218,7 @@ function without(plan, cls) {
   if (cls.startsWith('twilio-rewrite-')) p.faults.rewrite = null;
   if (cls === 'twilio-auth-refused') p.faults.authRefusedMs = null;
   if (cls === 'twilio-list-lag') p.faults.listLagMs = null;
+  if (cls === 'redis-forget') p.faults.forget = null;
   if (cls.startsWith('twilio-receipts-')) p.faults.receipts = p.faults.receipts.filter((x) => `twilio-receipts-${x.name}` !== cls);
   return p;
 }

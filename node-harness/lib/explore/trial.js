@@ -164,7 +164,7 @@ const PYTHON_PATH = process.env.EXPLORE_PYTHONPATH || require('node:path').join(
  */
 async function runTrial(plan, { log = () => {}, bin } = {}) {
   const t0 = Date.now();
-  const lab = await new Lab({ name: 'explore', version: plan.config.bullmq, timings: plan.config.timings, cluster: Boolean(plan.config.cluster), log }).start();
+  const lab = await new Lab({ name: 'explore', version: plan.config.bullmq, timings: plan.config.timings, cluster: Boolean(plan.config.cluster), aof: Boolean(plan.faults.forget), log }).start();
   if (bin) lab.bin = bin;
   const violations = [];
   let checks = 0;
@@ -173,7 +173,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     if (!ok) violations.push({ invariant, ...(run !== undefined ? { run } : {}), detail });
   };
   const timers = [];
-  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
+  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, forgets: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
   let pausedMs = 0;
   try {
     const now = Date.now();
@@ -294,6 +294,19 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
         }, p.atMs),
       );
     }
+    // Redis restarted from a copy of its AOF taken lagMs earlier, atMs after the first text
+    // (while texts are in flight): what it acknowledged since the copy is gone
+    const forgetting = plan.faults.forget
+      ? (async () => {
+          const { atMs, lagMs } = plan.faults.forget;
+          await waitFor(async () => (await lab.simStats()).total > 0, 30_000, 'the first text', 50).catch(() => {});
+          await sleep(atMs);
+          const copy = lab.redis.copyAof();
+          await sleep(lagMs);
+          await lab.redis.restartFrom(copy);
+          tally.forgets += 1;
+        })().catch((e) => log(`[explore ${plan.seed}] the restart from the AOF copy failed: ${e.message}`))
+      : null;
     // an orphan must not wait past its bound while a worker lives: sampled every second
     const t = lab.t;
     const orphanBoundMs = t.pendingTtlMs + 2 * 200 + 1500;
@@ -340,7 +353,8 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       else await addRetrying(() => q.addBulk(jobs.map((j) => ({ ...j, data: JSON.parse(j.data) }))));
       log(`[explore ${plan.seed}] burst ${b + 1}/${plan.bursts.length}: ${burst.adds.length} add(s) by the ${burst.producer} producer`);
     }
-    // faults stop; the system must come to rest
+    // faults stop; the system must come to rest (a drawn restart of Redis happens first)
+    await forgetting;
     for (const tm of timers) clearInterval(tm);
     await sleep(Math.max(0, ...plan.faults.pauses.map((p) => p.atMs + p.ms)) - (Date.now() - now));
     await lab.onEveryMaster('CLIENT', 'UNPAUSE').catch(() => {});
@@ -386,14 +400,17 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const jobs = await q.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized', 'waiting-children'], 0, -1);
       const open = await lab.admin.zrange(OPEN_ATTEMPTS, 0, -1);
       const groupTexted = (r) => callbacks.some((o) => sharing(o) && String(runIdValue(o)) === String(runIdValue(r)) && per.has(o.i));
-      const untexted = callbacks.filter((r) => !held.has(r.i) && !per.has(r.i) && !drops.has(String(runIdValue(r))) && !(sharing(r) && groupTexted(r))).map((r) => r.i);
+      // a run whose every add Redis forgot (a drawn restart from an older AOF) has no job to text
+      const withJob = new Set(jobs.map(runOf).filter(Boolean).map((r) => r.i));
+      const forgotten = (r) => tally.forgets > 0 && !withJob.has(r.i);
+      const untexted = callbacks.filter((r) => !held.has(r.i) && !per.has(r.i) && !drops.has(String(runIdValue(r))) && !(sharing(r) && groupTexted(r)) && !forgotten(r)).map((r) => r.i);
       const unfinished = jobs.filter((j) => {
         const run = runOf(j);
         if (!run || run.name !== 'agent-callback') return false;
         return held.has(run.i) ? false : !j.finishedOn;
       });
       const openOthers = open.filter((id) => !plan.runs.some((r) => held.has(r.i) && String(runIdValue(r)) === id));
-      last = { per, jobs, open, untexted, unfinished: unfinished.map((j) => `${j.id} (${j.data?.runId})`), openOthers };
+      last = { per, jobs, open, untexted, unfinished: unfinished.map((j) => `${j.id} (${j.data?.runId})`), openOthers, forgotten };
       return untexted.length === 0 && unfinished.length === 0 && openOthers.length === 0;
     };
     const settleMs = plan.settleMs || SETTLE_MS;
@@ -453,6 +470,8 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
         check(ours.length === 0 && texts.length <= 1, 'nothing not urgent is texted inside quiet hours', `${ours.length} text(s) by ringback, ${texts.length} in all, inside ${quiet.hours} ${quiet.zones[run.i] || quiet.tz}`, label(run));
       } else if (drops.has(String(runIdValue(run)))) {
         check(texts.length <= 1, 'each run is texted exactly once', `${texts.length} text(s) (the legacy worker dropped it after its own provider failure)`, label(run));
+      } else if (last.forgotten?.(run)) {
+        check(texts.length <= 1, 'each run is texted exactly once', `${texts.length} text(s) (its job was added in the writes Redis lost)`, label(run));
       } else {
         check(texts.length === 1, 'each run is texted exactly once', `${texts.length} text(s)${texts.length ? `: ${texts.map((x) => `${x.sid} from ${x.from} at ${new Date(x.atMs).toISOString()} ${JSON.stringify(x.body)}`).join('; ')}` : ''}`, label(run));
       }
@@ -518,7 +537,8 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const age = m.max('ringback_open_attempt_oldest_age_seconds');
       check(age < 180, 'no alert that is not true', `RingbackOpenAttemptTooOld: worker ${k} reports an attempt open for ${age} s at rest`);
       const overruns = m.sum('ringback_window_overruns');
-      check(overruns === 0 || twice, 'no alert that is not true', `RingbackWindowOverrun: worker ${k} counted ${overruns} overrun(s), and no run was texted twice`);
+      // a sent marker written over a claim Redis forgot is an overrun indeed
+      check(overruns === 0 || twice || tally.forgets > 0, 'no alert that is not true', `RingbackWindowOverrun: worker ${k} counted ${overruns} overrun(s), and no run was texted twice`);
     }
     if (serve?.running) {
       const m = await scrape(`${extra.RINGBACK_STATUS_CALLBACK_URL.replace(/\/api\/.*$/, '')}/metrics`);
@@ -529,7 +549,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     check(lab.failures.length === 0, 'no worker fails by itself', lab.failures.slice(0, 3).join(' | ').slice(0, 600));
     // what each process said last, for a violation's report
     const logs = violations.length ? lab.processes.map((p) => `--- ${p.label}\n${p.output().slice(-Number(process.env.EXPLORE_LOG_CHARS || 1500))}`) : [];
-    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses;
+    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses + tally.forgets;
     return {
       seed: plan.seed,
       violations,

@@ -38,11 +38,11 @@ function freePort() {
   });
 }
 
-function startOnce(bin, port, dir) {
+function startOnce(bin, port, dir, aof = false) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       bin,
-      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', ''],
+      ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', aof ? 'yes' : 'no', '--appendfsync', 'everysec', '--daemonize', 'no', '--logfile', ''],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     track(child);
@@ -74,29 +74,54 @@ function startOnce(bin, port, dir) {
   });
 }
 
+function copyDir(from, to) {
+  fs.mkdirSync(to, { recursive: true });
+  for (const f of fs.readdirSync(from)) fs.copyFileSync(path.join(from, f), path.join(to, f));
+}
+
+async function killNow(child) {
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
 /**
- * Starts redis-server; returns {url, port, dir, log(), stop()}.
- * Retries on a new port if the chosen one was taken in between.
+ * Starts redis-server; returns {url, port, dir, log(), stop()}, and with `aof` (the append-only
+ * file on, `appendfsync everysec`) also copyAof() (the AOF's files as they stand now, copied
+ * aside) and restartFrom(copy) (SIGKILL, then the same port from that copy: a Redis that lost
+ * every write since). Retries on a new port if the chosen one was taken in between.
  */
-async function startRedis() {
+async function startRedis({ aof = false } = {}) {
   const bin = redisServerPath();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringback-redis-'));
   let lastErr;
   for (let attempt = 0; attempt < 3; attempt++) {
     const port = await freePort();
     try {
-      const { child, getLog } = await startOnce(bin, port, dir);
+      let { child, getLog } = await startOnce(bin, port, dir, aof);
+      const aofDir = path.join(dir, 'appendonlydir');
+      const copies = [];
       return {
         url: `redis://127.0.0.1:${port}`,
         port,
         dir,
-        log: getLog,
+        log: () => getLog(),
+        copyAof() {
+          const to = path.join(dir, `aof-copy-${copies.length}`);
+          copyDir(aofDir, to);
+          copies.push(to);
+          return to;
+        },
+        async restartFrom(copy) {
+          await killNow(child);
+          fs.rmSync(aofDir, { recursive: true, force: true });
+          copyDir(copy, aofDir);
+          ({ child, getLog } = await startOnce(bin, port, dir, aof));
+        },
         async stop() {
-          if (child.exitCode === null && child.signalCode === null) {
-            const exited = new Promise((resolve) => child.once('exit', resolve));
-            child.kill('SIGKILL');
-            await exited;
-          }
+          await killNow(child);
           fs.rmSync(dir, { recursive: true, force: true });
         },
       };
