@@ -16,10 +16,11 @@ const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'explore');
 // per-slot layout, a real Redis Cluster, quiet hours covering now, the legacy worker alive, receipts through serve,
 // the Python producer and two runs on one key, the live-fleet checks, crashes, kills, Redis
 // pauses, Twilio's faults, its list sorted by DateSent and receipts shuffled, late or missing,
-// and people answering (coded, codeless, strangers, a forged post) while the faults last, and
-// Redis restarted from a copy of its AOF with texts in flight (the test below checks that they
-// do; without the claims' look after a change, 30072 texts runs twice)
-const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323, 25321, 30072];
+// and people answering (coded, codeless, strangers, a forged post) while the faults last,
+// Redis restarted from a copy of its AOF with texts in flight (without the claims' look after a
+// change, 30072 texts runs twice), one endpoint with a replica, and a Sentinel set, failed over
+// with texts in flight (the test below checks that they do)
+const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323, 25321, 30072, 40000];
 const LAST = /^explore: (\d+) trials, (\d+) faults, (\d+) invariant checks, (\d+) violations$/;
 
 describe('the explorer', () => {
@@ -51,7 +52,8 @@ describe('the explorer', () => {
     assert.ok(some((p) => p.replies?.optOut?.restart) && some((p) => p.replies?.optOut && !p.replies.optOut.restart), 'STOP, and STOP then START');
     assert.ok(some((p) => p.replies && (p.faults.pauses.length || p.faults.serveKillEveryMs)), 'answers while Redis pauses or serve dies');
     const classes = new Set(plans.flatMap(faultClasses));
-    for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'redis-forget', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
+    for (const t of ['replica', 'sentinel']) assert.ok(some((p) => p.config.topology === t), `Redis as ${t}`);
+    for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'redis-forget', 'sentinel-failover', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
     assert.ok([...classes].some((c) => c.startsWith('twilio-server')), 'a Twilio fault');
     for (const c of ['twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late', 'twilio-rewrite-trial', 'twilio-auth-refused']) assert.ok(classes.has(c), `fault class ${c}`);
   });

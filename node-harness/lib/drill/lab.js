@@ -77,13 +77,15 @@ class Lab {
    * `sentinel`: on a real Redis Sentinel set (a primary, a replica, three sentinels), every Node
    * client through ioredis's sentinels and ringback through the redis+sentinel:// URL.
    */
-  constructor({ name, version = '6', timings = 'compressed', cluster = false, sentinel = false, aof = false, log = () => {} }) {
+  constructor({ name, version = '6', timings = 'compressed', cluster = false, sentinel = false, aof = false, replica = false, log = () => {} }) {
     if (!TIMINGS[timings]) throw new SetupError(`timings: unknown profile ${timings}; known: ${Object.keys(TIMINGS).join(', ')}`);
     this.name = name;
     this.cluster = Boolean(cluster);
     this.sentinel = Boolean(sentinel);
     // one server with its append-only file on (startRedis's copyAof and restartFrom)
     this.aof = Boolean(aof);
+    // one server with a replica attached (one endpoint with replicas: ringback waits for it)
+    this.withReplica = Boolean(replica);
     // BullMQ on a cluster: every key of a queue in one slot, by the prefix's hash tag
     this.prefix = this.cluster ? '{bull}' : 'bull';
     this.version = String(version);
@@ -107,6 +109,16 @@ class Lab {
       this.redis = this.cluster ? await startCluster() : this.sentinel ? await startSentinelSet() : await startRedis({ aof: this.aof });
       this.sim = await startTwilioSim({ accountSid: ACCOUNT_SID, authToken: AUTH_TOKEN });
       this.admin = redisClient(this.redis.url, { maxRetriesPerRequest: null });
+      if (this.withReplica) {
+        this.replica = await startRedis();
+        const r = redisClient(this.replica.url, { maxRetriesPerRequest: null });
+        try {
+          await r.call('REPLICAOF', '127.0.0.1', String(this.redis.port));
+          await waitFor(async () => /master_link_status:up/.test(await r.call('INFO', 'replication')), 30_000, 'the replica in sync', 100);
+        } finally {
+          r.disconnect();
+        }
+      }
       return this;
     } catch (err) {
       await this.stop();
@@ -403,6 +415,7 @@ class Lab {
     await this.admin?.quit().catch(() => {});
     await this.sim?.stop();
     await this.redis?.stop();
+    await this.replica?.stop();
   }
 }
 

@@ -176,6 +176,14 @@ function drawPlan(seed) {
   // that Redis forgot texts again) and without people (a message answered 200 and then lost is
   // one Twilio does not post again)
   faults.forget = !config.legacy && !config.cluster && config.layout === 'fused' && !replies && r.chance(0.3) ? { atMs: r.int(0, 600), lagMs: r.int(300, 1500) } : null;
+  // where that Redis runs: one server, one endpoint with a replica (ringback waits for it by
+  // default, the fused finish off), or a Sentinel set (a primary, a replica, three sentinels:
+  // ringback through redis+sentinel://, the Node producer through ioredis's sentinels) whose
+  // master may be failed over (SENTINEL FAILOVER: it takes writes until demoted, and what it
+  // took then is lost) with texts in flight. Not with a forgetting Redis nor the Python
+  // producer (BullMQ's Python port takes no sentinels); a failover not beside people. Drawn last.
+  config.topology = !config.cluster && !faults.forget && !config.python ? r.weighted([[6, 'one'], [2, 'replica'], [2, 'sentinel']]) : 'one';
+  faults.failover = config.topology === 'sentinel' && !replies && r.chance(0.5) ? { atMs: r.int(0, 800) } : null;
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
@@ -200,6 +208,7 @@ function faultClasses(plan) {
     ...(f.listLagMs ? ['twilio-list-lag'] : []),
     ...(f.receipts || []).map((x) => `twilio-receipts-${x.name}`),
     ...(f.forget ? ['redis-forget'] : []),
+    ...(f.failover ? ['sentinel-failover'] : []),
   ];
 }
 
@@ -219,6 +228,7 @@ function without(plan, cls) {
   if (cls === 'twilio-auth-refused') p.faults.authRefusedMs = null;
   if (cls === 'twilio-list-lag') p.faults.listLagMs = null;
   if (cls === 'redis-forget') p.faults.forget = null;
+  if (cls === 'sentinel-failover') p.faults.failover = null;
   if (cls.startsWith('twilio-receipts-')) p.faults.receipts = p.faults.receipts.filter((x) => `twilio-receipts-${x.name}` !== cls);
   return p;
 }

@@ -164,7 +164,7 @@ const PYTHON_PATH = process.env.EXPLORE_PYTHONPATH || require('node:path').join(
  */
 async function runTrial(plan, { log = () => {}, bin } = {}) {
   const t0 = Date.now();
-  const lab = await new Lab({ name: 'explore', version: plan.config.bullmq, timings: plan.config.timings, cluster: Boolean(plan.config.cluster), aof: Boolean(plan.faults.forget), log }).start();
+  const lab = await new Lab({ name: 'explore', version: plan.config.bullmq, timings: plan.config.timings, cluster: Boolean(plan.config.cluster), aof: Boolean(plan.faults.forget), replica: plan.config.topology === 'replica', sentinel: plan.config.topology === 'sentinel', log }).start();
   if (bin) lab.bin = bin;
   const violations = [];
   let checks = 0;
@@ -173,7 +173,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     if (!ok) violations.push({ invariant, ...(run !== undefined ? { run } : {}), detail });
   };
   const timers = [];
-  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, forgets: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
+  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, forgets: 0, failovers: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
   let pausedMs = 0;
   try {
     const now = Date.now();
@@ -307,6 +307,15 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
           tally.forgets += 1;
         })().catch((e) => log(`[explore ${plan.seed}] the restart from the AOF copy failed: ${e.message}`))
       : null;
+    // the Sentinel master demoted while it runs, atMs after the first text
+    const failingOver = plan.faults.failover
+      ? (async () => {
+          await waitFor(async () => (await lab.simStats()).total > 0, 30_000, 'the first text', 50).catch(() => {});
+          await sleep(plan.faults.failover.atMs);
+          await lab.redis.failover();
+          tally.failovers += 1;
+        })().catch((e) => log(`[explore ${plan.seed}] the failover failed: ${e.message}`))
+      : null;
     // an orphan must not wait past its bound while a worker lives: sampled every second
     const t = lab.t;
     const orphanBoundMs = t.pendingTtlMs + 2 * 200 + 1500;
@@ -331,6 +340,9 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       if (burst.gapBeforeMs) await sleep(burst.gapBeforeMs);
       const idle = burst.gapBeforeMs > t.stalledIntervalMs * 2;
       if (idle && plan.drainCheck) {
+        // a drawn failover or restart of Redis first: nobody can beat while it lasts
+        await failingOver;
+        await forgetting;
         // fresh within one liveness window (3 s here) of now, or of Redis answering again
         // after a pause (nobody can beat while Redis is paused; a second CLIENT PAUSE sent
         // during a first one waits for it, so pauses can chain past their drawn ends): the
@@ -355,6 +367,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     }
     // faults stop; the system must come to rest (a drawn restart of Redis happens first)
     await forgetting;
+    await failingOver;
     for (const tm of timers) clearInterval(tm);
     await sleep(Math.max(0, ...plan.faults.pauses.map((p) => p.atMs + p.ms)) - (Date.now() - now));
     await lab.onEveryMaster('CLIENT', 'UNPAUSE').catch(() => {});
@@ -402,7 +415,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const groupTexted = (r) => callbacks.some((o) => sharing(o) && String(runIdValue(o)) === String(runIdValue(r)) && per.has(o.i));
       // a run whose every add Redis forgot (a drawn restart from an older AOF) has no job to text
       const withJob = new Set(jobs.map(runOf).filter(Boolean).map((r) => r.i));
-      const forgotten = (r) => tally.forgets > 0 && !withJob.has(r.i);
+      const forgotten = (r) => tally.forgets + tally.failovers > 0 && !withJob.has(r.i);
       const untexted = callbacks.filter((r) => !held.has(r.i) && !per.has(r.i) && !drops.has(String(runIdValue(r))) && !(sharing(r) && groupTexted(r)) && !forgotten(r)).map((r) => r.i);
       const unfinished = jobs.filter((j) => {
         const run = runOf(j);
@@ -549,7 +562,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     check(lab.failures.length === 0, 'no worker fails by itself', lab.failures.slice(0, 3).join(' | ').slice(0, 600));
     // what each process said last, for a violation's report
     const logs = violations.length ? lab.processes.map((p) => `--- ${p.label}\n${p.output().slice(-Number(process.env.EXPLORE_LOG_CHARS || 1500))}`) : [];
-    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses + tally.forgets;
+    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses + tally.forgets + tally.failovers;
     return {
       seed: plan.seed,
       violations,

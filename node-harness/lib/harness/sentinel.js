@@ -188,8 +188,22 @@ class SentinelSet {
   }
 }
 
-/** Starts the set; resolves once every sentinel sees the replica and the other sentinels. */
+/**
+ * Starts the set; resolves once every sentinel sees the replica and the other sentinels. A port
+ * another process took between finding it free and binding it (labs starting side by side) starts
+ * the set again on other ports.
+ */
 async function startSentinelSet() {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await startSentinelSetOnce();
+    } catch (err) {
+      if (attempt >= 3 || !/Address already in use/.test(err.message)) throw err;
+    }
+  }
+}
+
+async function startSentinelSetOnce() {
   const bin = redisServerPath();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ringback-sentinel-'));
   const ports = new Set();
