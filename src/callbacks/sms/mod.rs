@@ -450,6 +450,26 @@ mod tests {
     }
 
     #[test]
+    fn the_lost_writes_window_is_twice_the_slower_fleets_lock_and_stall_sweep() {
+        let s = Duration::from_secs;
+        let ours = SmsConfig::default();
+        assert_eq!(
+            ours.loss_window_for(s(30), s(30)),
+            s(120),
+            "2 min at the defaults"
+        );
+        let slower_legacy = SmsConfig {
+            legacy: LegacyFleet {
+                lock_duration: Some(s(60)),
+                stalled_interval: Some(s(10)),
+                ..LegacyFleet::default()
+            },
+            ..SmsConfig::default()
+        };
+        assert_eq!(slower_legacy.loss_window_for(s(30), s(30)), s(180));
+    }
+
+    #[test]
     fn invariants_refuse_a_pending_ttl_shorter_than_a_call() {
         let lock = (Duration::from_secs(30), Duration::from_secs(30));
         let ok = SmsConfig {
