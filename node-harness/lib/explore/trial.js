@@ -284,12 +284,13 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       await lab.onEveryMaster('SCRIPT', 'FLUSH');
       tally.scriptFlushes += 1;
     });
-    for (const p of plan.faults.pauses) {
+    // not on a Sentinel set: a paused master answers the sentinels nothing (even under `WRITE`,
+    // their hello PUBLISH waits and their PING queues behind it), so past their
+    // down-after-milliseconds (1 s here) it is failed over: a fault of its own, drawn apart
+    for (const p of plan.config.topology === 'sentinel' ? [] : plan.faults.pauses) {
       timers.push(
         setTimeout(() => {
-          // on a Sentinel set only writes are paused: a master that answers no PING for 1 s is
-          // down to the sentinels, and its failover is a fault of its own (drawn, or detected)
-          lab.onEveryMaster('CLIENT', 'PAUSE', String(p.ms), plan.config.topology === 'sentinel' ? 'WRITE' : 'ALL').then(() => {
+          lab.onEveryMaster('CLIENT', 'PAUSE', String(p.ms), 'ALL').then(() => {
             tally.pauses += 1;
             pausedMs += p.ms;
           }, () => {});
@@ -359,10 +360,13 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
         // during a first one waits for it, so pauses can chain past their drawn ends): the
         // wait starts once Redis answers
         await lab.admin.ping().catch(() => {});
+        // a Sentinel set that failed over unasked (the sentinels name another master) gives the
+        // workers the failover's seconds to follow it before they can beat again
+        const moved = plan.config.topology === 'sentinel' && (await lostWrites());
         const beats = await waitFor(async () => {
           const b = await lab.heartbeats(3000);
           return b.length >= plan.config.workers.length ? b : null;
-        }, 4000, 'fresh heartbeats', 200).catch(() => lab.heartbeats(3000));
+        }, moved ? 20_000 : 4000, 'fresh heartbeats', 200).catch(() => lab.heartbeats(3000));
         tally.heartbeatSamples += 1;
         check(beats.length >= plan.config.workers.length, 'idle workers keep beating', `after an idle gap of ${burst.gapBeforeMs} ms, ${beats.length} fresh heartbeat(s) for ${plan.config.workers.length} live worker(s)`);
         if (tally.drains === 0) {
@@ -556,7 +560,14 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     const twice = callbacks.some((r) => !sharing(r) && (last.per.get(r.i) || []).length >= 2);
     for (const [k, p] of current.entries()) {
       if (!p?.running) continue;
-      const m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
+      let m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
+      // a worker drawn to abort may do so between the look and the scrape, and its next process
+      // listens only once it started: asked again after a second, of the process then current
+      if (m === null && plan.config.workers[k].crashAt) {
+        await sleep(1000);
+        if (!current[k]?.running) continue;
+        m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
+      }
       check(m !== null, 'every live process answers /metrics', `worker ${k} on port ${metricsPorts[k]}`);
       if (!m) continue;
       const age = m.max('ringback_open_attempt_oldest_age_seconds');
