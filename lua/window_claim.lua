@@ -17,16 +17,18 @@
   KEYS[1] claim key       (<claim prefix><runId>)
   KEYS[2] attempt record  (ringback:attempt:{<claim key>})
   KEYS[3] callback record (ringback:callback:{<claim key>}; field `sid` = a receipt's MessageSid)
+  KEYS[4] the Redis identity: the run_id of the Redis that acknowledged ringback's writes, and
+          when a change was noticed (ringback:redis-identity on one Redis; on a Cluster the
+          claim key's slot's own, ringback:redis-identity:{<tag of the slot>}, so a shard's
+          failover is seen by the claims it serves): inside ARGV[17] ms of a change, a claim
+          that would open a fresh attempt answers "resolve" (origin "lost") instead: a Redis
+          that lost its last writes may have forgotten this run's send
   Global keys (other slots; absent = the caller writes them in separate calls, see window.rs):
-  KEYS[4] open-attempts index (ZSET runId -> when the orphan sweep must look at the attempt)
-  KEYS[5] recent-runs index (ZSET runId -> when its latest fresh attempt was claimed, ms; capped
+  KEYS[5] open-attempts index (ZSET runId -> when the orphan sweep must look at the attempt)
+  KEYS[6] recent-runs index (ZSET runId -> when its latest fresh attempt was claimed, ms; capped
           at about ARGV[13] members, oldest dropped: trimmed on about one new member in 16, by
           ARGV[1]'s last hex digit, so it may briefly hold a few dozen more): the operators'
           console lists runs from it
-  KEYS[6] the Redis identity (ringback:redis-identity: the run_id of the Redis that acknowledged
-          ringback's writes, and when a change was noticed; absent on a Cluster): inside ARGV[17]
-          ms of a change, a claim that would open a fresh attempt answers "resolve" (origin
-          "lost") instead: a Redis that lost its last writes may have forgotten this run's send
 
   ARGV[1] new attempt token        ARGV[7] record TTL (ms), the sent TTL
   ARGV[2] job id                   ARGV[8] to
@@ -43,7 +45,7 @@
                                   ARGV[16] the callback's time zone ("" = the deployment's)
                                            ARGV[15..16] are kept on the record (fields urgent,
                                            tz) for the paths that rebuild the request from it
-                                  ARGV[17] the lost-writes window (ms; KEYS[6])
+                                  ARGV[17] the lost-writes window (ms; KEYS[4])
   ARGV[5] pending TTL (ms)
   ARGV[6] hold (ms): how long a resolver may go without touching the attempt
 
@@ -58,6 +60,6 @@
                                        `since` is when ringback's attempt claimed; "taken": the
                                        claim was taken over from a writer with no record (the
                                        legacy worker), whose send may be older than `since`;
-                                       "lost": Redis lost writes at `since` (KEYS[6])
+                                       "lost": Redis lost writes at `since` (KEYS[4])
 ]]
 return claimRun(KEYS, ARGV)

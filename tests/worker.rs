@@ -837,6 +837,8 @@ async fn every_script_runs_after_script_flush() {
         .clone()
         .with_topology(ringback::store::slots::Topology::PerSlot);
     assert_eq!(per_slot.sweep("f1").await.unwrap(), None);
+    // the claim above recorded the identity: the note at start finds it unchanged
+    assert_eq!(window.note_redis().await.unwrap(), 0);
     window
         .heartbeat("w1", "flush test", std::time::Duration::from_secs(3))
         .await

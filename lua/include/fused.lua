@@ -94,7 +94,7 @@ local function finishSentOnce(K, A, now, batch)
   -- records the change and looks before it sends
   if redisLost(REDIS_IDENTITY, now, nil, false) then return {next, mark, false} end
   local claim = claimRun({runKey(A[25], req.runId), runKey(A[26], req.runId),
-    runKey(A[27], req.runId), K[17], K[22]},
+    runKey(A[27], req.runId), nil, K[17], K[22]},
     {A[28], next[2], A[29], "", A[30], A[31], A[21], req.to, req.from, req.body,
      req.runId, A[32], A[33], nil, req.urgent, req.tz}, now)
   table.insert(claim, req.runId)

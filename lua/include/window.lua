@@ -207,7 +207,7 @@ local function keepQuietFacts(attemptKey, urgent, tz)
 end
 
 local function freshAttempt(keys, args, now, token, hadRecord)
-  local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
+  local claimKey, attemptKey, index = keys[1], keys[2], keys[5]
   local nowS = int(now)
   rcall("SET", claimKey, "pending:" .. token, "PX", args[12])
   if hadRecord then rcall("DEL", attemptKey) end
@@ -223,9 +223,9 @@ local function freshAttempt(keys, args, now, token, hadRecord)
   -- the console's newest-first list, capped approximately: the trim runs on about one new
   -- member in 16 (the token's last hex digit is 0; a token is a random UUID), so the list
   -- may hold a few dozen past the cap between trims, never more for long; no ZCARD per claim
-  if keys[5] then
-    if rcall("ZADD", keys[5], nowS, args[11]) == 1 and string.byte(token, -1) % 16 == 0 then
-      rcall("ZREMRANGEBYRANK", keys[5], "0", int(-tonumber(args[13]) - 1))
+  if keys[6] then
+    if rcall("ZADD", keys[6], nowS, args[11]) == 1 and string.byte(token, -1) % 16 == 0 then
+      rcall("ZREMRANGEBYRANK", keys[6], "0", int(-tonumber(args[13]) - 1))
     end
   end
   return {"claimed", token, now}
@@ -268,16 +268,16 @@ local function redisLost(idKey, now, span, write)
 end
 
 -- window_claim.lua's step: `keys`/`args` as that script's KEYS/ARGV (its header is the contract);
--- the global keys (4, 5) may be nil: the caller writes them in separate calls. `now`: Redis's
+-- the identity (4) and the global keys (5, 6) may be nil: the caller writes them in separate calls. `now`: Redis's
 -- time (ms) when a fused caller already read it (one TIME per call), else nil.
 local function claimRun(keys, args, now)
-  local claimKey, attemptKey, index = keys[1], keys[2], keys[4]
+  local claimKey, attemptKey, index = keys[1], keys[2], keys[5]
   now = now or redisNowMs()
   -- PerSlot: the caller's index entry (its intent) is due at args[14]; past it a sweep may have
   -- taken the entry and may drop it, so no attempt is opened on it: the caller comes back
   local intentDue = tonumber(args[14])
   local intentGone = intentDue ~= nil and now >= intentDue
-  local lost = redisLost(keys[6], now, tonumber(args[17]), true)
+  local lost = redisLost(keys[4], now, tonumber(args[17]), true)
   -- A new run has none of its three keys: one EXISTS answers that, and the reads are skipped
   -- (and so is everything below: a new run is the common case)
   -- (inside a lost-writes window it goes on to the reads, which find nothing, and looks first)

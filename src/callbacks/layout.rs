@@ -52,8 +52,9 @@ pub async fn probe_at_start(
 ) -> Result<(), Error> {
     let mut delay = std::time::Duration::from_millis(100);
     let explicit_wait = conn.waits_for_replicas();
+    let wait_aof = conn.waits_for_aof();
     let found = loop {
-        match crate::store::probe::probe(conn, explicit_wait).await {
+        match crate::store::probe::probe(conn, explicit_wait, wait_aof).await {
             Ok(found) => break found,
             Err(e) => {
                 let e = Error::from(e);

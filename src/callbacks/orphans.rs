@@ -258,7 +258,15 @@ pub async fn run(
         }
     };
     let safety = async {
+        let mut noted = false;
         loop {
+            // the identity of the Redis behind every claim, before the first claim needs it
+            if !noted {
+                match processor.window().note_redis().await {
+                    Ok(_) => noted = true,
+                    Err(e) => tracing::debug!(error = %e, "Redis identity not noted; will retry"),
+                }
+            }
             if let Err(e) = adopt_stall_failures(&processor).await {
                 tracing::warn!(error = %e, "scan of stall-limit failures failed; will retry");
             }

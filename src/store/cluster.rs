@@ -219,10 +219,16 @@ async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(Str
 /// `WAIT` that times out is counted ([`replica_wait_timeouts`]) and logged, and the caller goes
 /// on: the write is on the master and will most likely reach a replica; what a failover in that
 /// window can lose is said in docs/cluster.md ("Durability").
+///
+/// `aof` (`RINGBACK_REDIS_WAIT_AOF`): a claim also waits until the node that took it has it in
+/// its append-only file on disk (`WAITAOF 1 0`, Redis 7.2 and later, Valkey), so a restart from
+/// that file cannot forget a claim whose text went out. Not acknowledged in time, the send is
+/// held, as for a replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaWait {
     pub replicas: Option<usize>,
     pub timeout: Duration,
+    pub aof: bool,
 }
 
 impl Default for ReplicaWait {
@@ -230,6 +236,7 @@ impl Default for ReplicaWait {
         Self {
             replicas: None,
             timeout: Duration::from_millis(500),
+            aof: false,
         }
     }
 }
@@ -250,6 +257,18 @@ pub fn replica_wait_timeouts() -> u64 {
 
 pub(crate) fn note_replica_wait_timeout() {
     REPLICA_WAIT_TIMEOUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+static AOF_WAIT_TIMEOUTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many claims were not on disk in time (`WAITAOF`, [`ReplicaWait::aof`]): each one's send
+/// was held.
+pub fn aof_wait_timeouts() -> u64 {
+    AOF_WAIT_TIMEOUTS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+pub(crate) fn note_aof_wait_timeout() {
+    AOF_WAIT_TIMEOUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// A connection's replica-wait policy and its cached view of the replicas per slot range (a

@@ -164,10 +164,23 @@ pub fn escalated_kind_marker(claim_prefix: &str, run_id: &str, kind: &str) -> St
 
 /// `ringback:redis-identity`: the server identity (INFO's `run_id`) of the Redis that
 /// acknowledged ringback's writes, and when a change was last noticed (`window.lua`'s
-/// `redisLost`, which names it too: the fused finish reads it undeclared). One per Redis: a
-/// Cluster's claims do not pass it (its shards are waited on by default instead).
+/// `redisLost`, which names it too: the fused finish reads it undeclared). One per Redis; on a
+/// Cluster one per hash slot ([`redis_identity_of_slot`]).
 pub fn redis_identity() -> String {
     "ringback:redis-identity".to_string()
+}
+
+/// `ringback:redis-identity:{<tag of the slot>}`: [`redis_identity`] for the keys of one hash
+/// slot. A Cluster's shards fail over (and restart) one by one, and a claim script may only
+/// touch its run's slot: each claim compares the identity kept in its own slot with the server
+/// that now serves it. A slot moved to another master by a reshard carries the old master's
+/// identity with it, and its claims look first for one window (a false alarm that costs a
+/// lookup, never a text).
+pub fn redis_identity_of_slot(slot: u16) -> String {
+    format!(
+        "ringback:redis-identity:{{{}}}",
+        crate::store::slots::tag_of_slot(slot)
+    )
 }
 
 /// ZSET MessageSid → when to look the message up (reconciliation of missing callbacks).

@@ -9,7 +9,8 @@
 //! fatal when `RINGBACK_REDIS_WAIT_REPLICAS` asks for them), `CLIENT SETNAME` (the worker listed
 //! by `Queue.getWorkers()`), `TIME` (the replies' clock: replies are refused while it is),
 //! `INFO` (a Redis that lost its last writes is not noticed), `CONFIG GET` (the eviction
-//! policy cannot be checked; it is not used otherwise). A policy that
+//! policy cannot be checked; it is not used otherwise); `WAITAOF` only when
+//! `RINGBACK_REDIS_WAIT_AOF` asks for it, and then fatal. A policy that
 //! evicts keys (`maxmemory-policy` other than `noeviction`) is named too: an evicted claim or
 //! sent marker lets a retried job text again.
 
@@ -63,8 +64,12 @@ impl Probe {
     }
 }
 
-/// The probes: (command as named, the call, its cost, fatal).
-fn probes(explicit_wait: bool) -> Vec<(&'static str, redis::Cmd, &'static str, bool)> {
+/// The probes: (command as named, the call, its cost, fatal). `wait_aof`:
+/// `RINGBACK_REDIS_WAIT_AOF` is on, and `WAITAOF` (with the append-only file on) is asked too.
+fn probes(
+    explicit_wait: bool,
+    wait_aof: bool,
+) -> Vec<(&'static str, redis::Cmd, &'static str, bool)> {
     let mut eval = redis::cmd("EVAL");
     eval.arg("return 1").arg(0);
     let mut evalsha = redis::cmd("EVALSHA");
@@ -82,7 +87,10 @@ fn probes(explicit_wait: bool) -> Vec<(&'static str, redis::Cmd, &'static str, b
     info.arg("server");
     let mut config = redis::cmd("CONFIG");
     config.arg("GET").arg("maxmemory-policy");
-    vec![
+    // refused without the command (before Redis 7.2) and without an append-only file
+    let mut waitaof = redis::cmd("WAITAOF");
+    waitaof.arg(1).arg(0).arg(1);
+    let mut probes = vec![
         (
             "EVAL",
             eval,
@@ -129,7 +137,16 @@ fn probes(explicit_wait: bool) -> Vec<(&'static str, redis::Cmd, &'static str, b
             "the eviction policy cannot be checked: make sure maxmemory-policy is noeviction",
             false,
         ),
-    ]
+    ];
+    if wait_aof {
+        probes.push((
+            "WAITAOF",
+            waitaof,
+            "RINGBACK_REDIS_WAIT_AOF asks every claim to be in the append-only file on disk before its text (Redis 7.2 and later or Valkey, with appendonly yes): ringback cannot honour it",
+            true,
+        ));
+    }
+    probes
 }
 
 /// The connection failed under the probe (not an answer of Redis's).
@@ -145,14 +162,16 @@ fn is_noscript(e: &redis::RedisError) -> bool {
     ) || e.code() == Some("NOSCRIPT")
 }
 
-/// Ask `conn` each probe; `explicit_wait`: `RINGBACK_REDIS_WAIT_REPLICAS` is set above 0. A
-/// connection error is returned as such (the caller waits it out as an unreachable Redis).
+/// Ask `conn` each probe; `explicit_wait`: `RINGBACK_REDIS_WAIT_REPLICAS` is set above 0;
+/// `wait_aof`: `RINGBACK_REDIS_WAIT_AOF` is on. A connection error is returned as such (the
+/// caller waits it out as an unreachable Redis).
 pub async fn probe<C: ConnectionLike + Send>(
     conn: &mut C,
     explicit_wait: bool,
+    wait_aof: bool,
 ) -> Result<Probe, redis::RedisError> {
     let mut found = Probe::default();
-    for (command, cmd, cost, fatal) in probes(explicit_wait) {
+    for (command, cmd, cost, fatal) in probes(explicit_wait, wait_aof) {
         match cmd.query_async::<redis::Value>(conn).await {
             Ok(value) => {
                 if command == "CONFIG GET" {
@@ -211,11 +230,17 @@ mod tests {
     #[test]
     fn a_wait_is_fatal_only_when_asked_for() {
         let fatal = |explicit| {
-            probes(explicit)
+            probes(explicit, false)
                 .into_iter()
                 .find(|p| p.0 == "WAIT")
                 .map(|p| p.3)
         };
         assert_eq!((fatal(false), fatal(true)), (Some(false), Some(true)));
+        let waitaof = |asked| probes(false, asked).into_iter().find(|p| p.0 == "WAITAOF");
+        assert!(
+            waitaof(false).is_none(),
+            "not asked unless the setting is on"
+        );
+        assert!(waitaof(true).is_some_and(|p| p.3), "fatal when asked for");
     }
 }

@@ -69,6 +69,7 @@ scripts! {
     window_settle_unknown => "window_settle_unknown.lua",
     window_index => "window_index.lua",
     window_workers => "window_workers.lua",
+    window_identity => "window_identity.lua" [window],
     receipt_apply => "receipt_apply.lua" [window],
     claim_due => "claim_due.lua",
     question_answer_take => "question_answer_take.lua",
@@ -149,7 +150,7 @@ impl LuaScript {
     }
 
     /// [`run_in`](Self::run_in) for a write that must survive a failover (a claim, a sent
-    /// marker): the `WAIT` the connection's replica policy asks for after a write to `wait_key`
+    /// marker): the `WAIT` the connection's replica policy asks for after a write to `wait.key`
     /// rides in the write's pipeline ([`Conn::write_durably`]), so it costs no round trip of its
     /// own. Without a wait (one Redis, or a master with no replica) it is [`run_in`](Self::run_in).
     /// Returns the reply and whether the replicas acknowledged it ([`Durability`]).
@@ -158,7 +159,7 @@ impl LuaScript {
         topology: Topology,
         conn: &mut Conn,
         trips: &RoundTrips,
-        wait_key: &str,
+        wait: WaitOn<'_>,
         keys: &[K],
         args: &[A],
     ) -> redis::RedisResult<(T, Durability)>
@@ -173,7 +174,7 @@ impl LuaScript {
         let mut durability = Durability::default();
         let reply = self
             .call(
-                Via::<Conn>::Durably(conn, wait_key, &mut durability),
+                Via::<Conn>::Durably(conn, wait.key, wait.survive, &mut durability),
                 trips,
                 keys,
                 args,
@@ -265,31 +266,54 @@ impl LuaScript {
 /// connection's policy asks for in the same pipeline ([`Conn::write_durably`]).
 enum Via<'a, C> {
     Query(&'a mut C),
-    Durably(&'a mut Conn, &'a str, &'a mut Durability),
+    Durably(&'a mut Conn, &'a str, Survive, &'a mut Durability),
 }
 
-/// Whether a durable write reached the replicas its `WAIT` asked for.
+/// Whether a durable write reached the replicas its `WAIT` asked for, and the disk its
+/// `WAITAOF` asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Durability {
     /// Replicas the wait asked for (0: no wait).
     pub wanted: usize,
     /// Replicas that acknowledged in time.
     pub acked: usize,
+    /// The write was to be on disk in the node's append-only file (`WAITAOF`).
+    pub fsync_wanted: bool,
+    /// The node had it on disk in time.
+    pub fsynced: bool,
 }
 
 impl Durability {
-    /// Fewer replicas acknowledged than were asked for: a failover now could lose the write.
+    /// Fewer replicas acknowledged than were asked for (a failover now could lose the write),
+    /// or the disk did not (a restart now could).
     pub fn short(&self) -> bool {
-        self.acked < self.wanted
+        self.acked < self.wanted || (self.fsync_wanted && !self.fsynced)
     }
+}
+
+/// Where a durable write waits: the node of `key`'s slot, for what it must `survive`.
+#[derive(Debug, Clone, Copy)]
+pub struct WaitOn<'a> {
+    pub key: &'a str,
+    pub survive: Survive,
+}
+
+/// What a durable write must survive before its caller goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Survive {
+    /// A failover: the replicas the policy asks for have it (`WAIT`).
+    Failover,
+    /// A failover, and a restart from the append-only file where the policy asks for it
+    /// (`WAITAOF`): a claim, before its text goes out.
+    Restart,
 }
 
 impl<C: ConnectionLike + Send> Via<'_, C> {
     async fn send<T: FromRedisValue>(&mut self, cmd: &redis::Cmd) -> redis::RedisResult<T> {
         match self {
             Via::Query(conn) => cmd.query_async(&mut **conn).await,
-            Via::Durably(conn, wait_key, durability) => conn
-                .write_durably::<T>(wait_key, cmd)
+            Via::Durably(conn, wait_key, survive, durability) => conn
+                .write_durably::<T>(wait_key, *survive, cmd)
                 .await
                 .map(|(reply, acked)| {
                     **durability = acked;

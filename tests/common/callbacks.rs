@@ -39,7 +39,11 @@ impl Drop for Env {
 }
 
 pub async fn env(test: &str, faults: &str) -> Env {
-    let redis = RedisServer::start();
+    env_on(RedisServer::start(), test, faults).await
+}
+
+/// [`env`] on `redis` (Valkey, a server with settings of its own).
+pub async fn env_on(redis: RedisServer, test: &str, faults: &str) -> Env {
     let sim = Simulator::new(
         SimConfig {
             account_sid: ACCOUNT.into(),

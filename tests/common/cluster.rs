@@ -289,6 +289,50 @@ impl RedisCluster {
         replica
     }
 
+    /// The master on `master_port` dies `behind` after its replica last heard from it, and the
+    /// replica takes over without it (`CLUSTER FAILOVER TAKEOVER`): the replica frozen and its
+    /// link cut (what the kernel had buffered for it is all it will read) while the master takes
+    /// writes; those die with the master, and the replica is promoted that far behind, as after
+    /// a failover that waited for no replica. Returns the new master.
+    pub fn kill_behind(&self, master_port: u16, behind: Duration) -> u16 {
+        let replica = self.replica_of(master_port);
+        let signal = |port: u16, sig: &str| {
+            let pid = std::fs::read_to_string(
+                self.dir
+                    .path()
+                    .join("nodes")
+                    .join(port.to_string())
+                    .join("redis.pid"),
+            )
+            .expect("pid file");
+            assert!(
+                Command::new("kill")
+                    .arg(sig)
+                    .arg(pid.trim())
+                    .status()
+                    .expect("kill")
+                    .success(),
+                "kill {sig} {pid}"
+            );
+        };
+        signal(replica, "-STOP");
+        let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("replica")
+            .query(&mut self.node(master_port));
+        std::thread::sleep(behind);
+        signal(master_port, "-9");
+        signal(replica, "-CONT");
+        let _: () = redis::cmd("CLUSTER")
+            .arg("FAILOVER")
+            .arg("TAKEOVER")
+            .query(&mut self.node(replica))
+            .expect("CLUSTER FAILOVER TAKEOVER");
+        self.settle_until("the replica to take over", || self.is_master(replica));
+        replica
+    }
+
     /// Move `slot` to the master on `to` with its keys, as `redis-cli --cluster reshard` does:
     /// IMPORTING on the target, MIGRATING on the source, MIGRATE the keys in batches, then
     /// SETSLOT NODE on every master. Clients see ASK (and TRYAGAIN for multi-key commands)

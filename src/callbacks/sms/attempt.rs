@@ -108,7 +108,7 @@ impl SmsProcessor {
                     return outcome;
                 }
                 Ok(Claim::Unacknowledged { token, since }) => {
-                    let reason = "Redis's replicas did not acknowledge the claim in time (RINGBACK_REDIS_WAIT_TIMEOUT_MS): a failover could lose it, so the text waits until they do";
+                    let reason = "Redis's replicas did not acknowledge the claim in time, or its disk did not have it (RINGBACK_REDIS_WAIT_TIMEOUT_MS): a failover or a restart could lose it, so the text waits until they do";
                     return self.held(req, &token, since, reason).await;
                 }
                 Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {

@@ -85,12 +85,12 @@ impl Window {
         ];
         let k = self.keys(run_id);
         let claim_key = k.claim.clone();
+        let identity = self.identity_of(&k.claim);
         let keys = self.laid_out(
-            vec![k.claim, k.attempt, k.record],
+            vec![k.claim, k.attempt, k.record, identity],
             [
                 self.index(),
                 crate::store::keys::recent_runs(&self.claim_prefix),
-                crate::store::keys::redis_identity(),
             ],
         );
         // A lost reply is sent again with the same token: the script answers its own earlier
@@ -119,7 +119,10 @@ impl Window {
                     self.topology,
                     &mut self.conn.clone(),
                     &self.trips,
-                    &claim_key,
+                    crate::store::scripts::WaitOn {
+                        key: &claim_key,
+                        survive: crate::store::scripts::Survive::Restart,
+                    },
                     &keys,
                     &args,
                 )
@@ -152,7 +155,8 @@ impl Window {
                 tracing::warn!(
                     wanted = durability.wanted,
                     acked = durability.acked,
-                    "replicas did not acknowledge the claim in time: holding the send (a failover now could lose the claim, and the retried job would text again)"
+                    on_disk = !durability.fsync_wanted || durability.fsynced,
+                    "replicas did not acknowledge the claim in time, or the disk did not have it: holding the send (a failover or a restart now could lose the claim, and the retried job would text again)"
                 );
                 claim = Claim::Unacknowledged { token, since };
             }
@@ -217,12 +221,21 @@ impl Window {
             }),
             _ => return Err(bad()),
         };
+        // said once per window: a Cluster's slots each notice their shard's change on their own
+        let window = self.times.loss_window.as_millis() as i64;
+        let last = self.loss_logged.load(std::sync::atomic::Ordering::Acquire);
         if let Claim::Resolve(u) = &claim
             && u.after_loss
+            && (u.since - last).abs() >= window.max(1)
             && self
                 .loss_logged
-                .swap(u.since, std::sync::atomic::Ordering::AcqRel)
-                != u.since
+                .compare_exchange(
+                    last,
+                    u.since,
+                    std::sync::atomic::Ordering::AcqRel,
+                    std::sync::atomic::Ordering::Acquire,
+                )
+                .is_ok()
         {
             tracing::warn!(
                 noticed_at_ms = u.since,

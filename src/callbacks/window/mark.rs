@@ -58,7 +58,10 @@ impl Window {
                 self.topology,
                 &mut self.conn.clone(),
                 &self.trips,
-                &claim_key,
+                crate::store::scripts::WaitOn {
+                    key: &claim_key,
+                    survive: crate::store::scripts::Survive::Failover,
+                },
                 &keys,
                 &args,
             )

@@ -42,6 +42,7 @@ use crate::store::scripts::RoundTrips;
 use crate::store::slots::Topology;
 
 mod claim;
+mod identity;
 mod mark;
 mod number;
 mod release;

@@ -48,6 +48,15 @@ pub struct QueueArgs {
     /// How long such a `WAIT` may take; a claim not acknowledged by then is not sent on (held).
     #[arg(long, env = "RINGBACK_REDIS_WAIT_TIMEOUT_MS", default_value_t = 500)]
     pub redis_wait_timeout_ms: u64,
+    /// Each claim waits for the append-only file on disk before its text (`WAITAOF`: Redis 7.2+,
+    /// Valkey).
+    #[arg(
+        long,
+        env = "RINGBACK_REDIS_WAIT_AOF",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::FalseyValueParser::new()
+    )]
+    pub redis_wait_aof: bool,
 }
 
 impl QueueArgs {
@@ -70,6 +79,7 @@ impl QueueArgs {
         crate::store::cluster::ReplicaWait {
             replicas: self.redis_wait_replicas,
             timeout: Duration::from_millis(self.redis_wait_timeout_ms),
+            aof: self.redis_wait_aof,
         }
     }
 
@@ -321,6 +331,7 @@ impl WorkerArgs {
                 "RINGBACK_REDIS_WAIT_TIMEOUT_MS",
                 q.redis_wait_timeout_ms.to_string(),
             ),
+            ("RINGBACK_REDIS_WAIT_AOF", q.redis_wait_aof.to_string()),
             ("RINGBACK_PREFIX", q.prefix.clone()),
             ("RINGBACK_QUEUE", q.queue.clone()),
         ]);

@@ -17,6 +17,7 @@ use redis::{AsyncConnectionConfig, Cmd, Pipeline, RedisFuture, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::store::cluster::{Cluster, ReplicaWait, Waiting};
+use crate::store::scripts::{Durability, Survive};
 use crate::store::sentinel::{Followed, Sentinels};
 
 mod names;
@@ -137,6 +138,11 @@ impl Conn {
         self.wait.policy.replicas.is_some_and(|n| n > 0)
     }
 
+    /// `RINGBACK_REDIS_WAIT_AOF`: every claim waits to be in the append-only file on disk.
+    pub fn waits_for_aof(&self) -> bool {
+        self.wait.policy.aof
+    }
+
     /// One endpoint with `RINGBACK_REDIS_WAIT_REPLICAS` unset: whether it had a connected
     /// replica when last looked at ([`Conn::look_at_replicas`]), so that writes wait for one.
     ///
@@ -228,25 +234,68 @@ impl Conn {
     }
 
     /// Send `write` (a script call or a command whose first key is in `key`'s slot) and, in the
-    /// same pipeline, the `WAIT` the policy asks for after a write to `key`: the write's reply
-    /// and how many replicas acknowledged (0 without a wait). The write's error comes back as
-    /// it would alone (a `NOSCRIPT` keeps its kind, so a caller can re-send with `EVAL`).
+    /// same pipeline, the `WAIT` the policy asks for after a write to `key` (and for
+    /// [`Survive::Restart`], the `WAITAOF` it asks for): the write's reply and what acknowledged
+    /// it ([`Durability`]; the default without a wait). The write's error comes back as it would
+    /// alone (a `NOSCRIPT` keeps its kind, so a caller can re-send with `EVAL`).
     pub async fn write_durably<T: redis::FromRedisValue>(
         &mut self,
         key: &str,
+        survive: Survive,
         write: &Cmd,
-    ) -> redis::RedisResult<(T, crate::store::scripts::Durability)> {
-        use crate::store::scripts::Durability;
+    ) -> redis::RedisResult<(T, Durability)> {
         let wanted = self.replicas_wanted(key).await;
-        if wanted == 0 {
+        let fsync_wanted = survive == Survive::Restart && self.wait.policy.aof;
+        if wanted == 0 && !fsync_wanted {
             return Ok((write.query_async(self).await?, Durability::default()));
         }
         let mut pipe = redis::pipe();
-        pipe.add_command(write.clone())
-            .add_command(self.wait_command(wanted));
-        let (reply, acked): (T, usize) = pipe.query_async(self).await?;
+        pipe.add_command(write.clone());
+        if wanted > 0 {
+            pipe.add_command(self.wait_command(wanted));
+        }
+        if fsync_wanted {
+            // on disk here, no replica asked: the replicas are WAIT's
+            pipe.cmd("WAITAOF")
+                .arg(1)
+                .arg(0)
+                .arg(self.wait.policy.timeout.as_millis().max(1) as u64);
+        }
+        let mut replies: Vec<Value> = pipe.query_async(self).await?;
+        let fsynced = if fsync_wanted {
+            let (local, _replicas): (usize, usize) =
+                redis::from_redis_value(replies.pop().unwrap_or(Value::Nil))
+                    .map_err(redis::RedisError::from)?;
+            local >= 1
+        } else {
+            false
+        };
+        let acked = if wanted > 0 {
+            redis::from_redis_value(replies.pop().unwrap_or(Value::Nil))
+                .map_err(redis::RedisError::from)?
+        } else {
+            0
+        };
+        let reply = redis::from_redis_value(replies.pop().unwrap_or(Value::Nil))
+            .map_err(redis::RedisError::from)?;
         self.check_acked(key, wanted, acked);
-        Ok((reply, Durability { wanted, acked }))
+        if fsync_wanted && !fsynced {
+            crate::store::cluster::note_aof_wait_timeout();
+            tracing::warn!(
+                key,
+                timeout_ms = self.wait.policy.timeout.as_millis() as u64,
+                "Redis did not have a claim on disk in time (WAITAOF): a restart now could lose it"
+            );
+        }
+        Ok((
+            reply,
+            Durability {
+                wanted,
+                acked,
+                fsync_wanted,
+                fsynced,
+            },
+        ))
     }
 
     /// How many replicas to wait for after a write to `key` (see [`ReplicaWait`]).
