@@ -63,7 +63,8 @@ impl SmsProcessor {
         queue: &str,
     ) -> Self {
         let is_cluster = conn.is_cluster();
-        let waits = conn.waits_for_replicas();
+        // an explicit replica wait, or a wait for the disk (RINGBACK_REDIS_WAIT_AOF)
+        let waits = conn.waits_for_replicas() || conn.waits_for_aof();
         let window = Window::new(
             conn.clone(),
             Default::default(),
@@ -84,9 +85,10 @@ impl SmsProcessor {
             escalator,
             worker_id: uuid::Uuid::new_v4().to_string(),
             // never on a cluster, whatever the window's layout says (one script, two slots);
-            // never with an explicit replica wait: the fused finish writes the sent marker and
-            // the next run's claim inside the job's finishing call, which carries no `WAIT`,
-            // while the window's own calls send theirs in the same pipeline
+            // never with an explicit replica wait or a wait for the disk: the fused finish writes
+            // the sent marker and the next run's claim inside the job's finishing call, which
+            // carries no `WAIT` (`WAITAOF`), while the window's own calls send theirs in the
+            // same pipeline
             fused: !is_cluster && !waits,
             answers: Default::default(),
         }
