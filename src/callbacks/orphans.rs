@@ -260,11 +260,12 @@ pub async fn run(
     let safety = async {
         let mut noted = false;
         loop {
-            // the identity of the Redis behind every claim, before the first claim needs it
+            // the identity of the Redis behind every claim, before the first claim needs it;
+            // once: a slot a failed note left out is noted by its first claim
             if !noted {
-                match processor.window().note_redis().await {
-                    Ok(_) => noted = true,
-                    Err(e) => tracing::debug!(error = %e, "Redis identity not noted; will retry"),
+                noted = true;
+                if let Err(e) = processor.window().note_redis().await {
+                    tracing::debug!(error = %e, "Redis identity not noted; each claim notes its own");
                 }
             }
             if let Err(e) = adopt_stall_failures(&processor).await {

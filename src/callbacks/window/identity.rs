@@ -11,8 +11,9 @@ use crate::store::slots::{SLOTS, slot};
 
 use super::Window;
 
-/// How many identity notes are in flight at once at start (a Cluster has one per slot).
-const NOTES_IN_FLIGHT: usize = 64;
+/// How many identity notes are in flight at once at start (a Cluster has one per slot): few
+/// enough that the jobs' own calls on the same connection are not kept waiting behind them.
+const NOTES_IN_FLIGHT: usize = 16;
 
 impl Window {
     /// The identity key the claim of `claim_key` compares: the one of the Redis on one Redis;
@@ -29,7 +30,9 @@ impl Window {
     /// Note the server identity behind every identity key this process claims under (one on
     /// one Redis, one per hash slot on a Cluster), before a claim needs it: a slot whose first
     /// claim falls in a second its shard later forgets still has one to compare with. Returns
-    /// how many keys were inside a lost-writes window.
+    /// how many keys were inside a lost-writes window. Stops at the first error (a shard down
+    /// or failing over): the calls to a dead node would each wait out the command timeout on
+    /// the connection the jobs share, and a slot left unnoted is noted by its first claim.
     pub async fn note_redis(&self) -> Result<usize, Error> {
         let keys: Vec<String> = if self.per_slot() {
             (0..SLOTS).map(redis_identity_of_slot).collect()
