@@ -1,9 +1,9 @@
 //! The console's pages with 10,000 runs recorded: each page's p50 and p95 over 200 requests
 //! through the router (`oneshot`, no socket) against a real redis-server. The runs are recorded
-//! through the real scripts (tests/common/console.rs). Run by hand: `scripts/bench-console`
+//! through the real scripts (tests/it/common/console.rs). Run by hand: `scripts/bench-console`
 //! (RUNS=… to change the count); the figures are in docs/benchmarks.md, "The console".
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

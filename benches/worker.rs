@@ -3,7 +3,7 @@
 //! signature), and the worker end to end against a real redis-server (jobs/s and Redis round trips per
 //! job at concurrency 50). The side-by-side run against the Node worker is `scripts/bench`.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 
 use std::time::{Duration, Instant};

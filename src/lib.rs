@@ -7,22 +7,23 @@
 //!
 //! # Layout
 //! Floors, bottom up, one folder each; a module may use its own floor and those below it, never
-//! one above (`tests/architecture.rs` fails on such a path; `docs/architecture.md` draws it).
+//! one above (`tests/it/architecture.rs` fails on such a path; `docs/architecture.md` draws it).
 //! Paths name the floor: `crate::store::keys`, `crate::queue::worker`,
 //! `crate::callbacks::window`. The root re-exports only the worker's key types.
-//! - Shared by every floor: [`error`] (layered errors), [`redact`] (phone numbers and URL
+//! - Shared by every floor: [`clock`] (the process clock), [`error`] (layered errors), [`redact`] (phone numbers and URL
 //!   passwords out of logs), [`telemetry`] (the labelled metric families every floor records
-//!   into).
+//!   into), [`trace`] (OpenTelemetry traces, continued from the producer's).
 //! - [`store`], Redis and Lua: `keys` (the one place that builds key names), `scripts` (the Lua
-//!   wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), `commands` (one typed function per
-//!   queue script), `connection` (command and blocking connections, one Redis or a Cluster),
-//!   `cluster` (Cluster URLs, `WAIT`), `slots`, `group_commit`, `json` (JSON as JavaScript writes
-//!   it).
+//!   wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), `connection` (command and
+//!   blocking connections: one Redis, Sentinel or a Cluster), `cluster` (Cluster URLs, `WAIT`),
+//!   `sentinel`, `probe` (what Redis refuses), `slots`, `group_commit`, `json` (JSON as
+//!   JavaScript writes it).
 //! - [`twilio`], the provider the window calls: client (create, fetch, list), message types,
 //!   error blame, request signatures. Beside storage: neither uses the other.
-//! - [`queue`], the BullMQ worker core: `config` (the worker's settings), `job`, `processor` (the
-//!   `Processor` trait and `Outcome`), `lock_manager`, `stalled_checker`, `fetcher`, `worker`,
-//!   `cron`, `scripted` (a job-data driven processor for tests and drills).
+//! - [`queue`], the BullMQ worker core: `config` (the worker's settings), `commands` (one typed
+//!   function per queue script), `job`, `processor` (the `Processor` trait and `Outcome`),
+//!   `lock_manager`, `stalled_checker`, `fetcher`, `worker`, `cron`, `scripted` (a job-data
+//!   driven processor for tests and drills).
 //! - [`callbacks`], the callback window: `callback` (the job's data), `window` (claim, mark sent,
 //!   release, hold), `sms` (the SMS processor), `orphans`, `receipts`, `reconcile`,
 //!   `escalation`, `replies` (questions, inbound messages, the replies queue, opt-outs),
@@ -34,6 +35,7 @@
 //!   stays thin), `drill`.
 
 pub mod callbacks;
+pub mod clock;
 pub mod edge;
 pub mod error;
 pub mod queue;

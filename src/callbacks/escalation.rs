@@ -120,7 +120,7 @@ fn invalid_fallback_allowed() -> bool {
     use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
     static WINDOW_START: AtomicI64 = AtomicI64::new(0);
     static SENT: AtomicU64 = AtomicU64::new(0);
-    let now = crate::queue::commands::now_ms();
+    let now = crate::clock::now_ms();
     let start = WINDOW_START.load(Ordering::Relaxed);
     if now - start >= INVALID_FALLBACK_WINDOW.as_millis() as i64
         && WINDOW_START

@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::callbacks::escalation::{Escalation, Escalator};
 use crate::callbacks::receipts::{Receipts, Source, StatusUpdate, is_failed_status};
+use crate::clock::now_ms;
 use crate::error::Error;
-use crate::queue::commands::now_ms;
 use crate::twilio::TwilioClient;
 
 pub struct Reconciler {

@@ -361,7 +361,7 @@ impl Metrics {
 
 /// Run `log` unless it ran in the last [`READY_LOG_EVERY`] ms (per `at`).
 pub fn log_rarely(at: &AtomicI64, log: impl FnOnce(i64)) {
-    let now = crate::queue::commands::now_ms();
+    let now = crate::clock::now_ms();
     let last = at.load(Ordering::Relaxed);
     if now - last >= READY_LOG_EVERY
         && at
@@ -449,10 +449,7 @@ mod tests {
             logged, 1,
             "a flood writes one line per {READY_LOG_EVERY} ms"
         );
-        at.store(
-            crate::queue::commands::now_ms() - READY_LOG_EVERY,
-            Ordering::Relaxed,
-        );
+        at.store(crate::clock::now_ms() - READY_LOG_EVERY, Ordering::Relaxed);
         log_rarely(&at, |_| logged += 1);
         assert_eq!(logged, 2, "and the next one once the period is over");
     }

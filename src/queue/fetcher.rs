@@ -11,7 +11,8 @@ use std::time::Duration;
 use crate::store::connection::{Client, Conn};
 use tokio_util::sync::CancellationToken;
 
-use crate::queue::commands::{Commands, Fetched, now_ms};
+use crate::clock::now_ms;
+use crate::queue::commands::{Commands, Fetched};
 use crate::queue::config::WorkerConfig;
 use crate::queue::job::Job;
 

@@ -60,11 +60,6 @@ impl LockManager {
         self.table().remove(job_id);
     }
 
-    /// True once a renewal found the lock gone or owned by another worker.
-    pub fn is_lost(&self, job_id: &str) -> bool {
-        self.table().get(job_id).is_some_and(|t| t.lost)
-    }
-
     pub fn running(&self) -> usize {
         self.table().len()
     }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::queue::commands::now_ms;
+use crate::clock::now_ms;
 use crate::queue::job::Job;
 use crate::queue::processor::{JobContext, Outcome, Processor};
 

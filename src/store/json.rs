@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn numbers_are_read_exactly_as_javascript_reads_them() {
-        // found by tests/fuzz.rs: without serde_json's `float_roundtrip`, long numbers were read
+        // found by tests/it/fuzz.rs: without serde_json's `float_roundtrip`, long numbers were read
         // one ulp off and written back differently from JSON.stringify (outputs from node)
         let v: Value = serde_json::from_str(
             "[15558675315315315315315315315315315315315315315315315315315315315315315315315315315315315315315315315315310, \

@@ -2,7 +2,7 @@
 //! the legacy send call), a property test of ranked status records under concurrent, shuffled,
 //! repeated and dropped callbacks, and end to end with the simulator's callbacks.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

@@ -4,7 +4,7 @@
 //! `serve` (this binary's own, so the process-wide families only count its tests, one at a
 //! time under `METRICS_LOCK`).
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

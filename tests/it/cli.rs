@@ -3,7 +3,7 @@
 //! retry waits as logged, SIGTERM a clean stop while Redis is down, and `serve` listening at
 //! once while Redis is down, its refused status callbacks recovered by the worker's poll.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, TryRecvError};

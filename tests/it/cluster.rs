@@ -8,7 +8,7 @@
 //! `serve`, `status`, `check-config`) and names every bad seed of a wrong one. The SMS worker
 //! texts each run once (Twilio simulator) through a failover of the queue's master.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::process::Command;

@@ -4,7 +4,7 @@
 //! has help, one flag name per variable; test knobs are hidden and reported; and records of
 //! another on-Redis layout are refused at start, naming the key and the layout.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

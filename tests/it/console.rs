@@ -3,7 +3,7 @@
 //! the Content-Security-Policy on every answer, hostile and unknown runIds, the callbacks list
 //! (search, filter, paging) and a run whose callbacks came out of order.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, Response, StatusCode};

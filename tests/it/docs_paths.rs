@@ -159,7 +159,7 @@ fn nothing_cites_a_file_outside_the_repository() {
     ] {
         files(&root.join(top), &mut paths);
     }
-    let this_file = root.join("tests/docs_paths.rs");
+    let this_file = root.join("tests/it/docs_paths.rs");
     let mut found = vec![];
     for path in paths.iter().filter(|p| **p != this_file) {
         let Ok(text) = std::fs::read_to_string(path) else {

@@ -3,7 +3,7 @@
 //! never taken as the run's on its own; a message from before the attempt or from a sender the
 //! deployment never uses is ruled out. Against the Twilio simulator and a real redis-server.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `ringback drain`. Real redis-server, the Twilio simulator, the `ringback` binary where a
 //! process must die; texts are counted at the simulator.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

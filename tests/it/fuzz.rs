@@ -7,7 +7,7 @@
 //! `RINGBACK_FUZZ_ITERATIONS` scales the run (default: a quick pass for CI); a failure prints
 //! the seed, and `RINGBACK_FUZZ_SEED` replays it.
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

@@ -4,7 +4,7 @@
 //! history, the indexes) — and one `move_to_finished_batch` call what the same
 //! `move_to_finished` calls leave, on a real redis-server, two identical queues side by side.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

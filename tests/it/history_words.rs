@@ -52,7 +52,7 @@ fn no_line_speaks_of_how_the_product_was_made() {
     .expect("pattern");
     // a date in prose is a run's date; the Twilio API's version (2010-04-01) is a product string
     let prose_date = regex::Regex::new(r"\b20(?:1[1-9]|[2-9]\d)-\d\d-\d\d\b").expect("pattern");
-    let this_file = root.join("tests/history_words.rs");
+    let this_file = root.join("tests/it/history_words.rs");
     let mut found = vec![];
     let mut paths = vec![];
     for r in ROOTS {

@@ -4,7 +4,7 @@
 //! account may not text holds that region's callbacks only; a job's own bad `from` is still the
 //! job's. Against the Twilio simulator and a real redis-server.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

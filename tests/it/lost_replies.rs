@@ -6,7 +6,7 @@
 //! claim's liveness shorter than the lock), and the lock is long enough that stall recovery
 //! (a job left active) could not finish a run within the deadline.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -425,10 +425,7 @@ async fn on_a_cluster_lost_claim_and_marker_replies_text_each_run_once() {
                 ("name", "agent-callback"),
                 ("data", data(run).as_str()),
                 ("opts", r#"{"attempts":3}"#),
-                (
-                    "timestamp",
-                    &ringback::queue::commands::now_ms().to_string(),
-                ),
+                ("timestamp", &ringback::clock::now_ms().to_string()),
                 ("delay", "0"),
                 ("priority", "0"),
             ])

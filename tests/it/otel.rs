@@ -6,7 +6,7 @@
 //! serve` records each status callback in a span of its own trace linked to the run's. The
 //! collector is an OTLP/HTTP receiver in the test that decodes what it is sent.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

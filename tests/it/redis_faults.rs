@@ -3,7 +3,7 @@
 //! binary runs at the defaults' order of timings (claim liveness 3 s < lock 6 s, stall sweep
 //! every 2 s); texts are counted at the simulator.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! once through the window; a crash of `serve` between recording a message and enqueuing it;
 //! opt-outs as Twilio reports them; quiet hours.
 
-mod common;
+use crate::common;
 
 use common::callbacks::*;
 use common::wait_for;
@@ -831,7 +831,7 @@ async fn unmatched_messages_are_forwarded_signed_and_their_twiml_relayed() {
     // app accepts it
     let answer = post(reply(TO, &sid(33), "are you there?")).await;
     assert!(answer.ends_with("<Response/>"), "{answer}");
-    let now = ringback::queue::commands::now_ms();
+    let now = ringback::clock::now_ms();
     let in_a_while = now + 20_000;
     assert_eq!(forward_due(&state, now).await.unwrap(), 0, "not due yet");
     assert_eq!(forward_due(&state, in_a_while).await.unwrap(), 1);
@@ -873,7 +873,7 @@ async fn a_question_is_answered_once_whatever_arrives_at_the_same_moment() {
         media: vec![],
         messaging_service_sid: None,
         opt_out_type: None,
-        received_at: ringback::queue::commands::now_ms(),
+        received_at: ringback::clock::now_ms(),
         form: vec![],
     };
     let ask = |run: String, to: String| {
@@ -950,7 +950,7 @@ async fn a_retry_past_the_grace_period_is_not_dropped_before_its_record() {
         .replies(conn, "bull", &queue)
         .with_forwarding(true);
     let sid = sid(41);
-    let now = ringback::queue::commands::now_ms();
+    let now = ringback::clock::now_ms();
     let first_post = now - 2 * PENDING_GRACE.as_millis() as i64;
     // the first post's handler wrote its pending entry and forward schedule, then stopped
     let mut c = server.conn().await;
@@ -1044,7 +1044,7 @@ async fn a_person_asked_for_ever_keeps_codes_to_spare_and_never_stalls_a_worker(
     let w = start_worker(&e, sms_config()).await;
     let person = keys_open_questions(TO);
     let mut c = e.redis.conn().await;
-    let now = ringback::queue::commands::now_ms();
+    let now = ringback::clock::now_ms();
     let codes = every_code();
     assert_eq!(codes.len(), 1_296);
     // every code taken by questions asked long ago, past their record's life (an hour here)
@@ -1373,7 +1373,7 @@ async fn the_inbound_sweep_finishes_every_other_message_when_one_fails() {
     let queue = common::queue_name("replies-sweep-one");
     let replies = sms_config().replies(conn, "bull", &queue);
     // two messages recorded, each handler stopped right after its record (a crash)
-    let now = ringback::queue::commands::now_ms();
+    let now = ringback::clock::now_ms();
     let (bad, good) = (sid(51), sid(52));
     for (s, at) in [
         (&bad, now - 3 * PENDING_GRACE.as_millis() as i64),

@@ -3,7 +3,7 @@
 //! run was delivered, or when ringback has no record of it. The binary against the simulator
 //! and a real redis-server.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

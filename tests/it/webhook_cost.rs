@@ -4,7 +4,7 @@
 //! 2,000 runs × 3 callbacks), and it prints round trips, Redis commands and Redis main-thread CPU
 //! per callback, read from the server (`INFO cpu`, `INFO stats`) around the measured requests.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -4,7 +4,7 @@
 //! by the sweep or the reconciler. The whole exactly-once suites also run in this layout with
 //! `RINGBACK_DRILL_PER_SLOT=1 cargo test --test sms --test exactly_once`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

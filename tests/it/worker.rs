@@ -1,7 +1,7 @@
 //! The worker core against a real redis-server: finishing, retries, delays, removal, stalls,
 //! lock loss, pause (v5 and v6 layouts), limits, shutdown and Redis restarts.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -746,7 +746,7 @@ async fn every_script_runs_after_script_flush() {
         assert!(reply.is_empty(), "{}: {reply:?}", batch.name);
     }
     assert_eq!(
-        cmds.update_job_scheduler(&job, "none", ringback::queue::commands::now_ms(), None)
+        cmds.update_job_scheduler(&job, "none", ringback::clock::now_ms(), None)
             .await
             .unwrap(),
         "none"
@@ -1009,7 +1009,7 @@ async fn every_and_cron_schedulers_get_their_next_iteration_and_unreadable_patte
     // second, and this test (a fraction of one) must be done before it, or that iteration runs
     // too (count 3: seen about once in ten runs started at a random moment).
     let now = loop {
-        let n = ringback::queue::commands::now_ms();
+        let n = ringback::clock::now_ms();
         if n % 1000 < 100 {
             break n;
         }

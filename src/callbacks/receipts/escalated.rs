@@ -3,8 +3,8 @@
 
 use super::*;
 
+use crate::clock::now_ms;
 use crate::error::Error;
-use crate::queue::commands::now_ms;
 use crate::store::keys::{self, WindowKeys};
 
 impl Receipts {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::store::connection::Conn;
 
+use crate::clock::now_ms;
 use crate::error::Error;
-use crate::queue::commands::now_ms;
 use crate::store::keys::{self, WindowKeys};
 use crate::store::scripts::{RoundTrips, scripts};
 use crate::store::slots::Topology;

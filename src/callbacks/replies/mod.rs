@@ -31,8 +31,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::callbacks::callback::{CALLBACK_JOB_OPTS, CallbackRequest};
+use crate::clock::now_ms;
 use crate::error::Error;
-use crate::queue::commands::{Commands, now_ms};
+use crate::queue::commands::Commands;
 use crate::redact::mask;
 use crate::store::connection::Conn;
 use crate::store::keys;

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
+use crate::clock::now_ms;
 use crate::error::Error;
-use crate::queue::commands::now_ms;
 use crate::redact::mask;
 use crate::store::connection::Conn;
 use crate::store::keys;

@@ -5,7 +5,7 @@ use super::*;
 use crate::callbacks::callback::CallbackRequest;
 use crate::callbacks::escalation::EscalationKind;
 use crate::callbacks::window::{Claim, MarkSent, Marked, Unresolved};
-use crate::queue::commands::now_ms;
+use crate::clock::now_ms;
 use crate::queue::processor::{JobContext, Outcome};
 use crate::redact::redact;
 use evidence::Resolution;

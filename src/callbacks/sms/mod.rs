@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::callbacks::callback::CallbackRequest;
 use crate::callbacks::window::Window;
-use crate::queue::commands::now_ms;
+use crate::clock::now_ms;
 use crate::queue::job::Job;
 use crate::queue::processor::{JobContext, Outcome, Processor};
 use crate::twilio::TwilioClient;

@@ -4,7 +4,7 @@ use super::*;
 use crate::callbacks::callback::CallbackRequest;
 use crate::callbacks::replies::optouts::OPTED_OUT;
 use crate::callbacks::window::{MarkSent, Marked};
-use crate::queue::commands::now_ms;
+use crate::clock::now_ms;
 use crate::queue::processor::{JobContext, Outcome};
 use crate::redact::{mask, redact};
 use crate::twilio::{CreateMessage, SendOutcome};

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::queue::commands::now_ms;
+use crate::clock::now_ms;
 
 /// What happened to callback attempts, for the worker's `/metrics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

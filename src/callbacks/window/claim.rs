@@ -142,7 +142,7 @@ impl Window {
         let mut claim = self.read_claim(&reply)?;
         if durability.short() {
             if let Claim::Claimed { token } = claim {
-                let now = crate::queue::commands::now_ms();
+                let now = crate::clock::now_ms();
                 let since = match self.unacknowledged_since.compare_exchange(
                     0,
                     now,

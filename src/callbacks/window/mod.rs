@@ -35,8 +35,8 @@ use std::time::Duration;
 
 use crate::store::connection::Conn;
 
+use crate::clock::now_ms;
 use crate::error::Error;
-use crate::queue::commands::now_ms;
 use crate::store::keys::WindowKeys;
 use crate::store::scripts::RoundTrips;
 use crate::store::slots::Topology;

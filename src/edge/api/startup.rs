@@ -37,10 +37,6 @@ impl Startup {
         // set once; a second call (none is made) would keep the first router
         let _ = self.router.set(app);
     }
-
-    pub fn is_ready(&self) -> bool {
-        self.router.get().is_some()
-    }
 }
 
 /// The router of `ringback serve` from its first instant: [`Startup`]'s answers until Redis is

@@ -33,8 +33,8 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use maud::Markup;
 
+use crate::clock::now_ms;
 use crate::edge::api::ApiState;
-use crate::queue::commands::now_ms;
 use session::{Caller, Sessions};
 
 /// The policy every console answer carries: nothing but this origin's stylesheet and images,

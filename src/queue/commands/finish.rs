@@ -2,6 +2,7 @@
 //! step), which also fetches the next job in the same call.
 
 use super::*;
+use crate::clock::now_ms;
 use crate::error::{Error, ScriptCode};
 use crate::queue::job::{Job, KeepJobs};
 use crate::store::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};

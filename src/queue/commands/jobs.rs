@@ -2,6 +2,7 @@
 //! the scripts loaded on every node.
 
 use super::*;
+use crate::clock::now_ms;
 use crate::error::{Error, ScriptCode};
 use crate::queue::job::Job;
 use crate::store::scripts::scripts;

@@ -1,6 +1,7 @@
 //! Locks, stalls and the rate limit: lock renewal, stall recovery, `worker.rateLimit`.
 
 use super::*;
+use crate::clock::now_ms;
 use crate::error::{Error, ScriptCode};
 use crate::store::scripts::scripts;
 

@@ -2,7 +2,6 @@
 //! replies parsed into typed values and negative codes mapped to [`ScriptCode`].
 
 use std::sync::{Arc, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::store::connection::Conn;
 use crate::store::group_commit::GroupCommit;
@@ -16,22 +15,6 @@ use crate::store::scripts::RoundTrips;
 mod finish;
 mod jobs;
 mod locks;
-
-/// Milliseconds since the Unix epoch, as BullMQ timestamps are: this process's clock. No window
-/// decision uses it (the window scripts read Redis's `TIME`). `RINGBACK_CLOCK_SKEW_MS`, a test
-/// and drill hook, shifts it, to prove exactly that.
-pub fn now_ms() -> i64 {
-    static SKEW: std::sync::LazyLock<i64> = std::sync::LazyLock::new(|| {
-        std::env::var("RINGBACK_CLOCK_SKEW_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    });
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-        + *SKEW
-}
 
 /// What the worker passes to every script that may take a job (move_to_active, and the
 /// fetch-next of the finishing scripts).

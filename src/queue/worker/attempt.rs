@@ -3,8 +3,9 @@
 
 use super::schedule::schedule_next;
 use super::*;
+use crate::clock::now_ms;
 use crate::error::ScriptCode;
-use crate::queue::commands::{FetchArgs, Fetched, Finish, now_ms};
+use crate::queue::commands::{FetchArgs, Fetched, Finish};
 use crate::queue::cron;
 use crate::queue::job::{Job, KeepJobs};
 use crate::queue::processor::{JobContext, Outcome, Processor};

@@ -1,6 +1,7 @@
 //! An outcome turned into the finishing call, as Node's `handleCompleted` / `moveToFailed` do.
 
-use crate::queue::commands::{Finish, now_ms};
+use crate::clock::now_ms;
+use crate::queue::commands::Finish;
 use crate::queue::job::Job;
 use crate::queue::processor::{Failure, Outcome};
 

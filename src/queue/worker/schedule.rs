@@ -1,7 +1,7 @@
 //! A job scheduler's next iteration, created when its job is activated, as Node does.
 
 use super::*;
-use crate::queue::commands::now_ms;
+use crate::clock::now_ms;
 use crate::queue::cron;
 use crate::queue::job::Job;
 use crate::queue::processor::{Outcome, Processor};

@@ -317,7 +317,7 @@ pub async fn add_job(
         Some(id) => id.to_string(),
         None => c.incr::<_, _, i64>(k.id(), 1).await.unwrap().to_string(),
     };
-    let now = ringback::queue::commands::now_ms();
+    let now = ringback::clock::now_ms();
     let name = if add.name.is_empty() {
         "agent-callback"
     } else {
