@@ -31,8 +31,8 @@
 //! - [`twilio_sim`], a tool beside the edge: the Twilio simulator (`ringback twilio-sim`); it
 //!   speaks the provider's types only.
 //! - [`edge`], adapters: `api` (`ringback serve`), `access`, `console`, `metrics`, `cli` (flags
-//!   and environment), `run` (the worker and `serve` with everything around them, so the binary
-//!   stays thin), `drill`.
+//!   and environment), `app` (the command line: subcommands, `check-config`, exit codes; the
+//!   binary only calls it), `run` (the worker and `serve` with everything around them), `drill`.
 
 pub mod callbacks;
 pub mod clock;

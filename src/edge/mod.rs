@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod api;
+pub mod app;
 pub mod cli;
 pub mod console;
 pub mod drill;

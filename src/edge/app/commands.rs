@@ -5,10 +5,10 @@ use super::*;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ringback::edge::cli::{
+use crate::edge::cli::{
     OtelArgs, QueueArgs, ServeArgs, SimArgs, SmsArgs, TwilioArgs, shutdown_on_signals,
 };
-use ringback::{ConfigErrors, WorkerConfig};
+use crate::{ConfigErrors, WorkerConfig};
 
 pub(crate) async fn worker(args: &RunArgs) -> ExitCode {
     let v = match validate(args) {
@@ -26,7 +26,7 @@ pub(crate) async fn worker(args: &RunArgs) -> ExitCode {
         None => {
             run_until(
                 v.worker,
-                ringback::queue::scripted::ScriptedProcessor,
+                crate::queue::scripted::ScriptedProcessor,
                 shutdown,
                 v.metrics,
                 None,
@@ -34,7 +34,7 @@ pub(crate) async fn worker(args: &RunArgs) -> ExitCode {
             .await
         }
         Some((sms, twilio)) => {
-            let processor = match ringback::callbacks::service::connect(
+            let processor = match crate::callbacks::service::connect(
                 &v.worker.redis_url,
                 &v.worker.redis_tls,
                 v.worker.redis_wait,
@@ -62,16 +62,16 @@ pub(crate) fn serve_config(
     serve: &ServeArgs,
 ) -> Result<
     (
-        ringback::callbacks::sms::SmsConfig,
-        ringback::edge::cli::ServeConfig,
-        ringback::store::connection::Client,
+        crate::callbacks::sms::SmsConfig,
+        crate::edge::cli::ServeConfig,
+        crate::store::connection::Client,
     ),
     ConfigErrors,
 > {
     let mut errors = ConfigErrors::default();
     let sms = errors.take(sms.to_config());
     if let Some(sms) = &sms {
-        ringback::error::judge(&sms.record_invariants(), &mut errors);
+        crate::error::judge(&sms.record_invariants(), &mut errors);
     }
     let serve = errors.take(serve.to_config());
     let client = errors.take(queue.client());
@@ -81,13 +81,13 @@ pub(crate) fn serve_config(
 
 /// A runtime failure exits 1; records of a layout this build does not read, or a Redis that
 /// refuses a command ringback cannot run without, 2 (nothing was read or written); a stop asked for before Redis answered is a clean stop (0).
-pub(crate) fn failed(e: ringback::Error) -> ExitCode {
+pub(crate) fn failed(e: crate::Error) -> ExitCode {
     match e {
-        e @ (ringback::Error::Layout { .. } | ringback::Error::Refused { .. }) => {
+        e @ (crate::Error::Layout { .. } | crate::Error::Refused { .. }) => {
             eprintln!("ringback: {e}");
             ExitCode::from(2)
         }
-        ringback::Error::Stopped => {
+        crate::Error::Stopped => {
             tracing::info!("stopped before Redis answered");
             ExitCode::SUCCESS
         }
@@ -125,11 +125,10 @@ pub(crate) async fn serve_api(
     let addr = listener.local_addr().map_or(serve.listen, |a| a);
     println!("ringback serve listening on http://{addr}");
     let queue = (queue.prefix, queue.queue);
-    match ringback::edge::run::serve(listener, client, queue, sms, serve, shutdown_on_signals())
-        .await
+    match crate::edge::run::serve(listener, client, queue, sms, serve, shutdown_on_signals()).await
     {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (ringback::Error::Layout { .. } | ringback::Error::Refused { .. })) => failed(e),
+        Err(e @ (crate::Error::Layout { .. } | crate::Error::Refused { .. })) => failed(e),
         Err(e) => {
             eprintln!("ringback: serve: {e}");
             ExitCode::FAILURE
@@ -143,22 +142,22 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
         Err(errors) => return bad_config(errors),
     };
     let record = async {
-        let conn = ringback::store::connection::commands(&client).await?;
-        let sms = ringback::callbacks::sms::SmsConfig {
+        let conn = crate::store::connection::commands(&client).await?;
+        let sms = crate::callbacks::sms::SmsConfig {
             claim_prefix: claim_prefix.to_string(),
             ..Default::default()
         };
         let (receipts, _) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
         let replies = sms.replies(conn.clone(), &queue.prefix, &queue.queue);
-        let q = ringback::queue::commands::Commands::new(
+        let q = crate::queue::commands::Commands::new(
             conn,
-            ringback::store::keys::QueueKeys::new(&queue.prefix, &queue.queue),
+            crate::store::keys::QueueKeys::new(&queue.prefix, &queue.queue),
             Default::default(),
         );
         let record = receipts.record(run_id, Some(&q)).await?;
         let question = replies.question_of(run_id).await?;
         let answers = replies.replies_of(run_id).await?;
-        Ok::<_, ringback::Error>((record, question, answers))
+        Ok::<_, crate::Error>((record, question, answers))
     };
     let when = |ms: i64| {
         chrono::DateTime::from_timestamp_millis(ms)
@@ -171,7 +170,7 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             println!("run        {}", r.run_id);
             println!(
                 "no record  no job, claim or record of this run on {} (queue {}, claim prefix {claim_prefix:?}); its records expire after RINGBACK_SENT_TTL_MS",
-                ringback::redact::url(&queue.redis_url),
+                crate::redact::url(&queue.redis_url),
                 queue.queue
             );
             ExitCode::from(3)
@@ -245,13 +244,13 @@ pub(crate) async fn twilio_sim(args: SimArgs) -> ExitCode {
         }
     };
     let addr = listener.local_addr().map_or(args.listen, |a| a);
-    let sim = ringback::twilio_sim::Simulator::new(config, faults);
+    let sim = crate::twilio_sim::Simulator::new(config, faults);
     // The line tests and drills wait for; it names the address (useful with port 0).
     println!(
         "twilio-sim listening on http://{addr} (account {})",
         sim.config.account_sid
     );
-    match ringback::twilio_sim::server::serve(listener, sim, shutdown_on_signals()).await {
+    match crate::twilio_sim::server::serve(listener, sim, shutdown_on_signals()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringback: twilio-sim: {e}");
@@ -260,21 +259,17 @@ pub(crate) async fn twilio_sim(args: SimArgs) -> ExitCode {
     }
 }
 
-pub(crate) async fn run_until<P: ringback::Processor>(
+pub(crate) async fn run_until<P: crate::Processor>(
     config: WorkerConfig,
     processor: P,
     shutdown: tokio_util::sync::CancellationToken,
     metrics: Option<std::net::SocketAddr>,
-    sms: Option<ringback::callbacks::sms::SmsProcessor>,
+    sms: Option<crate::callbacks::sms::SmsProcessor>,
 ) -> ExitCode {
-    match ringback::edge::run::worker(config, processor, shutdown, metrics, sms).await {
+    match crate::edge::run::worker(config, processor, shutdown, metrics, sms).await {
         Ok(_) => ExitCode::SUCCESS,
-        Err(ringback::edge::run::RunError::Config(e)) => bad_config(e.into()),
-        Err(ringback::edge::run::RunError::Worker(e)) => failed(e),
-        Err(e) => {
-            eprintln!("ringback: {e}");
-            ExitCode::FAILURE
-        }
+        Err(crate::edge::run::RunError::Config(e)) => bad_config(e.into()),
+        Err(crate::edge::run::RunError::Worker(e)) => failed(e),
     }
 }
 
@@ -283,9 +278,9 @@ pub(crate) async fn run_until<P: ringback::Processor>(
 /// 1 failed, 2 unusable).
 pub(crate) fn drill(
     harness: Option<&std::path::Path>,
-    args: ringback::edge::drill::DrillArgs,
+    args: crate::edge::drill::DrillArgs,
 ) -> ExitCode {
-    use ringback::edge::drill;
+    use crate::edge::drill;
     use std::os::unix::process::CommandExt;
     let cmd = drill::current_exe().and_then(|exe| {
         let cwd = std::env::current_dir().map_err(drill::DrillError::NoExe)?;
@@ -316,7 +311,7 @@ pub(crate) fn bad_config_with(unparsable: &[String], errors: ConfigErrors) -> Ex
         eprintln!("  {u}");
     }
     for e in &errors {
-        match ringback::edge::cli::reference::flag_of(&root, e.setting) {
+        match crate::edge::cli::reference::flag_of(&root, e.setting) {
             Some(flag) => eprintln!("  {} ({flag}): {}", e.setting, e.problem),
             None => eprintln!("  {e}"),
         }
@@ -331,15 +326,15 @@ pub(crate) fn sending_config(
     twilio: &TwilioArgs,
 ) -> Result<
     (
-        ringback::callbacks::sms::SmsConfig,
-        ringback::twilio::TwilioConfig,
+        crate::callbacks::sms::SmsConfig,
+        crate::twilio::TwilioConfig,
     ),
     ConfigErrors,
 > {
     let mut errors = ConfigErrors::default();
     let sms_config = errors.take(sms.to_config());
     let twilio_config = errors.take(twilio.to_config());
-    let validity = errors.take(ringback::callbacks::sms::validity_period(
+    let validity = errors.take(crate::callbacks::sms::validity_period(
         twilio.validity_period_s,
         Duration::from_millis(sms.delivery_deadline_ms),
     ));
@@ -356,9 +351,9 @@ pub(crate) async fn sending_processor(
     sms: &SmsArgs,
     twilio: &TwilioArgs,
     shutdown: &tokio_util::sync::CancellationToken,
-) -> Result<ringback::callbacks::sms::SmsProcessor, ExitCode> {
+) -> Result<crate::callbacks::sms::SmsProcessor, ExitCode> {
     let (sms, twilio) = sending_config(sms, twilio).map_err(bad_config)?;
-    ringback::callbacks::service::connect(
+    crate::callbacks::service::connect(
         &queue.redis_url,
         &queue.tls(),
         queue.redis_wait(),
@@ -370,7 +365,7 @@ pub(crate) async fn sending_processor(
     )
     .await
     .map_err(|e| match e {
-        e @ (ringback::Error::Layout { .. } | ringback::Error::Refused { .. }) => failed(e),
+        e @ (crate::Error::Layout { .. } | crate::Error::Refused { .. }) => failed(e),
         e => {
             eprintln!("ringback {command}: {e}");
             ExitCode::FAILURE
@@ -390,9 +385,9 @@ pub(crate) async fn resend(
         Ok(p) => p,
         Err(code) => return code,
     };
-    use ringback::callbacks::resend::{ResendError, Resent};
-    let resent = ringback::callbacks::resend::resend_run(run_id);
-    match ringback::callbacks::resend::resend(&processor, run_id).await {
+    use crate::callbacks::resend::{ResendError, Resent};
+    let resent = crate::callbacks::resend::resend_run(run_id);
+    match crate::callbacks::resend::resend(&processor, run_id).await {
         Ok(Resent::Sent { sid }) => {
             println!("resent {run_id} as {resent}: {sid}");
             ExitCode::SUCCESS
@@ -437,15 +432,14 @@ pub(crate) async fn drain(
         Ok(p) => p,
         Err(code) => return code,
     };
-    let report = ringback::callbacks::drain::drain(&processor, timeout, &shutdown, |line| {
-        eprintln!("{line}")
-    })
-    .await;
+    let report =
+        crate::callbacks::drain::drain(&processor, timeout, &shutdown, |line| eprintln!("{line}"))
+            .await;
     match report {
-        Err(ringback::callbacks::drain::DrainError::LiveWorkers(w)) => {
+        Err(crate::callbacks::drain::DrainError::LiveWorkers(w)) => {
             eprintln!(
                 "ringback drain: {}",
-                ringback::callbacks::drain::DrainError::LiveWorkers(w)
+                crate::callbacks::drain::DrainError::LiveWorkers(w)
             );
             ExitCode::from(3)
         }
