@@ -1,7 +1,15 @@
 //! `ringback check-config`: every setting and invariant with its verdict, the Redis and the
 //! sentinels asked where they can be, per subcommand (worker, serve, drain).
 
-use super::*;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+
+use super::commands::{bad_config_with, sending_config, serve_config};
+use super::{Cli, Command, ProcessorKind, RunArgs, validate};
+use crate::edge::cli::{OtelArgs, QueueArgs, ServeArgs, SmsArgs, TwilioArgs, WorkerArgs};
+use crate::{ConfigError, ConfigErrors};
 
 /// `check-config [worker|serve|drain] [flags]`: the settings printed whatever their verdict
 /// (secrets masked), the test knobs that are set, every invariant with its verdict, then every

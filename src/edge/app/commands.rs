@@ -1,7 +1,7 @@
 //! The subcommands that run something: the worker, `serve`, `status`, the simulator, a drill,
 //! `resend`, `drain`, and what the sending ones share; each answers its exit code.
 
-use super::*;
+use super::{Cli, RunArgs, start_traces, validate};
 use std::process::ExitCode;
 use std::time::Duration;
 

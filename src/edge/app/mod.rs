@@ -14,8 +14,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 mod check;
 mod commands;
-use check::*;
-use commands::*;
+use check::{check_config, check_drain, check_serve, check_worker};
+use commands::{bad_config_with, drain, drill, resend, serve_api, status, twilio_sim, worker};
 
 #[derive(Parser)]
 #[command(
