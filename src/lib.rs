@@ -10,7 +10,9 @@
 //! one above (`tests/it/architecture.rs` fails on such a path; `docs/architecture.md` draws it).
 //! Paths name the floor: `crate::store::keys`, `crate::queue::worker`,
 //! `crate::callbacks::window`. The root re-exports only the worker's key types.
-//! - Shared by every floor: [`clock`] (the process clock), [`error`] (layered errors), [`redact`] (phone numbers and URL
+//! - Shared by every floor: [`clock`] (the process clock), [`error`] (layered errors),
+//!   [`settings`] (a broken setting named, every one at once, and the rules `check-config`
+//!   prints), [`redact`] (phone numbers and URL
 //!   passwords out of logs), [`telemetry`] (the labelled metric families every floor records
 //!   into), [`trace`] (OpenTelemetry traces, continued from the producer's).
 //! - [`store`], Redis and Lua: `keys` (the one place that builds key names), `scripts` (the Lua
@@ -40,14 +42,16 @@ pub mod edge;
 pub mod error;
 pub mod queue;
 pub mod redact;
+pub mod settings;
 pub mod store;
 pub mod telemetry;
 pub mod trace;
 pub mod twilio;
 pub mod twilio_sim;
 
-pub use error::{ConfigError, ConfigErrors, Error, ScriptCode};
+pub use error::{Error, ScriptCode};
 pub use queue::config::WorkerConfig;
 pub use queue::job::Job;
 pub use queue::processor::{Failure, JobContext, Outcome, Processor};
 pub use queue::worker::{Stopped, Worker};
+pub use settings::{ConfigError, ConfigErrors};

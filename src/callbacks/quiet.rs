@@ -9,7 +9,7 @@
 use jiff::civil::Time;
 use jiff::tz::TimeZone;
 
-use crate::error::ConfigError;
+use crate::settings::ConfigError;
 
 /// `22:00-08:00`: from the first time (inclusive) to the second (exclusive), across midnight
 /// when the second is earlier.

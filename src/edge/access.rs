@@ -15,7 +15,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use subtle::ConstantTimeEq;
 
-use crate::error::{ConfigError, ConfigErrors};
+use crate::settings::{ConfigError, ConfigErrors};
 use crate::twilio::Secret;
 
 /// What a bearer token may do.

@@ -13,10 +13,11 @@ use tokio_util::task::TaskTracker;
 use crate::WorkerConfig;
 use crate::callbacks::sms::{SmsConfig, SmsProcessor};
 use crate::edge::cli::ServeConfig;
-use crate::error::{ConfigError, Error};
+use crate::error::Error;
 use crate::queue::commands::Commands;
 use crate::queue::processor::Processor;
 use crate::queue::worker::{Stopped, Worker};
+use crate::settings::ConfigError;
 use crate::store::keys::QueueKeys;
 
 /// Why a run ended badly.

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use crate::error::{ConfigError, ConfigErrors};
 use crate::queue::job::KeepJobs;
+use crate::settings::{ConfigError, ConfigErrors};
 
 /// The host of `url` when it is one reserved for documentation (`example.com`, `.org`, `.net`,
 /// their subdomains, and the `.example` top-level domain; RFC 2606): a URL copied from an

@@ -21,8 +21,8 @@ const CLUSTER_RETRIES: u32 = 8;
 /// The seed nodes of a `redis+cluster://[user:password@]host:port[,host:port…]` URL (or
 /// `rediss+cluster://`), as one `redis://` (`rediss://`) URL each; `None` for any other
 /// scheme. Every bad seed is named in one error, so one fix makes the URL right.
-pub fn seeds(url: &str) -> Result<Option<Vec<String>>, crate::error::ConfigError> {
-    use crate::error::ConfigError;
+pub fn seeds(url: &str) -> Result<Option<Vec<String>>, crate::settings::ConfigError> {
+    use crate::settings::ConfigError;
     let Some((scheme, rest)) = [
         ("redis+cluster://", "redis"),
         ("rediss+cluster://", "rediss"),

@@ -22,7 +22,7 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{Cmd, ConnectionAddr, Pipeline, RedisFuture, Value};
 
-use crate::error::ConfigError;
+use crate::settings::ConfigError;
 
 /// The sentinels' own access where it differs from the master's: the URL's credentials are the
 /// master's (`requirepass`/ACL of the data nodes); sentinels configured with their own

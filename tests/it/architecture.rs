@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// The floor each top-level module of the crate stands on.
 fn floor_of(top: &str) -> Option<&'static str> {
     Some(match top {
-        "clock" | "error" | "redact" | "telemetry" | "trace" => "shared",
+        "clock" | "error" | "redact" | "settings" | "telemetry" | "trace" => "shared",
         "store" => "storage",
         "twilio" => "provider",
         "queue" => "queue",

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::CrashAt;
 use crate::callbacks::window::WindowTimes;
-use crate::error::{ConfigError, ConfigErrors, Invariant, Severity, judge};
+use crate::settings::{ConfigError, ConfigErrors, Invariant, Severity, judge};
 
 /// What must fit between a provider call's timeout and the pending TTL: Redis round trips and
 /// scheduling after Twilio answered, so a live attempt always marks sent before its claim expires.

@@ -1,7 +1,7 @@
 //! Drill hooks: `RINGBACK_CRASH_AT` aborts the process at a window point (only with
 //! `RINGBACK_DRILL=1`), so drills and tests can prove recovery from each.
 
-use crate::error::ConfigError;
+use crate::settings::ConfigError;
 
 /// Points where `RINGBACK_CRASH_AT` aborts the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -492,7 +492,7 @@ mod tests {
             "{no_receipts:?}"
         );
         let settings =
-            |e: crate::error::ConfigErrors| e.iter().map(|e| e.setting).collect::<Vec<_>>();
+            |e: crate::settings::ConfigErrors| e.iter().map(|e| e.setting).collect::<Vec<_>>();
         let err = ok
             .validate(Duration::from_secs(13), lock.0, lock.1)
             .unwrap_err();

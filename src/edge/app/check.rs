@@ -194,7 +194,7 @@ fn sentinels_answer(queue: &QueueArgs) -> Option<Result<Option<String>, ConfigEr
 
 pub(super) type Checked = (
     Vec<(&'static str, String)>,
-    Vec<crate::error::Invariant>,
+    Vec<crate::settings::Invariant>,
     Result<Vec<String>, ConfigErrors>,
 );
 
@@ -245,7 +245,7 @@ pub(super) fn check_drain(queue: &QueueArgs, sms: &SmsArgs, twilio: &TwilioArgs)
     let mut invariants = sms.window().record_invariants();
     invariants.push(sms.validity_invariant(twilio));
     let mut errors = ConfigErrors::default();
-    crate::error::judge(&sms.window().record_invariants(), &mut errors);
+    crate::settings::judge(&sms.window().record_invariants(), &mut errors);
     let sending = errors.take(sending_config(sms, twilio));
     let client = errors.take(queue.client());
     let checked = errors.or(sending.zip(client)).map(|_| vec![]);

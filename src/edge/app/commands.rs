@@ -71,7 +71,7 @@ pub(crate) fn serve_config(
     let mut errors = ConfigErrors::default();
     let sms = errors.take(sms.to_config());
     if let Some(sms) = &sms {
-        crate::error::judge(&sms.record_invariants(), &mut errors);
+        crate::settings::judge(&sms.record_invariants(), &mut errors);
     }
     let serve = errors.take(serve.to_config());
     let client = errors.take(queue.client());

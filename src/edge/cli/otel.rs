@@ -2,7 +2,7 @@
 //! SDK reads them: off unless an OTLP endpoint is set. Exported over OTLP/HTTP with protobuf (a
 //! collector's port 4318); gRPC is not built in, and asking for it is refused by name.
 
-use crate::error::{ConfigError, ConfigErrors};
+use crate::settings::{ConfigError, ConfigErrors};
 use clap::Args;
 use std::collections::HashMap;
 

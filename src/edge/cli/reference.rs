@@ -225,7 +225,7 @@ pub fn unparsable_env(root: &Command, subcommand: &str) -> Vec<(String, String)>
 /// The configuration reference as Markdown: every setting grouped by heading, the rules between
 /// settings (`rules`, judged on the defaults), the test knobs apart, and the variables read
 /// outside the flags.
-pub fn markdown(root: &Command, rules: &[crate::error::Invariant]) -> String {
+pub fn markdown(root: &Command, rules: &[crate::settings::Invariant]) -> String {
     let all = settings(root);
     let mut md = String::from(
         "# Configuration reference\n\n\
@@ -271,8 +271,8 @@ pub fn markdown(root: &Command, rules: &[crate::error::Invariant]) -> String {
     );
     for r in rules {
         let severity = match r.severity {
-            crate::error::Severity::Error => "error",
-            crate::error::Severity::Warning => "warning",
+            crate::settings::Severity::Error => "error",
+            crate::settings::Severity::Warning => "warning",
         };
         md.push_str(&format!(
             "| {} | `{}` | {severity} | {} |\n",

@@ -1,6 +1,6 @@
 //! Settings of `ringback serve`.
 
-use crate::error::{ConfigError, ConfigErrors};
+use crate::settings::{ConfigError, ConfigErrors};
 use clap::Args;
 
 /// Settings of `ringback serve`.
@@ -270,8 +270,8 @@ impl ServeArgs {
     }
 
     /// The rules between serve's settings, each with its verdict.
-    pub fn invariants(&self) -> Vec<crate::error::Invariant> {
-        use crate::error::{Invariant, Severity};
+    pub fn invariants(&self) -> Vec<crate::settings::Invariant> {
+        use crate::settings::{Invariant, Severity};
         let tokens: Vec<&String> = [&self.api_token, &self.read_token, &self.send_token]
             .into_iter()
             .flatten()

@@ -1,6 +1,6 @@
 //! Settings of `ringback twilio-sim`.
 
-use crate::error::ConfigError;
+use crate::settings::ConfigError;
 use clap::Args;
 
 /// Settings of `ringback twilio-sim`.

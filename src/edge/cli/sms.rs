@@ -1,6 +1,6 @@
 //! The claim/sent window's settings (`ringback worker`, `drain`, `resend`, `status`).
 
-use crate::error::{ConfigError, ConfigErrors};
+use crate::settings::{ConfigError, ConfigErrors};
 use clap::Args;
 use std::time::Duration;
 
@@ -289,13 +289,13 @@ impl SmsArgs {
     }
 
     /// The rule between `TWILIO_VALIDITY_PERIOD_S` and the delivery deadline, with its verdict.
-    pub fn validity_invariant(&self, twilio: &super::TwilioArgs) -> crate::error::Invariant {
+    pub fn validity_invariant(&self, twilio: &super::TwilioArgs) -> crate::settings::Invariant {
         let deadline_s = self.delivery_deadline_ms / 1000;
         let given = twilio.validity_period_s.map(u64::from);
-        crate::error::Invariant::new(
+        crate::settings::Invariant::new(
             "TWILIO_VALIDITY_PERIOD_S",
             given.is_none_or(|v| v <= deadline_s),
-            crate::error::Severity::Error,
+            crate::settings::Severity::Error,
             format!(
                 "TWILIO_VALIDITY_PERIOD_S ({}) <= RINGBACK_DELIVERY_DEADLINE_MS ({deadline_s} s)",
                 given.map_or("unset: the deadline".into(), |v| format!("{v} s"))

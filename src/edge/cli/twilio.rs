@@ -1,7 +1,7 @@
 //! Twilio client settings (`TWILIO_*`).
 
 use super::*;
-use crate::error::{ConfigError, ConfigErrors};
+use crate::settings::{ConfigError, ConfigErrors};
 use clap::Args;
 use std::time::Duration;
 

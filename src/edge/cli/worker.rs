@@ -1,8 +1,8 @@
 //! Redis, queue and worker settings (`ringback worker`, and the queue every subcommand names).
 
-use crate::error::{ConfigError, ConfigErrors};
 use crate::queue::config::WorkerConfig;
 use crate::queue::job::KeepJobs;
+use crate::settings::{ConfigError, ConfigErrors};
 use clap::Args;
 use std::time::Duration;
 
@@ -284,13 +284,13 @@ impl WorkerArgs {
     }
 
     /// The rules between the worker's settings, each with its verdict.
-    pub fn invariants(&self) -> Vec<crate::error::Invariant> {
+    pub fn invariants(&self) -> Vec<crate::settings::Invariant> {
         let lock = self.lock_duration_ms;
         let renew = self.lock_renew_time_ms.unwrap_or(lock / 2);
-        vec![crate::error::Invariant::new(
+        vec![crate::settings::Invariant::new(
             "RINGBACK_LOCK_RENEW_TIME_MS",
             renew > 0 && renew < lock,
-            crate::error::Severity::Error,
+            crate::settings::Severity::Error,
             format!(
                 "0 < RINGBACK_LOCK_RENEW_TIME_MS ({renew}) < RINGBACK_LOCK_DURATION_MS ({lock})"
             ),

@@ -14,13 +14,14 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::error::{ConfigError, Error};
+use crate::error::Error;
 use crate::queue::commands::Commands;
 use crate::queue::config::WorkerConfig;
 use crate::queue::fetcher::Fetcher;
 use crate::queue::lock_manager::LockManager;
 use crate::queue::processor::Processor;
 use crate::queue::stalled_checker;
+use crate::settings::ConfigError;
 use crate::store::scripts::RoundTrips;
 
 mod attempt;

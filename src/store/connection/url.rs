@@ -26,8 +26,8 @@ impl RedisTls {
 
     /// The invariants: files only with `rediss://`, a certificate with its key, every file
     /// readable. The error names the setting at fault.
-    pub fn validate(&self, url: &str) -> Result<(), crate::error::ConfigError> {
-        use crate::error::ConfigError;
+    pub fn validate(&self, url: &str) -> Result<(), crate::settings::ConfigError> {
+        use crate::settings::ConfigError;
         if self.sentinel.is_set() && crate::store::sentinel::parse(url).ok().flatten().is_none() {
             let setting = if self.sentinel.password.is_some() {
                 "RINGBACK_SENTINEL_PASSWORD"
@@ -129,7 +129,7 @@ pub(crate) fn certificates(
     }
     let read = |setting: &'static str, p: &PathBuf| {
         std::fs::read(p).map_err(|e| {
-            crate::error::Error::Config(crate::error::ConfigError::new(
+            crate::error::Error::Config(crate::settings::ConfigError::new(
                 setting,
                 format!("cannot read {}: {e}", p.display()),
             ))
@@ -154,7 +154,7 @@ pub(crate) fn certificates(
 }
 
 /// What is wrong with a `REDIS_URL`, if anything: its scheme, or a cluster URL's seeds.
-pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
+pub fn check_url(url: &str) -> Result<(), crate::settings::ConfigError> {
     const SCHEMES: [&str; 7] = [
         "redis://",
         "rediss://",
@@ -165,7 +165,7 @@ pub fn check_url(url: &str) -> Result<(), crate::error::ConfigError> {
         "rediss+sentinel://",
     ];
     if !SCHEMES.iter().any(|s| url.starts_with(s)) {
-        return Err(crate::error::ConfigError::new(
+        return Err(crate::settings::ConfigError::new(
             "REDIS_URL",
             "must start with redis://, rediss://, unix:// (one Redis), redis+cluster://, rediss+cluster:// (a Redis Cluster) or redis+sentinel://, rediss+sentinel:// (Redis Sentinel)",
         ));
