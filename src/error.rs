@@ -64,9 +64,12 @@ pub enum Error {
     /// binary exits 0 on it; `Worker::run` returns `Ok`).
     #[error("stopped before Redis answered")]
     Stopped,
-    /// A question that cannot be fixed yet (every reply code is taken by an open question).
-    #[error("the run's question: {0}")]
-    Question(String),
+    /// A question that cannot be fixed yet: every reply code is taken by a question open to
+    /// the same person (`to`, masked); it waits until one closes.
+    #[error(
+        "the run's question: every reply code is taken by a question open to {to}; this one waits until one closes"
+    )]
+    ReplyCodesTaken { to: String },
     #[error("unexpected reply from {script}: {detail}")]
     Reply {
         script: &'static str,
@@ -75,14 +78,18 @@ pub enum Error {
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error("twilio client: {0}")]
-    Twilio(String),
+    Twilio(#[from] crate::twilio::TwilioError),
     /// The HTTP listener failed.
     #[error("listener: {0}")]
     Listener(#[source] std::io::Error),
-    /// A task the process cannot run without ended (it panicked): the process stops rather
-    /// than run on half-opened.
-    #[error("{0}")]
-    Task(String),
+    /// A task the process cannot run without ended (it panicked or was cancelled): the process
+    /// stops rather than run on half-opened.
+    #[error("{task} failed: {source}")]
+    Task {
+        task: &'static str,
+        #[source]
+        source: tokio::task::JoinError,
+    },
     /// This Redis refuses a command ringback cannot run without (renamed away, or forbidden by
     /// an ACL or the provider): found at start by [`crate::store::probe`].
     #[error("Redis refuses {command}: {cost} (Redis answered: {answer})")]

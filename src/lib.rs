@@ -12,9 +12,9 @@
 //! `crate::callbacks::window`. The root re-exports only the worker's key types.
 //! - Shared by every floor: [`clock`] (the process clock), [`error`] (layered errors),
 //!   [`settings`] (a broken setting named, every one at once, and the rules `check-config`
-//!   prints), [`redact`] (phone numbers and URL
-//!   passwords out of logs), [`telemetry`] (the labelled metric families every floor records
-//!   into), [`trace`] (OpenTelemetry traces, continued from the producer's).
+//!   prints), [`redact`] (phone numbers and URL passwords out of logs), [`telemetry`] (the
+//!   labelled metric families every floor records into), [`trace`] (OpenTelemetry traces,
+//!   continued from the producer's).
 //! - [`store`], Redis and Lua: `keys` (the one place that builds key names), `scripts` (the Lua
 //!   wrapper: EVALSHA, EVAL on NOSCRIPT; round-trip counting), `connection` (command and
 //!   blocking connections: one Redis, Sentinel or a Cluster), `cluster` (Cluster URLs, `WAIT`),

@@ -171,7 +171,7 @@ pub async fn serve(
         opened = &mut opening => match opened {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e),
-            Err(e) => Some(Error::Task(format!("opening the API failed: {e}"))),
+            Err(source) => Some(Error::Task { task: "opening the API", source }),
         },
         served = &mut serving => {
             if opening.is_finished()

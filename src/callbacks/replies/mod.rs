@@ -372,12 +372,7 @@ impl Replies {
                 let free_code = |kept: &[Question]| {
                     code::fresh(&others(kept, false))
                         .or_else(|| code::fresh(&others(kept, true)))
-                        .ok_or_else(|| {
-                            Error::Question(format!(
-                                "every reply code is taken by a question open to {}; this one waits until one closes",
-                                mask(&req.to)
-                            ))
-                        })
+                        .ok_or_else(|| Error::ReplyCodesTaken { to: mask(&req.to) })
                 };
                 let mut fresh = Question {
                     run_id: req.run_id.clone(),

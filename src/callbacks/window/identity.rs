@@ -54,7 +54,10 @@ impl Window {
                 });
             }
             while let Some(noted) = notes.join_next().await {
-                let at = noted.map_err(|e| Error::Task(format!("identity note: {e}")))??;
+                let at = noted.map_err(|source| Error::Task {
+                    task: "the Redis identity note",
+                    source,
+                })??;
                 in_window += usize::from(at > 0);
             }
         }
