@@ -77,8 +77,10 @@ pub enum Error {
     },
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The Twilio client could not be built; its error is the source (boxed: the provider is a
+    /// floor above this one).
     #[error("twilio client: {0}")]
-    Twilio(#[from] crate::twilio::TwilioError),
+    Twilio(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The HTTP listener failed.
     #[error("listener: {0}")]
     Listener(#[source] std::io::Error),

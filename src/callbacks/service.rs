@@ -31,7 +31,7 @@ pub async fn connect(
             "Redis has a connected replica: every claim and sent marker waits for one (RINGBACK_REDIS_WAIT_REPLICAS unset), and the fused finish is off while it does"
         );
     }
-    let twilio = TwilioClient::new(twilio)?;
+    let twilio = TwilioClient::new(twilio).map_err(|e| crate::error::Error::Twilio(Box::new(e)))?;
     let processor = SmsProcessor::new(config, conn, twilio, prefix, queue);
     // Redis's clock before the first index write: in the Cluster layout a claim writes its
     // index entry itself, at a time on Redis's clock as this process knows it (an hour-behind
