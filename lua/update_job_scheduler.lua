@@ -4,7 +4,7 @@
   The next iteration's options are derived from the producing job's, as
   Node derives them: `repeat` gets count + 1 (and loses `immediately`), `repeatJobKey`,
   `timestamp`, `jobId`, `delay`. A cron pattern's next run is computed by the caller (Node does
-  it client-side with cron-parser; ringback in src/queue/cron) and passed as ARGV[7].
+  it client-side with cron-parser; ringback in crates/queue/src/cron) and passed as ARGV[7].
 
   KEYS[1] repeat       KEYS[5] meta         KEYS[9]  events
   KEYS[2] delayed      KEYS[6] prioritized  KEYS[10] pc

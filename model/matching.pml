@@ -1,5 +1,5 @@
 /*
- * Matching a person's messages to their questions (docs/replies.md; src/callbacks/replies/
+ * Matching a person's messages to their questions (docs/replies.md; crates/callbacks/src/replies/
  * mod.rs, `choose` and `take_answer`; lua/question_answer_take.lua). One person, two questions
  * Q0 and Q1, both open, each asked with its reply code. Four messages from the person, each
  * handled by a request of `serve` that may be cut at any step (serve killed, the request

@@ -4,7 +4,7 @@
  * step (a crash, or the request timeout dropping the handler), with serve's sweep finishing what
  * was recorded and the producer's worker consuming the replies-queue job and removing it.
  *
- * Steps of a handler (src/callbacks/replies/mod.rs, Replies::receive and finish):
+ * Steps of a handler (crates/callbacks/src/replies/mod.rs, Replies::receive and finish):
  *   1. ZADD the MessageSid to the pending set, scored by its arrival (GT: a later arrival's
  *      time wins; the member is added if absent)
  *   2. record the message and its match (SET NX: the first arrival decides)
@@ -19,7 +19,7 @@
  * request never got a 200: Twilio's to retry).
  *
  * With FORWARD, the message answers no question and a forward URL is set
- * (src/callbacks/replies/forwards.rs, src/edge/api/inbound.rs): a handler that finds no record
+ * (crates/callbacks/src/replies/forwards.rs, src/edge/api/inbound.rs): a handler that finds no record
  * schedules the forward (ZADD GT, due a grace period after its arrival) before step 2; after
  * step 5 the handler that recorded the message forwards it and, once the app accepted it, takes
  * it off the schedule (ZREM). The app refuses up to MAXREFUSE forwards. The sweep takes a

@@ -26,12 +26,12 @@
  *                time, once. Without it: neither happens.
  *   EVIDENCE_AS_WRITTEN (v2, with EDGES) the lookup as first designed: bodies compared byte
  *                for byte (a rewritten body is not seen) and one readable match taken as this
- *                run's send (findings F3, F4). Without it (src/callbacks/sms/evidence.rs): only
+ *                run's send (findings F3, F4). Without it (crates/callbacks/src/sms/evidence.rs): only
  *                a receipt naming the run proves a send; a message the lookup cannot rule out
  *                settles the attempt unknown (escalated), once the reconcile window has passed
  *   ESCALATE_AS_WRITTEN (v2) an unknown attempt is settled, then escalated: a crash between
  *                the two leaves it settled and nobody told (finding F5). Without it: escalated
- *                first, settled after (src/callbacks/sms/attempt.rs)
+ *                first, settled after (crates/callbacks/src/sms/attempt.rs)
  *   FORGET       (v2) Redis forgets a suffix of its writes, once: at any time Env keeps a copy of
  *                Redis's state (what an AOF or a replica held), and later Redis comes back as that
  *                copy (a restart from an AOF that missed its last second, a replica promoted
@@ -50,13 +50,13 @@
  *                every supersede (as the look was first written)
  *   PERMIT       (v2) each ringback worker runs at concurrency 1 (the default): its idle fetch
  *                loop takes the one permit and waits for a job in BZPOPMIN, again and again
- *                (src/queue/worker/mod.rs); a job arriving takes the permit from there. The sweep
+ *                (crates/queue/src/worker/mod.rs); a job arriving takes the permit from there. The sweep
  *                takes a permit when one is free and runs without one when none is
- *                (src/callbacks/orphans.rs sweep). Without PERMIT the sweep is always enabled, and
+ *                (crates/callbacks/src/orphans.rs sweep). Without PERMIT the sweep is always enabled, and
  *                weak fairness then runs it: a sweep that waits for a permit is not seen.
  *   PERMIT_AS_WRITTEN (v2, with PERMIT) the sweep waits for a permit, as it first did: an idle
  *                worker's fetch holds it, the sweep never runs, and an orphan is never resolved
- *   PER_SLOT     (v2) the Redis Cluster layout (src/callbacks/window/mod.rs, Topology::PerSlot): the
+ *   PER_SLOT     (v2) the Redis Cluster layout (crates/callbacks/src/window/mod.rs, Topology::PerSlot): the
  *                scripts do not write the open-attempts index I; each index write is its own
  *                call before or after the script, and a process may crash between them:
  *                claim = I ZADD (intent), script, then Sent → ZREM / Resolve → ZADD; mark sent =
@@ -253,7 +253,7 @@ inline resolveWith(t, keepSince) {
 }
 
 #define DEAD_OR_AMBIG (atok == ctok && (ast == A_AMBIG || (ast == A_CLAIMED && aged)))
-/* res: 1 sent, 2 busy, 3 claimed, 4 resolve.  src/callbacks/window/claim.rs Window::claim */
+/* res: 1 sent, 2 busy, 3 claimed, 4 resolve.  crates/callbacks/src/window/claim.rs Window::claim */
 inline window_claim(sup) {
   d_step {
     tok[me] = 0; newtoken(nt);
@@ -395,7 +395,7 @@ inline rb_crash() {
 }
 #define CRASHPOINT if :: crashes < MAXCRASH -> rb_crash() :: true -> skip fi
 
-/* PER_SLOT: the index writes Window makes in their own calls (src/callbacks/window/mod.rs) */
+/* PER_SLOT: the index writes Window makes in their own calls (crates/callbacks/src/window/mod.rs) */
 inline idx_after_release(st) {
 #ifdef PER_SLOT
   CRASHPOINT;
@@ -421,8 +421,8 @@ inline idx_after_mark() {
 #endif
 }
 
-/* end of an attempt: src/queue/processor.rs Outcome → BullMQ (lua/move_to_finished.lua /
- * lua/move_to_delayed.lua), or for the sweep (jobless) src/callbacks/orphans.rs sweep (and drain.rs
+/* end of an attempt: crates/queue/src/processor.rs Outcome → BullMQ (lua/move_to_finished.lua /
+ * lua/move_to_delayed.lua), or for the sweep (jobless) crates/callbacks/src/orphans.rs sweep (and drain.rs
  * drain): DelayUntil → Window::revisit_at (ZADD XX) */
 #define O_DONE 1
 #define O_DELAY 2
@@ -491,7 +491,7 @@ end_idle2:
        :: else -> skip
        fi }
 #else
-  :: d_step { alive[me] && !rolledBack && inI && SWEEP_PERMIT ->  /* src/callbacks/orphans.rs sweep → Window::sweep */
+  :: d_step { alive[me] && !rolledBack && inI && SWEEP_PERMIT ->  /* crates/callbacks/src/orphans.rs sweep → Window::sweep */
        jobless = 0;
 #ifndef V2
        /* model/v1/window_sweep.lua:18-36: an open attempt is re-fenced with the hold */
@@ -519,21 +519,21 @@ end_idle2:
 #endif
 #if defined(V2) && !defined(PER_SLOT)
   :: d_step { alive[me] && !rolledBack && js == J_FAILED && stallFailed && !adopted ->
-       adopted = 1;          /* src/callbacks/orphans.rs adopt_stall_failures → Window::adopt */
+       adopted = 1;          /* crates/callbacks/src/orphans.rs adopt_stall_failures → Window::adopt */
        if                                                                  /* lua/window_adopt.lua:17-32 */
        :: C == C_SENT || R || ast == A_SENT || ast == A_SFAILED -> skip     /* :18-22 */
        :: OPEN -> inI = 1                                                   /* :23-26 */
        :: else -> ast = A_RETRY; atok = 0; inI = 1                         /* :27-32 token "" */
        fi }
 #endif
-  /* src/callbacks/reconcile.rs Reconciler::run_once */
+  /* crates/callbacks/src/reconcile.rs Reconciler::run_once */
   :: d_step { alive[me] && !rolledBack && ast == A_SENT && !polled -> polled = 1 }
      if :: d_step { errs < MAXERR -> errs++; escalated = 1 }              /* delivery failed: escalated */
         :: true -> skip fi
   :: alive[me] && !rolledBack && crashes < MAXCRASH -> rb_crash()
   od;
 
-attempt:                                          /* src/callbacks/sms/attempt.rs SmsProcessor::attempt */
+attempt:                                          /* crates/callbacks/src/sms/attempt.rs SmsProcessor::attempt */
   loops = 0; sup = 0;
 claim:
 #ifdef PER_SLOT
@@ -548,7 +548,7 @@ claim:
 #endif
 #ifdef LOST_REPLY
   /* A1 relaxed: a claim may run and its reply be lost (a connection cut after Redis ran it).
-   * src/callbacks/window/claim.rs Window::claim sends the same call again with the same token; until
+   * crates/callbacks/src/window/claim.rs Window::claim sends the same call again with the same token; until
    * it answers, the worker is in no provider call, so the attempt may age meanwhile. */
   if
   :: res == 3 && lost < MAXLOST ->
@@ -594,7 +594,7 @@ claim:
 
 send:
   CRASHPOINT;                                                            /* RINGBACK_CRASH_AT=after-claim */
-  atomic {                                     /* src/callbacks/sms/send.rs SmsProcessor::send: create_message */
+  atomic {                                     /* crates/callbacks/src/sms/send.rs SmsProcessor::send: create_message */
     if
     :: ans = 1                                                            /* accepted */
     :: errs < MAXERR -> ans = 2; errs++                                   /* permanent */
@@ -615,7 +615,7 @@ send:
      finish(O_DONE); goto end_idle
   :: ans == 2 ->                                                          /* SendOutcome::Permanent */
 #if defined(V2) && !defined(F2_AS_WRITTEN)
-     /* F2 fix, as src/callbacks/sms/send.rs SmsProcessor::send runs it: Escalator::escalate (job id
+     /* F2 fix, as crates/callbacks/src/sms/send.rs SmsProcessor::send runs it: Escalator::escalate (job id
       * from the run: idempotent), then release(send-failed); an escalation that fails delays the
       * job with nothing released (not modelled: like a crash here, the attempt stays open) */
      d_step { escalated = 1; sending[me] = 0 }
@@ -639,7 +639,7 @@ send:
      finish(O_DELAY); goto end_idle
   fi;
 
-resolve:          /* src/callbacks/sms/evidence.rs SmsProcessor::resolve */
+resolve:          /* crates/callbacks/src/sms/evidence.rs SmsProcessor::resolve */
   CRASHPOINT;
   atomic {
 #ifndef V2
@@ -773,7 +773,7 @@ proctype Env() {
 end_env:
   do
   /* claimed_at + pending TTL: never while the attempt's live worker is still inside its call
-   * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, src/callbacks/sms/config.rs SmsConfig::validate) */
+   * (pending TTL > TWILIO_TIMEOUT_MS + SAFETY_MARGIN, crates/callbacks/src/sms/config.rs SmsConfig::validate) */
   :: d_step { ast == A_CLAIMED && !aged && !(sending[0] && tok[0] == atok) && !(sending[1] && tok[1] == atok) -> aged = 1 }
 #ifndef V2
   /* v1: the claim written by model/v1/window_claim.lua:96 expires with the pending TTL */
@@ -824,7 +824,7 @@ end_env:
        stc++; lockDead = 0; holder = 3;
        if :: stc > MAXSTALLED -> js = J_FAILED; stallFailed = 1 :: else -> js = J_WAIT fi }
 #ifdef DRAIN
-  /* the operator: `ringback drain` (src/callbacks/drain.rs drain: refuses while ringback workers
+  /* the operator: `ringback drain` (crates/callbacks/src/drain.rs drain: refuses while ringback workers
    * live; adopts, takes every indexed run with window_sweep forced, attempts it) resolves every
    * open attempt, then the fleet is rolled back to the legacy worker. (A drain that reaches its
    * deadline escalates what is still open and stops: not modelled, outside A6.) */

@@ -1,6 +1,6 @@
 --[[
   ringback: helpers shared by every script in lua/ (prepended to each script by
-  src/store/scripts.rs, so a script is always one self-contained EVAL body).
+  crates/store/src/scripts.rs, so a script is always one self-contained EVAL body).
 
   These are our own functions written to BullMQ's Redis data layout (job hashes,
   the wait/active/delayed/prioritized lists and sets, the marker, the events stream;

@@ -194,7 +194,7 @@ local function fetchNextOrDrain(q, now, w)
   return nil
 end
 
--- The group commit's layout (src/store/group_commit.rs, `batch_layout`, says it in full): ARGV[1..3]
+-- The group commit's layout (crates/store/src/group_commit.rs, `batch_layout`, says it in full): ARGV[1..3]
 -- the number of jobs, keys and arguments per job; the first job's KEYS/ARGV in full; then per
 -- further job a spec "<key positions>|<argument positions>" of what differs from the job before
 -- it, its new arguments after it in ARGV, its new keys in turn in KEYS. Calls `run(i, K, A)` for

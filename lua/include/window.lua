@@ -1,6 +1,6 @@
 --[[
   ringback: the window's per-run steps as functions, prepended (after common.lua) to the scripts
-  that name `[window]` in src/store/scripts.rs. A script that is only one step calls one function
+  that name `[window]` in crates/store/src/scripts.rs. A script that is only one step calls one function
   with its KEYS and ARGV (window_claim.lua, window_mark_sent.lua, receipt_apply.lua); a script that
   fuses several steps in one call (the single-Redis finish) calls several, each with its own
   tables laid out exactly as that step's script header says: the headers stay the one contract.

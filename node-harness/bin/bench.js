@@ -87,7 +87,7 @@ async function texted(base) {
   return Array.isArray(body) ? body.length : (body.messages || []).length;
 }
 
-/** The script names ringback's SHAs stand for: as src/store/scripts.rs builds each body,
+/** The script names ringback's SHAs stand for: as crates/store/src/scripts.rs builds each body,
  * lua/include/common.lua, then the includes the `scripts!` table names for it
  * (`name => "file.lua" [window, finish]`), then "-- script: <file>" and the file. */
 function scriptNames() {

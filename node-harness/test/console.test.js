@@ -69,7 +69,7 @@ describe('the console in headless Chromium', { timeout: 90_000 }, () => {
     const env = {
       ...process.env,
       NO_COLOR: '1',
-      RUST_LOG: 'warn,ringback::queue::worker=info',
+      RUST_LOG: 'warn,ringback_queue::worker=info',
       REDIS_URL: redis.url,
       RINGBACK_QUEUE: QUEUE,
       TWILIO_ACCOUNT_SID: ACCOUNT_SID,

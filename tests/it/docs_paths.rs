@@ -29,6 +29,7 @@ fn every_path_the_docs_cite_exists() {
     }
     let tops = [
         "src/",
+        "crates/",
         "lua/",
         "tests/",
         "scripts/",
@@ -141,6 +142,7 @@ fn nothing_cites_a_file_outside_the_repository() {
         "Cargo.toml",
         "docs",
         "src",
+        "crates",
         "lua",
         "tests",
         "benches",

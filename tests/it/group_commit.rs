@@ -78,7 +78,7 @@ fn fetch(token: &str) -> FetchArgs {
 }
 
 /// Each finishing job's finish_sent KEYS and ARGV: its run's sent marker, its completion, the
-/// next job's fetch and that job's claim (laid out as src/callbacks/sms/fused.rs does); or,
+/// next job's fetch and that job's claim (laid out as crates/callbacks/src/sms/fused.rs does); or,
 /// without `step`, its plain move_to_finished KEYS and ARGV (completion and fetch).
 fn calls(s: &Side, step: bool) -> Vec<(Vec<String>, Vec<String>)> {
     let p = &s.prefix;

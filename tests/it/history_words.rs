@@ -13,6 +13,7 @@ const ROOTS: &[&str] = &[
     "Cargo.toml",
     "docs",
     "src",
+    "crates",
     "lua",
     "tests",
     "benches",

@@ -134,8 +134,8 @@ class Lab {
     return {
       ...process.env,
       NO_COLOR: '1',
-      // info for ringback::queue::worker: the drills wait for its "worker started" line
-      RUST_LOG: process.env.DRILL_RUST_LOG || 'warn,ringback::queue::worker=info',
+      // info for ringback_queue::worker: the drills wait for its "worker started" line
+      RUST_LOG: process.env.DRILL_RUST_LOG || 'warn,ringback_queue::worker=info',
       REDIS_URL: this.redis.url,
       RINGBACK_QUEUE: queue,
       RINGBACK_PREFIX: this.prefix,

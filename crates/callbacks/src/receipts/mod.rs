@@ -1,0 +1,356 @@
+//! Delivery receipts: what happened to a callback after Twilio accepted it. Status callbacks
+//! and polls are applied to the run's callback record by one Lua script (`receipt_apply.lua`),
+//! ranked so a record never moves backwards whatever order Twilio delivers them in.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ringback_store::connection::Conn;
+
+use ringback_shared::clock::now_ms;
+use ringback_shared::error::Error;
+use ringback_store::keys::{self, WindowKeys};
+use ringback_store::scripts::{RoundTrips, scripts};
+use ringback_store::slots::Topology;
+
+mod escalated;
+mod record;
+
+pub use record::derive_state;
+pub use record::{CallbackRecord, history_of};
+
+/// Where a status came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    Webhook,
+    Poll,
+    Send,
+}
+
+impl Source {
+    fn as_str(self) -> &'static str {
+        match self {
+            Source::Webhook => "webhook",
+            Source::Poll => "poll",
+            Source::Send => "send",
+        }
+    }
+}
+
+/// One status to apply.
+#[derive(Debug, Clone)]
+pub struct StatusUpdate {
+    pub run_id: String,
+    pub sid: String,
+    pub status: String,
+    pub error_code: Option<String>,
+    pub raw_dlr_done_date: Option<String>,
+    pub source: Source,
+    /// Repeat detection id (`token:<idempotency token>` or `params:<hash of the signed
+    /// parameters>`), kept on the run's record as the field `seen:<id>`.
+    pub repeat_id: Option<String>,
+    /// The attempt token the StatusCallback URL carried.
+    pub attempt: Option<String>,
+}
+
+/// What applying a status did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// "repeat", "applied", "stale", "same", "conflict", "other", "unknown".
+    pub outcome: String,
+    pub status: String,
+    pub previous: String,
+}
+
+impl Applied {
+    /// This update newly made the record end in a failed delivery.
+    pub fn newly_failed(&self) -> bool {
+        self.outcome == "applied" && self.ends_failed()
+    }
+
+    /// Count a newly failed delivery by its error code (`ringback_delivery_errors_total`).
+    pub fn count_delivery_error(&self, code: Option<&str>) {
+        if self.newly_failed() {
+            ringback_shared::telemetry::global().delivery_error(code);
+        }
+    }
+
+    /// The run's record, after this update whatever its outcome, ends in a failed delivery:
+    /// every path that sees this escalates (idempotently), so a repeat of a callback whose
+    /// escalation was cut short escalates it.
+    pub fn ends_failed(&self) -> bool {
+        is_failed_status(&self.status)
+    }
+}
+
+/// Terminal statuses that mean the human was not (fully) texted.
+pub fn is_failed_status(status: &str) -> bool {
+    matches!(
+        status,
+        "failed" | "undelivered" | "canceled" | "partially_delivered"
+    )
+}
+
+/// Settings of the receipt store.
+#[derive(Debug, Clone)]
+pub struct ReceiptTimes {
+    /// How long records and links live (the sent TTL); a status callback is remembered as a
+    /// repeat as long as its run's record lives (the marker is a field of the record).
+    pub record_ttl: Duration,
+    /// After how long without a terminal status a message is looked up.
+    pub poll_after: Duration,
+}
+
+/// The escalation marker lives this many times the record's lifetime (`RINGBACK_SENT_TTL_MS`):
+/// a replayed status callback after the record expired finds the marker and escalates nothing.
+pub const ESCALATED_MARKER_LIVES: u64 = 4;
+
+/// The rank of a terminal status (delivered, undelivered, failed, …; see receipt_apply.lua).
+const TERMINAL_RANK: u8 = 3;
+
+/// How many scheduled messages the receipts-missing gauge reads per refresh.
+/// Scheduled messages the backlog gauge reads in one pass (three pipelined round trips).
+const BACKLOG_READ: isize = 2_000;
+
+/// The callback records.
+#[derive(Clone)]
+pub struct Receipts {
+    conn: Conn,
+    trips: Arc<RoundTrips>,
+    claim_prefix: String,
+    times: ReceiptTimes,
+    topology: Topology,
+}
+
+impl Receipts {
+    pub fn new(conn: Conn, claim_prefix: String, times: ReceiptTimes) -> Self {
+        Self {
+            topology: Topology::forced_or(Topology::of(&conn)),
+            conn,
+            trips: Default::default(),
+            claim_prefix,
+            times,
+        }
+    }
+
+    /// Redis round trips this store made (all clones), for measurements.
+    pub fn round_trips(&self) -> u64 {
+        self.trips.get()
+    }
+
+    /// The claim prefix the records are keyed by (the console reads them directly).
+    pub fn claim_prefix(&self) -> &str {
+        &self.claim_prefix
+    }
+
+    pub fn times(&self) -> &ReceiptTimes {
+        &self.times
+    }
+
+    /// Lay the calls out for `topology` (see [`Topology`]).
+    pub fn with_topology(mut self, topology: Topology) -> Self {
+        self.topology = topology;
+        self
+    }
+
+    /// Apply one status to its run's record: one call, in the run's slot (the repeat marker is
+    /// a field of the record, `seen:<repeat id>`). A second call only when the record did not
+    /// know this MessageSid (the send was never marked, or another message of the run): its
+    /// link is written then.
+    pub async fn apply(&self, u: &StatusUpdate) -> Result<Applied, Error> {
+        let w = WindowKeys::new(&self.claim_prefix, &u.run_id);
+        let keys = [
+            w.record,
+            keys::callback_history(&self.claim_prefix, &u.run_id),
+        ];
+        let now = now_ms();
+        let record_ttl = self.times.record_ttl.as_millis().to_string();
+        let args = [
+            u.run_id.as_str(),
+            &u.sid,
+            &u.status,
+            u.error_code.as_deref().unwrap_or(""),
+            u.raw_dlr_done_date.as_deref().unwrap_or(""),
+            &now.to_string(),
+            u.source.as_str(),
+            u.repeat_id.as_deref().unwrap_or(""),
+            &record_ttl,
+            u.attempt.as_deref().unwrap_or(""),
+        ];
+        let r: Vec<String> = scripts()
+            .receipt_apply
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
+            .await?;
+        let [outcome, status, previous, unlinked] = r.as_slice() else {
+            return Err(Error::Reply {
+                script: "receipt_apply",
+                detail: format!("{r:?}"),
+            });
+        };
+        if unlinked == "1" {
+            self.trips.add(1);
+            let _: () = redis::cmd("SET")
+                .arg(keys::message_link(&u.sid))
+                .arg(&u.run_id)
+                .arg("PX")
+                .arg(&record_ttl)
+                .query_async(&mut self.conn.clone())
+                .await?;
+        }
+        Ok(Applied {
+            outcome: outcome.clone(),
+            status: status.clone(),
+            previous: previous.clone(),
+        })
+    }
+
+    /// Whether the run's record already ends in a terminal status for `sid` (the reconciler
+    /// drops such a sid from its schedule instead of looking it up: the webhook's one call
+    /// leaves the schedule alone).
+    pub async fn settled(&self, run_id: &str, sid: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let (rec_sid, rank): (Option<String>, Option<u8>) = redis::cmd("HMGET")
+            .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
+            .arg("sid")
+            .arg("rank")
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(rec_sid.as_deref() == Some(sid) && rank.is_some_and(|r| r >= TERMINAL_RANK))
+    }
+
+    /// Keep which long runId `short_key` names, as long as the run's record lives: written
+    /// before the create whose StatusCallback URL carries the key.
+    pub async fn link_short_key(&self, short_key: &str, run_id: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        let _: () = redis::cmd("SET")
+            .arg(keys::run_key_link(&self.claim_prefix, short_key))
+            .arg(run_id)
+            .arg("PX")
+            .arg(self.times.record_ttl.as_millis().max(1) as u64)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// The long runId a status callback's short key names ([`Self::link_short_key`]).
+    pub async fn run_of_short_key(&self, short_key: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("GET")
+            .arg(keys::run_key_link(&self.claim_prefix, short_key))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// The run a MessageSid belongs to, as recorded at send time or by an earlier callback.
+    pub async fn run_of(&self, sid: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("GET")
+            .arg(keys::message_link(sid))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Take up to `n` messages due for a poll (leased for `lease`).
+    pub async fn due_polls(&self, n: usize, lease: Duration) -> Result<Vec<String>, Error> {
+        let args = [
+            now_ms().to_string(),
+            n.to_string(),
+            lease.as_millis().to_string(),
+        ];
+        let keys = [keys::reconcile_schedule(&self.claim_prefix)];
+        Ok(scripts()
+            .claim_due
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?)
+    }
+
+    /// Stop polling a message (no run, or settled).
+    pub async fn forget_poll(&self, sid: &str) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("ZREM")
+            .arg(keys::reconcile_schedule(&self.claim_prefix))
+            .arg(sid)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+
+    /// The reconciliation backlog: messages waiting for a final receipt, and how many of them
+    /// were sent more than `deadline` ago. A message whose final receipt the webhook recorded
+    /// is not waiting: its sid stays in the poll schedule until it comes due (the webhook's
+    /// one call in the run's slot never touches the shared schedule), so this pass reads each
+    /// scheduled sid's record, counts the ones without a final status, and drops the others
+    /// from the schedule (as the reconciler would when they come due). At most
+    /// `BACKLOG_READ` sids are read a pass; beyond them each is counted as waiting.
+    pub async fn receipt_backlog(&self, deadline: Duration) -> Result<(u64, u64), Error> {
+        let schedule = keys::reconcile_schedule(&self.claim_prefix);
+        self.trips.add(1);
+        let (count, sids): (u64, Vec<String>) = redis::pipe()
+            .cmd("ZCARD")
+            .arg(&schedule)
+            .cmd("ZRANGE")
+            .arg(&schedule)
+            .arg(0)
+            .arg(BACKLOG_READ - 1)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        if sids.is_empty() {
+            return Ok((count, 0));
+        }
+        let mut pipe = redis::pipe();
+        for sid in &sids {
+            pipe.cmd("GET").arg(keys::message_link(sid));
+        }
+        self.trips.add(1);
+        let runs: Vec<Option<String>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let mut pipe = redis::pipe();
+        for run in runs.iter().flatten() {
+            let w = WindowKeys::new(&self.claim_prefix, run);
+            pipe.cmd("HMGET").arg(&w.record).arg("sid").arg("rank");
+            pipe.cmd("HGET").arg(&w.attempt).arg("sent_at");
+        }
+        self.trips.add(1);
+        let read: Vec<redis::Value> = pipe.query_async(&mut self.conn.clone()).await?;
+        let before = now_ms() - deadline.as_millis() as i64;
+        let (mut waiting, mut missing, mut settled) = (0u64, 0u64, vec![]);
+        let mut replies = read.chunks(2);
+        for (sid, run) in sids.iter().zip(&runs) {
+            if run.is_none() {
+                // no run to settle it for: waiting until the reconciler drops it
+                waiting += 1;
+                continue;
+            }
+            let Some([record, sent_at]) = replies.next() else {
+                break;
+            };
+            let (rec_sid, rank): (Option<String>, Option<u8>) =
+                redis::from_redis_value(record.clone()).unwrap_or((None, None));
+            if rec_sid.as_deref() == Some(sid.as_str()) && rank.is_some_and(|r| r >= TERMINAL_RANK)
+            {
+                settled.push(sid.clone());
+                continue;
+            }
+            waiting += 1;
+            let sent: Option<i64> = redis::from_redis_value(sent_at.clone()).unwrap_or(None);
+            if sent.is_some_and(|t| t < before) {
+                missing += 1;
+            }
+        }
+        if !settled.is_empty() {
+            self.trips.add(1);
+            redis::cmd("ZREM")
+                .arg(&schedule)
+                .arg(&settled)
+                .query_async::<()>(&mut self.conn.clone())
+                .await?;
+        }
+        let unread = count.saturating_sub(sids.len() as u64);
+        Ok((waiting + unread, missing))
+    }
+}

@@ -1,0 +1,119 @@
+//! Turning a claim into the long-lived `sent` marker: `Window::mark_sent`, and on a Redis
+//! Cluster the MessageSid link and the poll schedule written around it.
+
+use super::*;
+use ringback_shared::error::Error;
+use ringback_store::scripts::scripts;
+use std::sync::atomic::Ordering;
+
+impl Window {
+    /// Record that `sid` was sent for the run (Twilio answered this attempt, or a lookup found it)
+    /// with `status`, and start the callback record with it (one call).
+    pub async fn mark_sent(
+        &self,
+        run_id: &str,
+        token: &str,
+        sid: &str,
+        status: &str,
+        how: Marked,
+    ) -> Result<MarkSent, Error> {
+        let k = self.keys(run_id);
+        let kind = match how {
+            Marked::Sent => "sent",
+            Marked::Found => "found",
+        };
+        let args = [
+            token,
+            sid,
+            &ms(self.times.sent_ttl),
+            run_id,
+            status,
+            &ms(self.times.poll_after),
+            kind,
+        ];
+        let history = ringback_store::keys::callback_history(&self.claim_prefix, run_id);
+        let link = ringback_store::keys::message_link(sid);
+        let claim_key = k.claim.clone();
+        let keys = if self.per_slot() {
+            if how == Marked::Found && self.linked_elsewhere(&link, run_id).await? {
+                return Ok(MarkSent::OtherRun);
+            }
+            self.link_and_schedule(run_id, sid, &link).await?;
+            vec![k.claim, k.attempt, k.record, history]
+        } else {
+            vec![
+                k.claim,
+                k.attempt,
+                self.index(),
+                link,
+                k.record,
+                history,
+                ringback_store::keys::reconcile_schedule(&self.claim_prefix),
+            ]
+        };
+        // a short wait is counted and logged where it came back; the text is out either way
+        let (code, _durability): (i64, _) = scripts()
+            .window_mark_sent
+            .run_durably(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                ringback_store::scripts::WaitOn {
+                    key: &claim_key,
+                    survive: ringback_store::scripts::Survive::Failover,
+                },
+                &keys,
+                &args,
+            )
+            .await?;
+        if self.per_slot() && code != 2 {
+            self.index_rem(run_id).await?;
+        }
+        Ok(match code {
+            0 => MarkSent::Marked,
+            1 => {
+                WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
+                MarkSent::Overrun
+            }
+            _ => MarkSent::OtherRun,
+        })
+    }
+
+    /// PerSlot mode: whether the MessageSid is already linked to another run (a lookup never
+    /// takes another run's message).
+    pub(super) async fn linked_elsewhere(&self, link: &str, run_id: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let owner: Option<String> = redis::cmd("GET")
+            .arg(link)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(owner.is_some_and(|o| o != run_id))
+    }
+
+    /// PerSlot mode, before the sent marker: the MessageSid link and the message's poll (each
+    /// its own slot). Written first, so a cut before the marker leaves the reconciler the way to
+    /// the run's record (module docs).
+    pub(super) async fn link_and_schedule(
+        &self,
+        run_id: &str,
+        sid: &str,
+        link: &str,
+    ) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("SET")
+            .arg(link)
+            .arg(run_id)
+            .arg("PX")
+            .arg(ms(self.times.sent_ttl))
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        self.trips.add(1);
+        redis::cmd("ZADD")
+            .arg(ringback_store::keys::reconcile_schedule(&self.claim_prefix))
+            .arg(self.now() + self.times.poll_after.as_millis() as i64)
+            .arg(sid)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+}

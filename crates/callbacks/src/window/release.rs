@@ -1,0 +1,83 @@
+//! Giving a claim back (`release`: retry or send-failed) or holding it while a send's outcome
+//! is unknown (`hold`).
+
+use super::*;
+use ringback_shared::error::Error;
+use ringback_store::scripts::scripts;
+use std::time::Duration;
+
+impl Window {
+    /// Twilio did not take the message. `state` "released": the claim stays ours and the attempt
+    /// open as `retry`, due in `retry_in` (for the job's retry or the orphan sweep, whichever
+    /// comes); "send-failed": the claim is deleted and the run closed (escalate first).
+    pub async fn release(
+        &self,
+        run_id: &str,
+        token: &str,
+        reason: &str,
+        state: &str,
+        retry_in: Duration,
+    ) -> Result<bool, Error> {
+        let k = self.keys(run_id);
+        let retry_in = retry_in.as_millis().to_string();
+        let args = [
+            token,
+            &retry_in,
+            reason,
+            state,
+            run_id,
+            &ms(self.times.lease),
+        ];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
+        let released: i64 = scripts()
+            .window_release
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
+            .await?;
+        if self.per_slot() && released == 1 {
+            if state == "send-failed" {
+                self.index_rem(run_id).await?;
+            } else {
+                self.index_add(
+                    run_id,
+                    self.now() + retry_in.parse::<i64>().unwrap_or(0).max(1),
+                )
+                .await?;
+            }
+        }
+        Ok(released == 1)
+    }
+
+    /// Keep our claim while an unknown send is resolved.
+    pub async fn hold(&self, run_id: &str, token: &str, reason: &str) -> Result<bool, Error> {
+        let k = self.keys(run_id);
+        let args = [
+            token,
+            &ms(self.times.lease),
+            &ms(self.times.hold),
+            reason,
+            run_id,
+        ];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
+        let held: i64 = scripts()
+            .window_hold
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
+            .await?;
+        if self.per_slot() && held == 1 {
+            self.index_add(run_id, self.now() + self.times.hold.as_millis() as i64 / 2)
+                .await?;
+        }
+        Ok(held == 1)
+    }
+}

@@ -1,0 +1,281 @@
+//! Resolving open attempts: the attempt record, the sweep of orphans, adoption of a job that
+//! ended unresolved, settling an unknown, the open-attempts gauges.
+
+use super::*;
+use ringback_shared::error::Error;
+use ringback_store::scripts::scripts;
+
+impl Window {
+    /// A run's attempt record as stored (empty when there is none): its `state`, `to`,
+    /// `from`, `body`, … (`window_claim.lua`'s header names the fields).
+    pub async fn attempt_record(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::HashMap<String, String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("HGETALL")
+            .arg(self.keys(run_id).attempt)
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// The runId a MessageSid was sent for, when ringback recorded it.
+    pub async fn run_of_message(&self, sid: &str) -> Result<Option<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("GET")
+            .arg(ringback_store::keys::message_link(sid))
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Runs whose attempt is still open past its deadline: maybe no live job is resolving them.
+    /// (Read on this process's estimate of Redis's clock; `sweep` decides on Redis's own.)
+    pub async fn overdue(&self, limit: usize) -> Result<Vec<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("ZRANGEBYSCORE")
+            .arg(self.index())
+            .arg("-inf")
+            .arg(self.now())
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit)
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+
+    /// Take an overdue open attempt for re-enqueueing: its claim is re-fenced and its deadline
+    /// pushed on. `None` when it was not overdue after all, or is settled.
+    pub async fn sweep(&self, run_id: &str) -> Result<Option<Orphan>, Error> {
+        self.sweep_script(run_id, false).await
+    }
+
+    /// Take an open attempt whether or not it is due (`ringback drain`).
+    pub async fn take(&self, run_id: &str) -> Result<Option<Orphan>, Error> {
+        self.sweep_script(run_id, true).await
+    }
+
+    /// Every run with an open attempt (the whole index).
+    pub async fn open_runs(&self) -> Result<Vec<String>, Error> {
+        self.trips.add(1);
+        Ok(redis::cmd("ZRANGE")
+            .arg(self.index())
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.conn.clone())
+            .await?)
+    }
+}
+
+impl Window {
+    pub(super) async fn sweep_script(
+        &self,
+        run_id: &str,
+        force: bool,
+    ) -> Result<Option<Orphan>, Error> {
+        let k = self.keys(run_id);
+        let force = if force { "1" } else { "" };
+        let args = [run_id, &ms(self.times.lease), &ms(self.times.hold), force];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
+        let taken = if self.per_slot() {
+            // the due check and the push, atomic on the index alone (window_index.lua)
+            let push = (self.times.hold.as_millis() / 2).to_string();
+            let at: Option<i64> = scripts()
+                .window_index
+                .run_in(
+                    self.topology,
+                    &mut self.conn.clone(),
+                    &self.trips,
+                    &[self.index()],
+                    &["take", run_id, &push, force],
+                )
+                .await?;
+            match at {
+                Some(at) => Some(at),
+                None => return Ok(None),
+            }
+        } else {
+            None
+        };
+        let reply: Vec<String> = scripts()
+            .window_sweep
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
+            .await?;
+        if let (Some(at), true) = (taken, reply.is_empty()) {
+            // settled: drop it, unless a newer claim wrote the index since the take
+            let _: i64 = scripts()
+                .window_index
+                .run_in(
+                    self.topology,
+                    &mut self.conn.clone(),
+                    &self.trips,
+                    &[self.index()],
+                    &["drop", run_id, &at.to_string(), ""],
+                )
+                .await?;
+        }
+        Ok(match reply.as_slice() {
+            [generation, token, to, from, body, urgent, tz] => Some(Orphan {
+                generation: generation.clone(),
+                token: token.clone(),
+                to: to.clone(),
+                from: from.clone(),
+                body: body.clone(),
+                facts: SendFacts::read(urgent, tz),
+            }),
+            _ => None,
+        })
+    }
+}
+
+impl Window {
+    /// Make a callback whose job ended unresolved an open attempt of the orphan sweep's (see
+    /// `lua/window_adopt.lua`). Returns true when it was adopted now.
+    pub async fn adopt(
+        &self,
+        job_id: &str,
+        req: &crate::callback::CallbackRequest,
+    ) -> Result<bool, Error> {
+        let k = self.keys(&req.run_id);
+        let from = req.from.clone().unwrap_or_default();
+        let args = [
+            req.run_id.as_str(),
+            job_id,
+            &req.to,
+            &from,
+            &req.body,
+            &ms(self.times.sent_ttl),
+            if req.urgent { "1" } else { "" },
+            req.time_zone.as_deref().unwrap_or(""),
+        ];
+        let keys = self.laid_out(vec![k.claim, k.attempt, k.record], [self.index()]);
+        if self.per_slot() {
+            // first: an attempt adopted now is due now, and indexed before it exists
+            self.index_add(&req.run_id, self.now()).await?;
+        }
+        let adopted: i64 = scripts()
+            .window_adopt
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
+            .await?;
+        Ok(adopted == 1)
+    }
+
+    /// Settle an attempt whose send cannot be proven either way (escalated before): never resent.
+    pub async fn settle_unknown(
+        &self,
+        run_id: &str,
+        token: &str,
+        reason: &str,
+    ) -> Result<bool, Error> {
+        let k = self.keys(run_id);
+        let args = [token, &ms(self.times.sent_ttl), run_id, reason];
+        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
+        let settled: i64 = scripts()
+            .window_settle_unknown
+            .run_in(
+                self.topology,
+                &mut self.conn.clone(),
+                &self.trips,
+                &keys,
+                &args,
+            )
+            .await?;
+        if self.per_slot() && settled == 1 {
+            self.index_rem(run_id).await?;
+        }
+        Ok(settled == 1)
+    }
+
+    /// Mark the attempt's unknown outcome as escalated; true for the first caller only.
+    pub async fn flag_escalated(&self, run_id: &str) -> Result<bool, Error> {
+        self.trips.add(1);
+        let first: i64 = redis::cmd("HSETNX")
+            .arg(self.keys(run_id).attempt)
+            .arg("escalated")
+            .arg(self.now())
+            .query_async(&mut self.conn.clone())
+            .await?;
+        Ok(first == 1)
+    }
+
+    /// Open attempts: how many, and the oldest one's start (ms on Redis's clock).
+    pub async fn open_attempts(&self) -> Result<OpenAttempts, Error> {
+        self.trips.add(1);
+        let (count, runs): (u64, Vec<String>) = redis::pipe()
+            .cmd("ZCARD")
+            .arg(self.index())
+            .cmd("ZRANGE")
+            .arg(self.index())
+            .arg(0)
+            .arg(GAUGE_SAMPLE - 1)
+            .query_async(&mut self.conn.clone())
+            .await?;
+        // The index is ordered by when to look, not by age: read the records' starts, in one
+        // round trip, for up to GAUGE_SAMPLE runs (the oldest is almost always among the first
+        // to be looked at, since an open attempt is looked at every sweep).
+        if runs.is_empty() {
+            return Ok(OpenAttempts {
+                count,
+                ..Default::default()
+            });
+        }
+        let mut pipe = redis::pipe();
+        for run in &runs {
+            pipe.cmd("HMGET")
+                .arg(self.keys(run).attempt)
+                .arg("since")
+                .arg("state")
+                .arg("error");
+        }
+        self.trips.add(1);
+        let rows: Vec<(Option<i64>, Option<String>, Option<String>)> =
+            pipe.query_async(&mut self.conn.clone()).await?;
+        let state_is = |want: &[&str]| {
+            rows.iter()
+                .filter(|(_, s, _)| s.as_deref().is_some_and(|s| want.contains(&s)))
+                .count() as u64
+        };
+        // an attempt waiting for its quiet hours to end is on time, however old: its age would
+        // page the operator every night
+        let quiet = |(_, state, error): &&(Option<i64>, Option<String>, Option<String>)| {
+            state.as_deref() == Some("retry")
+                && error
+                    .as_deref()
+                    .is_some_and(|e| e.starts_with(crate::quiet::HELD_REASON))
+        };
+        Ok(OpenAttempts {
+            count,
+            oldest_since: rows
+                .iter()
+                .filter(|r| !quiet(r))
+                .filter_map(|(since, _, _)| *since)
+                .min(),
+            retry: state_is(&["retry"]),
+            in_doubt: state_is(&["ambiguous", "unknown"]),
+        })
+    }
+
+    /// Come back to an open attempt at `at` (ms) rather than at its default deadline.
+    pub async fn revisit_at(&self, run_id: &str, at: i64) -> Result<(), Error> {
+        self.trips.add(1);
+        redis::cmd("ZADD")
+            .arg(self.index())
+            .arg("XX")
+            .arg(at)
+            .arg(run_id)
+            .query_async::<()>(&mut self.conn.clone())
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,312 @@
+//! Fetching a job, and finishing one: `move_to_finished` (alone, grouped, or with a processor's
+//! step), which also fetches the next job in the same call.
+
+use super::*;
+use crate::job::{Job, KeepJobs};
+use redis::Value;
+use ringback_shared::clock::now_ms;
+use ringback_shared::error::{Error, ScriptCode};
+use ringback_store::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};
+use ringback_store::scripts::{LuaScript, scripts};
+
+impl Commands {
+    pub async fn move_to_active(&self, fetch: &FetchArgs) -> Result<Fetched, Error> {
+        let k = &self.keys;
+        let keys = self.fetch_keys(&[k.marker()]);
+        let now = now_ms().to_string();
+        let args = [
+            k.base(),
+            &now,
+            &fetch.token,
+            &fetch.lock_ms,
+            &fetch.name,
+            &fetch.limiter_max,
+            &fetch.limiter_duration,
+        ];
+        let reply: Value = scripts()
+            .move_to_active
+            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .await?;
+        parse_fetched("move_to_active", reply)
+    }
+
+    /// Record how an attempt ended. `fetch` asks the script to take the next job in the same
+    /// round trip (BullMQ's fetch-next); the answer then carries it. `tm`, written on the job
+    /// with a failure (the trace context of the span that recorded it), as a Node worker with
+    /// BullMQ's OpenTelemetry add-on writes it.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "moveToFinished's inputs, one argument each, as BullMQ's own call takes them"
+    )]
+    pub async fn finish(
+        &self,
+        job: &Job,
+        token: &str,
+        finish: &Finish,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&FetchArgs>,
+        tm: Option<&str>,
+    ) -> Result<Result<Fetched, ScriptCode>, Error> {
+        match finish {
+            Finish::Completed { .. } | Finish::Failed { .. } => {
+                self.move_to_finished(job, token, finish, keep, metrics_max, fetch, tm)
+                    .await
+            }
+            Finish::RetryNow {
+                reason,
+                stacktrace,
+                lifo,
+            } => {
+                let k = &self.keys;
+                let keys = [
+                    k.active(),
+                    k.wait(),
+                    k.paused(),
+                    k.job(&job.id),
+                    k.meta(),
+                    k.events(),
+                    k.delayed(),
+                    k.prioritized(),
+                    k.pc(),
+                    k.marker(),
+                    k.stalled(),
+                ];
+                let now = now_ms().to_string();
+                let push = if *lifo { "RPUSH" } else { "LPUSH" };
+                let mut args = vec![
+                    k.base(),
+                    &now,
+                    push,
+                    &job.id,
+                    token,
+                    "failedReason",
+                    reason,
+                    "stacktrace",
+                    stacktrace,
+                ];
+                if let Some(tm) = tm {
+                    args.extend(["tm", tm]);
+                }
+                let reply: Value = scripts()
+                    .retry_job
+                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .await?;
+                Ok(code_or("retry_job", reply).map(|()| Fetched::Empty))
+            }
+            Finish::Delay {
+                delay_ms,
+                skip_attempt,
+                failure,
+            } => {
+                let k = &self.keys;
+                let keys = [
+                    k.marker(),
+                    k.active(),
+                    k.prioritized(),
+                    k.delayed(),
+                    k.job(&job.id),
+                    k.events(),
+                    k.meta(),
+                    k.stalled(),
+                    k.wait(),
+                    k.limiter(),
+                    k.pc(),
+                    k.paused(),
+                ];
+                let now = now_ms().to_string();
+                let delay = delay_ms.to_string();
+                let none = String::new();
+                let f = fetch;
+                let mut args: Vec<&str> = vec![
+                    k.base(),
+                    &now,
+                    &job.id,
+                    token,
+                    &delay,
+                    if *skip_attempt { "1" } else { "0" },
+                    if fetch.is_some() { "1" } else { "0" },
+                    f.map_or(&none, |f| &f.lock_ms),
+                    f.map_or(&none, |f| &f.name),
+                    f.map_or(&none, |f| &f.limiter_max),
+                    f.map_or(&none, |f| &f.limiter_duration),
+                ];
+                if let Some((reason, stack)) = failure {
+                    args.extend([
+                        "failedReason",
+                        reason.as_str(),
+                        "stacktrace",
+                        stack.as_str(),
+                    ]);
+                    if let Some(tm) = tm {
+                        args.extend(["tm", tm]);
+                    }
+                }
+                let reply: Value = scripts()
+                    .move_to_delayed
+                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .await?;
+                match reply {
+                    Value::Array(_) => parse_fetched("move_to_delayed", reply).map(Ok),
+                    other => Ok(code_or("move_to_delayed", other).map(|()| Fetched::Empty)),
+                }
+            }
+        }
+    }
+
+    /// The group commit of this queue's finishing calls, started by the first call that uses it.
+    pub(super) fn group(&self) -> &GroupCommit {
+        self.group
+            .get_or_init(|| GroupCommit::start(self.conn.clone(), self.trips.clone(), IN_FLIGHT))
+    }
+
+    /// The group commit of this queue's finishing calls with a processor's step.
+    pub(super) fn step_group(&self) -> &GroupCommit {
+        self.step_group.get_or_init(|| {
+            GroupCommit::start(self.conn.clone(), self.trips.clone(), IN_FLIGHT_STEP)
+        })
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "moveToFinished's inputs, one argument each, as BullMQ's own call takes them"
+    )]
+    pub(super) async fn move_to_finished(
+        &self,
+        job: &Job,
+        token: &str,
+        finish: &Finish,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&FetchArgs>,
+        tm: Option<&str>,
+    ) -> Result<Result<Fetched, ScriptCode>, Error> {
+        let (script, keys, mut args) =
+            self.finished_call(job, token, finish, keep, metrics_max, fetch, None);
+        if let (Finish::Failed { .. }, Some(tm)) = (finish, tm) {
+            args.extend(["tm".to_string(), tm.to_string()]);
+        }
+        // grouped with other jobs' finishes that queue up at the same time (GroupCommit)
+        let reply: Value = self
+            .group()
+            .run(script, &scripts().move_to_finished_batch, keys, args)
+            .await?;
+        finished_reply(script.name, reply)
+    }
+
+    /// Complete `job` with a processor's step folded in (`crate::processor::FinishStep`):
+    /// `script` runs move_to_finished's contract, then the step with `keys` and `args` appended.
+    /// With a `batch` script, the call is grouped with other jobs' calls that queue up at the
+    /// same time ([`GroupCommit`]). Returns the finish (as [`Commands::finish`]), the step's own
+    /// answer and what it prepared for the fetched job.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn complete_with_step(
+        &self,
+        job: &Job,
+        token: &str,
+        returnvalue: &str,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&FetchArgs>,
+        step: (&'static LuaScript, &[String], &[String]),
+        batch: Option<&'static LuaScript>,
+    ) -> Result<StepFinished, Error> {
+        let finish = Finish::Completed {
+            returnvalue: returnvalue.to_string(),
+        };
+        let (script, keys, args) =
+            self.finished_call(job, token, &finish, keep, metrics_max, fetch, Some(step));
+        let reply: Value = match batch {
+            Some(batch) => self.step_group().run(script, batch, keys, args).await?,
+            None => {
+                script
+                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .await?
+            }
+        };
+        let bad = |detail: String| Error::Reply {
+            script: script.name,
+            detail,
+        };
+        let Value::Array(items) = reply else {
+            return Err(bad(format!(
+                "expected {{finish, own, next}}, got {reply:?}"
+            )));
+        };
+        let mut items = items.into_iter();
+        let finished = finished_reply(script.name, items.next().unwrap_or(Value::Nil))?;
+        Ok(StepFinished {
+            finished,
+            own: items.next().unwrap_or(Value::Nil),
+            prepared: items.next().unwrap_or(Value::Nil),
+        })
+    }
+
+    /// The script, KEYS and ARGV of a completion or final failure (move_to_finished.lua's
+    /// header), with a step's keys and arguments appended after them when given.
+    /// (Public, hidden, for `benches/worker.rs`: it measures packing a finishing call.)
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn finished_call<'a>(
+        &'a self,
+        job: &Job,
+        token: &'a str,
+        finish: &'a Finish,
+        keep: KeepJobs,
+        metrics_max: Option<u32>,
+        fetch: Option<&'a FetchArgs>,
+        step: Option<(&'static LuaScript, &[String], &[String])>,
+    ) -> (&'static LuaScript, Vec<String>, Vec<String>) {
+        let k = &self.keys;
+        let (target, field, value, stack) = match finish {
+            Finish::Completed { returnvalue } => ("completed", "returnvalue", returnvalue, None),
+            Finish::Failed { reason, stacktrace } => {
+                ("failed", "failedReason", reason, Some(stacktrace))
+            }
+            _ => unreachable!("move_to_finished only takes Completed or Failed"),
+        };
+        let mut keys = self.fetch_keys(&[
+            k.finished(target),
+            k.job(&job.id),
+            k.metrics(target),
+            k.marker(),
+        ]);
+        let f = fetch;
+        let none = String::new();
+        let mut args: Vec<String> = [
+            job.id.as_str(),
+            &now_ms().to_string(),
+            field,
+            value,
+            target,
+            if fetch.is_some() { "1" } else { "0" },
+            k.base(),
+            token,
+            &keep.count.to_string(),
+            &keep.age.map(|a| a.to_string()).unwrap_or_default(),
+            &keep.limit.map(|a| a.to_string()).unwrap_or_default(),
+            &job.opts.attempts.to_string(),
+            &metrics_max.map(|m| m.to_string()).unwrap_or_default(),
+            f.map_or(&none, |f| &f.lock_ms),
+            f.map_or(&none, |f| &f.name),
+            f.map_or(&none, |f| &f.limiter_max),
+            f.map_or(&none, |f| &f.limiter_duration),
+        ]
+        .map(str::to_string)
+        .to_vec();
+        if let Some((script, more_keys, more_args)) = step {
+            keys.extend_from_slice(more_keys);
+            args.extend_from_slice(more_args);
+            return (script, keys, args);
+        }
+        if let Some(stack) = stack {
+            args.extend([
+                "failedReason".to_string(),
+                value.clone(),
+                "stacktrace".to_string(),
+                stack.clone(),
+            ]);
+        }
+        (&scripts().move_to_finished, keys, args)
+    }
+}

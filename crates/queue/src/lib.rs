@@ -1,0 +1,15 @@
+//! The BullMQ worker core: jobs, the `Processor` trait and its `Outcome`, lock renewal, stall
+//! recovery, the fetch driver and the worker's run loop (plus a job-data driven processor for
+//! tests and drills), with its settings (`config`) and the typed calls of its Lua scripts
+//! (`commands`). Knows nothing about SMS; may use only `ringback_store` and the shared modules.
+
+pub mod commands;
+pub mod config;
+pub mod cron;
+pub mod fetcher;
+pub mod job;
+pub mod lock_manager;
+pub mod processor;
+pub mod scripted;
+pub mod stalled_checker;
+pub mod worker;

@@ -1,0 +1,288 @@
+//! Telemetry: the process's labelled metric families, recorded on every floor and exposed by the
+//! edge (`edge::metrics` builds the one registry both `/metrics` endpoints encode).
+//!
+//! Why process-wide: a ringback process runs one worker or one `serve` for one queue, and the
+//! places that record (the Twilio client, the escalator, the API handlers) are built in several
+//! places; threading a handle through each constructor would buy nothing a deployment can see.
+//! Counters that belong to one worker instance (attempts, locks, open attempts) stay on that
+//! instance (`ringback_queue::worker::WorkerStats`, `ringback_callbacks::sms::SmsStats`) and are read at scrape time.
+//! Tests that run several instances in one process read these families as deltas.
+//!
+//! Label values are bounded: operations, reasons, scopes and routes are fixed words; Twilio error
+//! codes are numbers Twilio defines (at most a few hundred); statuses are HTTP codes.
+
+use std::sync::OnceLock;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OperationLabel {
+    pub operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CodeLabel {
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CreatedLabel {
+    pub created: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RedisErrorLabels {
+    pub script: &'static str,
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ScopeLabel {
+    pub scope: &'static str,
+}
+
+/// The attributes BullMQ's own job metrics carry (`bullmq.queue.name`, `bullmq.job.name`,
+/// `bullmq.job.state`), as OpenTelemetry's Prometheus exporter names them.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BullmqJobLabels {
+    pub bullmq_queue_name: String,
+    pub bullmq_job_name: String,
+    pub bullmq_job_state: &'static str,
+}
+
+/// The `reason` values of `ringback_escalations_total`, pre-created at zero: the labels of the
+/// callback floor's `EscalationKind` (its tests keep the two lists equal).
+pub const ESCALATION_REASONS: [&str; 8] = [
+    "undelivered",
+    "permanent",
+    "unknown",
+    "unknown_settled",
+    "receipt_missing",
+    "drain",
+    "held",
+    "invalid",
+];
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Every labelled family. Cloning shares them (each is an `Arc` inside).
+#[derive(Clone, Debug)]
+pub struct Telemetry {
+    /// `ringback_twilio_request_duration_seconds{operation}`: create, fetch, list.
+    pub twilio_seconds: HistogramFamily<OperationLabel>,
+    /// `ringback_twilio_errors_total{code}`: Twilio's error code, `http_<status>` when the body
+    /// carries none; when no answer came, `connect` (a create that could not connect), `no_answer`
+    /// (a create timed out or cut off after sending) or `transport` (a lookup); `request` for a
+    /// create that could not be built (`crates/twilio/src/classify.rs`).
+    pub twilio_errors: Family<CodeLabel, Counter>,
+    /// `ringback_delivery_errors_total{code}`: messages whose delivery ended failed, by the error
+    /// code Twilio reported (a status callback's or a poll's), once per message.
+    pub delivery_errors: Family<CodeLabel, Counter>,
+    /// `ringback_escalations_total{reason}`, counted where the escalation is created.
+    pub escalations: Family<ReasonLabel, Counter>,
+    /// `ringback_http_responses_total{route,status}` of `ringback serve`.
+    pub http_responses: Family<RouteLabels, Counter>,
+    /// `ringback_status_callbacks_total{outcome}`: what each signed status callback did.
+    pub status_callbacks: Family<OutcomeLabel, Counter>,
+    /// `ringback_inbound_messages_total{outcome}`: signed inbound messages by what they were
+    /// matched to (`answer`, `late`, `ambiguous`, `unmatched`, `opt_out`) or `repeat`.
+    pub inbound_messages: Family<OutcomeLabel, Counter>,
+    /// `ringback_inbound_forwards_total{outcome}`: forwards of unmatched messages (`ok`,
+    /// `refused`, `error`).
+    pub inbound_forwards: Family<OutcomeLabel, Counter>,
+    /// `ringback_sends_enqueued_total{created}`: legacy send calls.
+    pub sends_enqueued: Family<CreatedLabel, Counter>,
+    /// `ringback_bad_signatures_total`: status callbacks and inbound messages refused for their
+    /// signature.
+    pub bad_signatures: Counter,
+    /// `ringback_rate_limited_total{scope}`: sends refused by a rate limit (token, destination).
+    pub rate_limited: Family<ScopeLabel, Counter>,
+    /// `ringback_redis_errors_total{script,kind}`: script calls Redis refused or never
+    /// answered (`oom` at `maxmemory`, `readonly` on a replica, `io`, `timeout`, …).
+    pub redis_errors: Family<RedisErrorLabels, Counter>,
+    /// BullMQ's OpenTelemetry job metrics under the names its Prometheus exporter gives them,
+    /// so the charts a team keeps for Node workers count ringback's jobs too:
+    /// `bullmq_jobs_{completed,failed,delayed,retried}_total` and
+    /// `bullmq_job_duration_seconds` (BullMQ's `bullmq.job.duration`, milliseconds there, in
+    /// Prometheus's base unit here; from `processedOn` to the finishing call).
+    pub bullmq_completed: Family<BullmqJobLabels, Counter>,
+    pub bullmq_failed: Family<BullmqJobLabels, Counter>,
+    pub bullmq_delayed: Family<BullmqJobLabels, Counter>,
+    pub bullmq_retried: Family<BullmqJobLabels, Counter>,
+    pub bullmq_duration: HistogramFamily<BullmqJobLabels>,
+}
+
+fn duration_buckets() -> Histogram {
+    // 1 ms … ~65 s: a callback takes one Twilio call; the tail is retries and slow answers
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.001, 2.0, 17,
+    ))
+}
+
+fn twilio_buckets() -> Histogram {
+    // 5 ms … ~20 s: Twilio answers in 100–500 ms; the tail is what the window cares about.
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        0.005, 2.0, 13,
+    ))
+}
+
+impl Default for Telemetry {
+    /// Every fixed label value starts at zero, so a series exists before its first event
+    /// (`increase()` and alert rules see the first one, and a scrape lists every family).
+    fn default() -> Self {
+        let t = Self::empty();
+        for reason in ESCALATION_REASONS {
+            let _ = t.escalations.get_or_create(&ReasonLabel { reason });
+        }
+        // receipt_apply's outcomes; `other` (a status for a second message of a run) is what
+        // the RingbackSecondText alert watches
+        for outcome in [
+            "applied", "repeat", "stale", "same", "conflict", "other", "unknown",
+        ] {
+            let _ = t.status_callbacks.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
+        for outcome in [
+            "answer",
+            "late",
+            "ambiguous",
+            "unmatched",
+            "opt_out",
+            "repeat",
+        ] {
+            let _ = t.inbound_messages.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
+        for outcome in ["ok", "refused", "error"] {
+            let _ = t.inbound_forwards.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
+        // the delivery codes that are the deployment's fault (RingbackDeliveryFailureBurst)
+        for code in ["30001", "30002", "30032", "30034"] {
+            let _ = t
+                .delivery_errors
+                .get_or_create(&CodeLabel { code: code.into() });
+        }
+        for scope in ["token", "destination"] {
+            let _ = t.rate_limited.get_or_create(&ScopeLabel { scope });
+        }
+        for created in ["true", "false"] {
+            let _ = t.sends_enqueued.get_or_create(&CreatedLabel { created });
+        }
+        for operation in ["create", "fetch", "list"] {
+            let _ = t
+                .twilio_seconds
+                .get_or_create(&OperationLabel { operation });
+        }
+        t
+    }
+}
+
+impl Telemetry {
+    fn empty() -> Self {
+        Self {
+            twilio_seconds: Family::new_with_constructor(twilio_buckets),
+            twilio_errors: Default::default(),
+            delivery_errors: Default::default(),
+            escalations: Default::default(),
+            http_responses: Default::default(),
+            status_callbacks: Default::default(),
+            inbound_messages: Default::default(),
+            inbound_forwards: Default::default(),
+            sends_enqueued: Default::default(),
+            bad_signatures: Default::default(),
+            rate_limited: Default::default(),
+            redis_errors: Default::default(),
+            bullmq_completed: Default::default(),
+            bullmq_failed: Default::default(),
+            bullmq_delayed: Default::default(),
+            bullmq_retried: Default::default(),
+            bullmq_duration: Family::new_with_constructor(duration_buckets),
+        }
+    }
+
+    /// A job this worker finished as `state` (`completed`, `failed`, `delayed`, `retried`),
+    /// counted and timed as BullMQ's `recordJobMetrics` counts and times it.
+    pub fn bullmq_job(&self, queue: &str, job_name: &str, state: &'static str, processed_on: i64) {
+        let labels = BullmqJobLabels {
+            bullmq_queue_name: queue.to_string(),
+            bullmq_job_name: job_name.to_string(),
+            bullmq_job_state: state,
+        };
+        let counter = match state {
+            "completed" => &self.bullmq_completed,
+            "failed" => &self.bullmq_failed,
+            "retried" => &self.bullmq_retried,
+            _ => &self.bullmq_delayed,
+        };
+        counter.get_or_create(&labels).inc();
+        if processed_on > 0 {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            self.bullmq_duration
+                .get_or_create(&labels)
+                .observe((now - processed_on).max(0) as f64 / 1000.0);
+        }
+    }
+
+    /// Count an escalation this process created, by its kind's label.
+    pub fn escalated(&self, reason: &'static str) {
+        self.escalations
+            .get_or_create(&ReasonLabel { reason })
+            .inc();
+    }
+
+    /// Record one Twilio call: its latency, and its error code when it failed.
+    pub fn twilio_call(&self, operation: &'static str, took: std::time::Duration) {
+        self.twilio_seconds
+            .get_or_create(&OperationLabel { operation })
+            .observe(took.as_secs_f64());
+    }
+
+    pub fn redis_error(&self, script: &'static str, kind: String) {
+        self.redis_errors
+            .get_or_create(&RedisErrorLabels { script, kind })
+            .inc();
+    }
+
+    pub fn twilio_error(&self, code: String) {
+        self.twilio_errors.get_or_create(&CodeLabel { code }).inc();
+    }
+
+    /// A message's delivery newly ended failed with `code` (`none` when Twilio gave none).
+    pub fn delivery_error(&self, code: Option<&str>) {
+        let code = code.unwrap_or("none").to_string();
+        self.delivery_errors
+            .get_or_create(&CodeLabel { code })
+            .inc();
+    }
+}
+
+/// The process's families.
+pub fn global() -> &'static Telemetry {
+    static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
+    TELEMETRY.get_or_init(Telemetry::default)
+}
