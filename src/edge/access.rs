@@ -30,6 +30,7 @@ pub enum Role {
 }
 
 impl Role {
+    /// The role's name in logs and console sessions: `legacy`, `send` or `read`.
     pub fn label(self) -> &'static str {
         match self {
             Role::Legacy => "legacy",
@@ -37,9 +38,11 @@ impl Role {
             Role::Read => "read",
         }
     }
+    /// May read callback records (`GET /api/notify/callbacks/{runId}`) and sign in to the console.
     pub fn may_read(self) -> bool {
         matches!(self, Role::Legacy | Role::Read)
     }
+    /// May enqueue callbacks through `POST /api/notify/send`.
     pub fn may_send(self) -> bool {
         matches!(self, Role::Legacy | Role::Send)
     }
@@ -48,8 +51,11 @@ impl Role {
 /// The API's tokens.
 #[derive(Debug, Clone)]
 pub struct Tokens {
+    /// `RINGBACK_API_TOKEN`: reads and sends; the send policy spares it unless told otherwise.
     pub legacy: Secret,
+    /// `RINGBACK_SEND_TOKEN`: sends only; `None` when unset.
     pub send: Option<Secret>,
+    /// `RINGBACK_READ_TOKEN`: reads only; `None` when unset.
     pub read: Option<Secret>,
 }
 
@@ -60,6 +66,7 @@ pub fn same_secret(given: &[u8], expected: &[u8]) -> bool {
 }
 
 impl Tokens {
+    /// The legacy token alone, with no send or read token.
     pub fn new(legacy: Secret) -> Self {
         Self {
             legacy,
@@ -80,6 +87,8 @@ impl Tokens {
         self.role_of_token(given)
     }
 
+    /// The role of a bare token (no `Bearer ` prefix), `None` when empty or unknown. Every
+    /// token is compared, so the time taken does not say which one matched.
     pub fn role_of_token(&self, given: &[u8]) -> Option<Role> {
         if given.is_empty() {
             return None;
@@ -108,7 +117,9 @@ impl Tokens {
 /// A rate: so many per period (`60/min`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
+    /// Requests allowed per period; also the burst allowed at once.
     pub count: NonZeroU32,
+    /// The period the count refills evenly over: 1 s, 1 min or 1 h.
     pub per: Duration,
 }
 
@@ -145,7 +156,9 @@ impl Rate {
 /// One entry of the destination allowlist: a whole number, or a prefix ending in `*`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Allowed {
+    /// Exactly this +E.164 number.
     Number(String),
+    /// Every number starting with this +E.164 prefix (stored without its `*`).
     Prefix(String),
 }
 
@@ -163,7 +176,9 @@ impl Allowed {
 pub struct SendPolicyConfig {
     /// Empty: every destination.
     pub allow_to: Vec<Allowed>,
+    /// `RINGBACK_SEND_RATE_PER_TOKEN`: sends per token; `None` (unset or `off`): no limit.
     pub per_token: Option<Rate>,
+    /// `RINGBACK_SEND_RATE_PER_DESTINATION`: sends per `to` number; `None`: no limit.
     pub per_destination: Option<Rate>,
     /// Apply the allowlist and limits to `RINGBACK_API_TOKEN` too.
     pub limit_legacy: bool,
@@ -230,7 +245,9 @@ pub enum Refusal {
     NotAllowed,
     /// Over a limit; try again after this long.
     RateLimited {
+        /// The limit that refused, `token` or `destination`: the metric's `scope` label.
         scope: &'static str,
+        /// How long until a send would pass, rounded up to whole seconds for `Retry-After`.
         retry_after: Duration,
     },
 }
@@ -257,6 +274,7 @@ impl Default for SendPolicy {
 }
 
 impl SendPolicy {
+    /// The policy of `config`, with an empty in-memory rate limiter for each rate it sets.
     pub fn new(config: SendPolicyConfig) -> Self {
         Self {
             per_token: config.per_token.map(|r| RateLimiter::keyed(r.quota())),

@@ -17,17 +17,27 @@ pub const DRILLS: [&str; 8] = [
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DrillError {
+    /// No directory looked in holds a harness (`bin/drill.js`).
     #[error(
         "RINGBACK_HARNESS_DIR: no node-harness found (looked in {looked}); run from the ringback \
          checkout or pass --harness <dir>"
     )]
-    NoHarness { looked: String },
+    NoHarness {
+        /// The directories looked in, comma-separated.
+        looked: String,
+    },
+    /// The harness is there but its npm dependencies are not installed (no `node_modules`).
     #[error(
         "RINGBACK_HARNESS_DIR: {dir} has no node_modules; install it first: npm ci --prefix {dir}"
     )]
-    NotInstalled { dir: String },
+    NotInstalled {
+        /// The harness directory.
+        dir: String,
+    },
+    /// `node --version` could not be run from `PATH`, or failed.
     #[error("node: not found on PATH ({0}); the drills run the real Node BullMQ and need Node 20+")]
     NoNode(std::io::Error),
+    /// The path of the running binary or the current directory could not be read.
     #[error("cannot tell where this binary or the current directory is: {0}")]
     NoExe(std::io::Error),
 }

@@ -169,7 +169,9 @@ impl Collector for Ready {
 /// A worker's own counters.
 #[derive(Debug)]
 pub struct WorkerCollector {
+    /// The worker's counters: attempts finished and running, locks lost.
     pub stats: Arc<WorkerStats>,
+    /// Redis round trips of the queue core.
     pub trips: Arc<RoundTrips>,
 }
 
@@ -312,9 +314,13 @@ impl Collector for SmsCollector {
 }
 
 /// What the worker's `/metrics` reports.
+#[derive(Debug)]
 pub struct Metrics {
+    /// The queue's name: the `queue` label on every series.
     pub queue: String,
+    /// The worker's counters: attempts finished and running, locks lost.
     pub stats: Arc<WorkerStats>,
+    /// Redis round trips of the queue core.
     pub trips: Arc<RoundTrips>,
     /// For `/readyz`.
     pub commands: Commands,
@@ -325,6 +331,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    /// The worker's metrics from its counters; `sms` only for the SMS processor.
     pub fn new(
         queue: String,
         stats: Arc<WorkerStats>,
@@ -372,6 +379,7 @@ pub fn log_rarely(at: &AtomicI64, log: impl FnOnce(i64)) {
     }
 }
 
+/// The worker's router: `/metrics`, `/healthz` and `/readyz`.
 pub fn app(m: Arc<Metrics>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))

@@ -24,8 +24,10 @@ use crate::store::keys::QueueKeys;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
+    /// The worker's settings are refused when it is built.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The worker stopped on an error (Redis, a script) rather than on `shutdown`.
     #[error(transparent)]
     Worker(#[from] Error),
 }

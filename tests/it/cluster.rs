@@ -675,8 +675,7 @@ async fn rediss_cluster_urls_speak_tls_with_the_configured_ca() {
         ringback::store::connection::client(&cluster.url(), &Default::default()).unwrap();
     let err = ringback::store::connection::commands(&untrusted)
         .await
-        .err()
-        .expect("an untrusted cluster");
+        .expect_err("an untrusted cluster");
     assert!(err.to_string().contains("rediss+cluster://"), "{err}");
 
     node_add(&cluster, &q, 0, 20);

@@ -916,7 +916,7 @@ async fn bad_configuration_is_refused_with_the_setting_named() {
         concurrency: 0,
         ..Default::default()
     };
-    let err = Worker::new(cfg, ScriptedProcessor).err().expect("refused");
+    let err = Worker::new(cfg, ScriptedProcessor).expect_err("refused");
     assert!(
         err.to_string().starts_with("RINGBACK_CONCURRENCY:"),
         "{err}"

@@ -19,6 +19,8 @@ pub const CALLBACK_JOB_NAME: &str = "agent-callback";
 /// The longest runId texted: longer ones are producer bugs (escalated with the reason). A long
 /// runId travels as its short key ([`short_key`]) in the StatusCallback URL and the fallback.
 pub const MAX_RUN_ID: usize = 512;
+/// The longest body texted, in characters: Twilio's limit for one message's body. Longer ones
+/// fail as invalid.
 pub const MAX_BODY: usize = 1600;
 
 /// A runId whose URL-encoded form is longer than this travels as its short key
@@ -52,11 +54,15 @@ pub const DEFAULT_REPLY_WITHIN: std::time::Duration = std::time::Duration::from_
 /// A validated callback request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CallbackRequest {
+    /// `"runId"`: the run's key for its claim, sent marker and record (a number as `String(n)`).
     pub run_id: String,
+    /// `"to"`: the recipient, an E.164 number or a WhatsApp address (`whatsapp:+…`).
     pub to: String,
     /// The text sent: the producer's body, followed by the reply code when the run is a
     /// question that carries one ([`crate::replies`]).
     pub body: String,
+    /// `"from"`: the sender for this run; `None` when absent or empty, and the deployment's
+    /// sender (TWILIO_FROM or its Messaging Service) is used.
     pub from: Option<String>,
     /// `"expectReply": true`: the run is a question, open this long after it is first claimed
     /// (`"replyWithin"`, [`DEFAULT_REPLY_WITHIN`] when absent).

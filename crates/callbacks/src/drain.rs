@@ -33,6 +33,7 @@ pub struct DrainReport {
     pub still_open: Vec<String>,
     /// Stopped by a signal between two attempts (the open attempts stay open).
     pub interrupted: bool,
+    /// How long the drain took, in milliseconds.
     pub elapsed_ms: u64,
 }
 
@@ -40,11 +41,13 @@ pub struct DrainReport {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DrainError {
+    /// Live ringback workers still consume the queue, each as `name (worker id)`.
     #[error(
         "refusing to drain: live ringback workers still consume the queue ({}); stop them first",
         .0.join(", ")
     )]
     LiveWorkers(Vec<String>),
+    /// A Redis error that does not pass, or a passing one still failing at the deadline.
     #[error(transparent)]
     Redis(#[from] Error),
 }

@@ -37,6 +37,7 @@ pub enum EscalationKind {
 }
 
 impl EscalationKind {
+    /// Every kind, in the order of the metric's pre-created `reason` labels.
     pub const ALL: [EscalationKind; 8] = [
         Self::Undelivered,
         Self::Permanent,
@@ -66,11 +67,16 @@ impl EscalationKind {
 /// Options of an escalation job: kept until handled, retried as a callback is.
 const ESCALATION_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponential","delay":1000}}"#;
 
-#[derive(Clone)]
+/// Escalates a run exactly once per kind: an escalation job, and maybe a fallback text.
+#[derive(Clone, Debug)]
 pub struct Escalator {
+    /// The escalations queue (`RINGBACK_ESCALATION_QUEUE`, `<queue>-escalations` by default).
     pub escalations: Commands,
+    /// The callbacks queue, where a fallback text is enqueued as a callback job of its own.
     pub callbacks: Commands,
+    /// The run records: the escalation markers, and which runs are fallbacks themselves.
     pub receipts: Receipts,
+    /// `RINGBACK_FALLBACK_TO`: the number also texted on an escalation; `None`: jobs only.
     pub fallback_to: Option<String>,
     /// The name fallback texts (and the API's sends) are enqueued under: the first of
     /// `RINGBACK_CALLBACK_JOB_NAMES`.
@@ -80,9 +86,13 @@ pub struct Escalator {
 /// Why a callback is escalated.
 #[derive(Debug, Clone)]
 pub struct Escalation {
+    /// The run escalated (`job:<jobId>` for an invalid job); names the escalation job's id.
     pub run_id: String,
+    /// What happened, in words for the person: goes in the job and the fallback text.
     pub reason: String,
+    /// The message's last Twilio status (`undelivered`, `failed`); `None` when none was seen.
     pub last_status: Option<String>,
+    /// Twilio's error code for the message or the refused create; `None` when Twilio gave none.
     pub error_code: Option<String>,
     /// The `reason` label it is counted under.
     pub kind: EscalationKind,

@@ -56,8 +56,11 @@ impl std::fmt::Display for QuietHours {
 /// The quiet hours and the zone they are read in unless a job names its own.
 #[derive(Debug, Clone)]
 pub struct Quiet {
+    /// `RINGBACK_QUIET_HOURS`: the nightly window non-urgent callbacks wait out.
     pub hours: QuietHours,
+    /// `RINGBACK_QUIET_HOURS_TZ`: the zone the hours are read in for a job without `timeZone`.
     pub zone: TimeZone,
+    /// The IANA name of [`Quiet::zone`] as configured (such as `Europe/Paris`).
     pub zone_name: String,
 }
 

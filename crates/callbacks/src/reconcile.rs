@@ -21,10 +21,17 @@ use ringback_shared::clock::now_ms;
 use ringback_shared::error::Error;
 use ringback_twilio::TwilioClient;
 
+/// Looks up accepted messages with no final status when due, and escalates what it finds.
+#[derive(Debug)]
 pub struct Reconciler {
+    /// The run records: the poll schedule, the sid-to-run links, and where statuses go.
     pub receipts: Receipts,
+    /// The Twilio client the lookups (`GET …/Messages/{Sid}.json`) go through.
     pub twilio: TwilioClient,
+    /// Escalates a failed delivery, or a message with no final status by the deadline.
     pub escalator: Escalator,
+    /// `RINGBACK_DELIVERY_DEADLINE_MS`: how long after Twilio accepted it a message may go
+    /// without a final status before it is escalated `receipt_missing`.
     pub delivery_deadline: Duration,
 }
 

@@ -21,22 +21,41 @@ pub fn resend_run(run_id: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resent {
     /// Twilio accepted the resend.
-    Sent { sid: String },
+    Sent {
+        /// The resend's MessageSid.
+        sid: String,
+    },
     /// An earlier resend of the run was sent: nothing sent now.
-    AlreadyResent { sid: Option<String> },
+    AlreadyResent {
+        /// The earlier resend's MessageSid; `None` when its record holds none.
+        sid: Option<String>,
+    },
     /// Twilio's answer was lost or asked to wait: the resend's attempt is open, and a running
     /// worker's sweep (or another `ringback resend`) resolves it, never sending twice.
-    Pending { why: String },
+    Pending {
+        /// Why the attempt is still open, and what resolves it, for the person who ran it.
+        why: String,
+    },
     /// Twilio refused the resend for good (escalated under the resend's run).
-    Refused { why: String },
+    Refused {
+        /// Twilio's reason for refusing the send.
+        why: String,
+    },
 }
 
 /// Why a resend was not attempted.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ResendError {
+    /// The run's record rules a resend out (still being resolved, delivered, never claimed).
     #[error("refusing to resend {run}: {why}")]
-    Refused { run: String, why: String },
+    Refused {
+        /// The run asked to be resent.
+        run: String,
+        /// Why not, and where the run stands.
+        why: String,
+    },
+    /// Redis failed while the run's records were read or its question reopened.
     #[error(transparent)]
     Redis(#[from] Error),
 }

@@ -117,12 +117,16 @@ pub fn address_problems(redis_url: &str, prefix: &str, queue: &str) -> Vec<Confi
 /// Everything a worker needs to run against one queue.
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
+    /// The Redis to work against (`redis://`, `rediss://`, `unix://`, `redis+cluster://`,
+    /// `redis+sentinel://`); it may hold a password, which `connection::describe` masks.
     pub redis_url: String,
     /// CA and client certificate for `rediss://`.
     pub redis_tls: ringback_store::connection::RedisTls,
     /// Replicas to `WAIT` for after a claim and a sent marker (see `ringback_store::cluster::ReplicaWait`).
     pub redis_wait: ringback_store::cluster::ReplicaWait,
+    /// BullMQ's key prefix (`bull`; `{bull}` on a Redis Cluster): keys are `<prefix>:<queue>:…`.
     pub prefix: String,
+    /// The BullMQ queue name, as the Node producer's `Queue` names it.
     pub queue: String,
     /// Jobs processed at once by this process.
     pub concurrency: usize,
@@ -142,6 +146,7 @@ pub struct WorkerConfig {
     pub name: Option<String>,
     /// Worker defaults; a job's own option wins.
     pub remove_on_complete: Option<KeepJobs>,
+    /// What to keep of failed jobs when a job sets no `removeOnFail` (`None`: keep all).
     pub remove_on_fail: Option<KeepJobs>,
     /// Worker-side rate limit: at most `max` jobs per `duration`.
     pub limiter: Option<(u64, Duration)>,

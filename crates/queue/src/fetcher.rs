@@ -23,6 +23,9 @@ const MAX_RATE_LIMIT_DELAY: Duration = Duration::from_secs(30);
 /// Redis ≥ 7.0.8 accepts a 1 ms BZPOPMIN timeout; 0 would block forever.
 const MIN_BLOCK: Duration = Duration::from_millis(1);
 
+/// Takes the next job for one worker process, waiting on the queue's marker between jobs
+/// as BullMQ 5/6 workers do, and honouring rate limits.
+#[derive(Debug)]
 pub struct Fetcher {
     client: Client,
     commands: Commands,
@@ -36,6 +39,8 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
+    /// A fetcher running `commands`, its blocking connection opened from `client`; a
+    /// processor's rate limit reaches it through `limit_until` (ms since the epoch, 0 = none).
     pub fn new(
         client: Client,
         commands: Commands,
@@ -55,6 +60,8 @@ impl Fetcher {
         }
     }
 
+    /// This process's worker id (a random UUID); the lock tokens it takes jobs with are
+    /// `<worker_id>:<n>`, n counting fetches.
     pub fn worker_id(&self) -> &str {
         &self.worker_id
     }

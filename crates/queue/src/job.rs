@@ -9,11 +9,14 @@ use serde_json::Value;
 /// One fetched job.
 #[derive(Debug, Clone, Default)]
 pub struct Job {
+    /// The BullMQ job id: the last part of its hash key `<prefix>:<queue>:<id>`.
     pub id: String,
+    /// The job name the producer gave it (`queue.add(name, …)`); empty if missing.
     pub name: String,
     /// The `data` field as stored (JSON text). Kept raw: a processor decides how to read it,
     /// and a job whose data is not JSON must still be failed cleanly.
     pub data: String,
+    /// The parsed `opts` field: the options that decide retries and what is kept afterwards.
     pub opts: JobOptions,
     /// `atm`: attempts finished (failed attempts, plus the completing one).
     pub attempts_made: u32,
@@ -21,7 +24,9 @@ pub struct Job {
     pub attempts_started: u32,
     /// `stc`: stall recoveries.
     pub stalled_counter: u32,
+    /// `timestamp`: when the producer added the job (ms since the epoch; 0 if missing).
     pub timestamp: i64,
+    /// `processedOn`: when the current attempt started (ms since the epoch; 0 if never set).
     pub processed_on: i64,
     /// `defa`: a deferred failure set by stall recovery or a failed child; the job must fail
     /// with this reason without running.
@@ -91,9 +96,13 @@ impl Job {
 pub struct JobOptions {
     /// Total tries; 0 and 1 both mean one try.
     pub attempts: u32,
+    /// How long to wait before retrying a failed attempt; `None` retries at once.
     pub backoff: Option<Backoff>,
+    /// `lifo`: a retried job goes back to the front of wait instead of the back.
     pub lifo: bool,
+    /// `removeOnComplete`: what to keep of completed jobs; `None` defers to the worker's default.
     pub remove_on_complete: Option<KeepJobs>,
+    /// `removeOnFail`: what to keep of failed jobs; `None` defers to the worker's default.
     pub remove_on_fail: Option<KeepJobs>,
     /// Keep at most this many stack traces (`None` = all, `Some(0)` = none).
     pub stack_trace_limit: Option<usize>,
@@ -104,10 +113,13 @@ pub struct JobOptions {
     /// The trace context a producer with BullMQ's OpenTelemetry add-on stored (`tm`, a JSON
     /// carrier), and whether the job asks workers to omit it (`omc`).
     pub telemetry: Option<String>,
+    /// `omc`: workers neither continue the trace in `telemetry` nor write a trace context back.
     pub omit_context: bool,
 }
 
 impl JobOptions {
+    /// Decode the stored `opts` JSON leniently; text that is not a JSON object gives defaults
+    /// with `invalid` set, so the job can be failed rather than run.
     pub fn parse(raw: &str) -> Self {
         let v: Value = match serde_json::from_str(raw) {
             Ok(v @ Value::Object(_)) => v,
@@ -156,12 +168,20 @@ fn number(v: &Value) -> Option<f64> {
 /// A retry backoff, as `classes/backoffs.js` computes it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Backoff {
+    /// BullMQ's `fixed` backoff (or a bare number): the same delay before every retry.
     Fixed {
+        /// Delay in ms before every retry.
         delay: f64,
+        /// Fraction of the delay (0–1) that is randomised: the wait is drawn from
+        /// `[delay × (1 − jitter), delay]`; 0 means no jitter.
         jitter: f64,
     },
+    /// BullMQ's `exponential` backoff: the delay doubles with each failed attempt.
     Exponential {
+        /// Base delay in ms; the retry after failed attempt n waits `delay × 2^(n−1)`.
         delay: f64,
+        /// Fraction of the delay (0–1) that is randomised: the wait is drawn from
+        /// `[delay × (1 − jitter), delay]`; 0 means no jitter.
         jitter: f64,
     },
     /// A custom strategy name: it lives in the producer's code, not ours.
@@ -225,6 +245,7 @@ pub struct KeepJobs {
 }
 
 impl KeepJobs {
+    /// Keep every finished job: no count or age bound (BullMQ's `false`, and the default).
     pub const KEEP_ALL: KeepJobs = KeepJobs {
         count: -1,
         age: None,

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::commands::Commands;
 
+#[derive(Debug)]
 struct Tracked {
     token: String,
     renewed: Instant,
@@ -20,6 +21,7 @@ struct Tracked {
 }
 
 /// The running jobs of one worker process and their lock tokens.
+#[derive(Debug)]
 pub struct LockManager {
     jobs: Mutex<HashMap<String, Tracked>>,
     commands: Commands,
@@ -28,6 +30,8 @@ pub struct LockManager {
 }
 
 impl LockManager {
+    /// Tracks no job yet; `run` extends each tracked lock to `lock_duration` once it is
+    /// `renew_time / 2` old.
     pub fn new(commands: Commands, lock_duration: Duration, renew_time: Duration) -> Self {
         Self {
             jobs: Mutex::new(HashMap::new()),
@@ -60,6 +64,7 @@ impl LockManager {
         self.table().remove(job_id);
     }
 
+    /// How many jobs are tracked now: taken by this process and not yet finishing.
     pub fn running(&self) -> usize {
         self.table().len()
     }

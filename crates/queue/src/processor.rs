@@ -29,10 +29,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// A failed attempt with `message`, retried per the job's `attempts` and `backoff`.
     pub fn fail(message: impl Into<String>) -> Self {
         Outcome::Failed(Failure::new(message))
     }
 
+    /// A failure that skips any retries left (BullMQ's `UnrecoverableError`).
     pub fn unrecoverable(message: impl Into<String>) -> Self {
         Outcome::Failed(Failure {
             unrecoverable: true,
@@ -53,6 +55,7 @@ pub struct Failure {
 }
 
 impl Failure {
+    /// A recoverable failure with `message`: retried while attempts remain, stack defaulted.
     pub fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
@@ -78,7 +81,7 @@ impl Failure {
 
 /// What a running job may do besides returning: report progress, write log rows, rate-limit
 /// the queue.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct JobContext {
     pub(crate) commands: Commands,
     pub(crate) job_id: String,
@@ -114,13 +117,16 @@ pub struct JobContext {
 /// knows nothing of what the step does; a step is only given where one script can reach all
 /// its keys (a single Redis, not a Cluster).
 pub struct FinishStep {
+    /// The script run in place of `move_to_finished.lua`: its contract, then the step.
     pub script: &'static LuaScript,
     /// `script`'s batch counterpart, when it has one: several jobs' calls of `script` in one, in
     /// the group commit's layout (`ringback_store::group_commit::batch_layout`: each job's KEYS and ARGV as
     /// `script` takes them, a later job's as what differs from the one before). Finishing calls
     /// that queue up together are then sent as one.
     pub batch: Option<&'static LuaScript>,
+    /// The step's own KEYS (Redis key names), appended after move_to_finished's `KEYS[1..14]`.
     pub keys: Vec<String>,
+    /// The step's own ARGV, appended after move_to_finished's `ARGV[1..17]`.
     pub args: Vec<String>,
     /// Called with the step's own answer once the call answered.
     pub done: Box<dyn FnOnce(&redis::Value) + Send>,
@@ -247,6 +253,8 @@ impl JobContext {
 
 /// The work a worker does for each job.
 pub trait Processor: Send + Sync + 'static {
+    /// Run one attempt of `job` and say how it ended; `ctx` reports progress, logs and rate
+    /// limits. Not called for a job it declines or one that must fail without running.
     fn process(&self, job: &Job, ctx: &JobContext) -> impl Future<Output = Outcome> + Send;
 
     /// The previous job's [`FinishStep`] prepared `prepared` for `job`, but the job ends without

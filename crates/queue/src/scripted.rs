@@ -20,25 +20,39 @@ use crate::job::Job;
 use crate::processor::{JobContext, Outcome, Processor};
 use ringback_shared::clock::now_ms;
 
+/// A processor whose job data scripts what each activation does (see the module docs),
+/// for interop tests and drills; it matches Node's `scripted-processor.js`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ScriptedProcessor;
 
 /// One parsed script action.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
+    /// `complete` or `complete:<json>`: complete with the given value, or
+    /// `{"ok":true,"attempt":N}` when none is given (`None`).
     Complete(Option<Value>),
+    /// `fail:<msg>`: fail the attempt with this message (retried while attempts remain).
     Fail(String),
+    /// `unrecoverable:<msg>`: fail with this message, skipping any retries left.
     Unrecoverable(String),
+    /// `sleep:<ms>`: wait this many ms, then complete.
     Sleep(u64),
+    /// `delay:<ms>`: run again this many ms later without using an attempt.
     Delay(u64),
+    /// `progress:<json>`: report this progress, then complete.
     Progress(Value),
+    /// `logs:<n>`: write log rows `row 1`..`row n`, then complete.
     Logs(u64),
+    /// `ratelimit:<ms>`: rate-limit the queue for this many ms; the job goes back to wait.
     RateLimit(u64),
+    /// `children:<n>`: add n children that complete, then wait for them in waiting-children.
     Children(u64),
+    /// `crash`: abort the process at once, as kill -9 would, leaving the job to stall recovery.
     Crash,
 }
 
 impl Action {
+    /// Parse one entry (`verb` or `verb:<arg>`); the error says why the entry is unusable.
     pub fn parse(s: &str) -> Result<Self, String> {
         let (verb, arg) = match s.split_once(':') {
             Some((v, a)) => (v, Some(a)),

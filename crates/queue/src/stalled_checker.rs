@@ -8,6 +8,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::commands::Commands;
 
+/// Sweep now and then every `interval` until `cancel`: stalled jobs go back to wait, or fail
+/// once stalled more than `max_stalled` times. A failed sweep is logged and tried again.
 pub async fn run(
     commands: Commands,
     max_stalled: u32,

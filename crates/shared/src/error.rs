@@ -8,23 +8,31 @@ use crate::settings::ConfigError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScriptCode {
+    /// −1: the job's hash is gone (removed, or never existed).
     #[error("job does not exist (-1)")]
     JobMissing,
+    /// −2: the job's lock key is gone (it expired): the job may be stall recovery's now.
     #[error("job lock is missing (-2)")]
     LockMissing,
+    /// −3: the job is not in the active list (stall recovery or another worker moved it).
     #[error("job is not in the active list (-3)")]
     NotActive,
+    /// −4: the job still has children that have not finished, so it cannot complete yet.
     #[error("job has pending children (-4)")]
     PendingChildren,
+    /// −6: the lock holds another token: another worker has the job now.
     #[error("job lock is owned by another worker (-6)")]
     LockMismatch,
+    /// −9: a child of the job failed (its `unsuccessful` set is not empty), so it cannot complete.
     #[error("job has failed children (-9)")]
     FailedChildren,
+    /// Any other code, kept as answered (`i64::MIN`: the reply was not a code at all).
     #[error("script answered code {0}")]
     Other(i64),
 }
 
 impl ScriptCode {
+    /// The refusal a script's negative reply code stands for; unknown codes are kept as `Other`.
     pub fn from_code(code: i64) -> Self {
         match code {
             -1 => Self::JobMissing,
@@ -50,13 +58,16 @@ impl ScriptCode {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A Redis command or script call failed (connection trouble, a server error).
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
     /// Connecting failed: the message names the Redis tried (password masked, see
     /// `ringback_store::connection::describe`), so a person knows which one.
     #[error("redis at {addr}: {source}")]
     Connect {
+        /// The Redis address tried, with any password masked.
         addr: String,
+        /// The connection error the client reported.
         #[source]
         source: redis::RedisError,
     },
@@ -69,12 +80,20 @@ pub enum Error {
     #[error(
         "the run's question: every reply code is taken by a question open to {to}; this one waits until one closes"
     )]
-    ReplyCodesTaken { to: String },
+    ReplyCodesTaken {
+        /// The recipient's number, masked for logs.
+        to: String,
+    },
+    /// A script or command answered what its caller cannot use (a reply of the wrong shape, a
+    /// refusal code where none is expected) or refused a request outright.
     #[error("unexpected reply from {script}: {detail}")]
     Reply {
+        /// The script (or operation) that answered, such as `move_to_active`.
         script: &'static str,
+        /// What was wrong with the answer, including the reply itself where it helps.
         detail: String,
     },
+    /// A setting is missing or invalid; the error names the setting.
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The Twilio client could not be built; its error is the source (boxed: the provider is a
@@ -88,7 +107,9 @@ pub enum Error {
     /// stops rather than run on half-opened.
     #[error("{task} failed: {source}")]
     Task {
+        /// What the task does, in words (`the Redis identity note`).
         task: &'static str,
+        /// How the task ended: its panic or its cancellation.
         #[source]
         source: tokio::task::JoinError,
     },
@@ -96,8 +117,11 @@ pub enum Error {
     /// an ACL or the provider): found at start by `ringback_store::probe`.
     #[error("Redis refuses {command}: {cost} (Redis answered: {answer})")]
     Refused {
+        /// The command as a person types it (`CLIENT SETNAME`).
         command: &'static str,
+        /// What ringback cannot do without the command.
         cost: &'static str,
+        /// Redis's error reply to the command.
         answer: String,
     },
     /// Redis took a write that must survive a failover (an inbound message and its replies
@@ -106,8 +130,11 @@ pub enum Error {
     /// tried again), since a failover now could lose it.
     #[error("replicas did not acknowledge {key} in time ({acked} of {wanted})")]
     Unacknowledged {
+        /// The written key whose `WAIT` fell short.
         key: String,
+        /// Replicas the `WAIT` asked for.
         wanted: usize,
+        /// Replicas that acknowledged the write before the `WAIT` timed out.
         acked: usize,
     },
     /// The records on this Redis have a layout this build does not read
@@ -117,8 +144,11 @@ pub enum Error {
          (CHANGELOG.md, \"Rolling upgrades\", says how to move between layouts)"
     )]
     Layout {
+        /// The Redis key that records the layout.
         key: String,
+        /// The layout the key holds, as stored.
         found: String,
+        /// The layout this build writes (the newest it reads).
         reads: u32,
     },
 }

@@ -14,6 +14,7 @@ pub struct Invariant {
     /// What goes wrong when it does not hold (a warning's text is read alone: it names the
     /// setting and values).
     pub problem: String,
+    /// Whether this configuration keeps the rule.
     pub holds: bool,
     /// A broken rule refuses the configuration (`Error`), or is printed and tolerated (`Warning`).
     pub severity: Severity,
@@ -22,11 +23,14 @@ pub struct Invariant {
 /// How a broken [`Invariant`] is treated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Severity {
+    /// The configuration is refused: the process does not start.
     Error,
+    /// Printed by `check-config` and logged at start; the configuration still runs.
     Warning,
 }
 
 impl Invariant {
+    /// A rule on `setting` and whether it `holds`; a broken one is treated per `severity`.
     pub fn new(
         setting: &'static str,
         holds: bool,
@@ -70,11 +74,14 @@ pub fn judge(invariants: &[Invariant], errors: &mut ConfigErrors) -> Vec<String>
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{setting}: {problem}")]
 pub struct ConfigError {
+    /// The setting to change, by its environment variable name (`REDIS_URL`).
     pub setting: &'static str,
+    /// What is wrong, in words a person can act on (the value, and what is expected).
     pub problem: String,
 }
 
 impl ConfigError {
+    /// The problem `problem` with `setting` (named by its environment variable).
     pub fn new(setting: &'static str, problem: impl Into<String>) -> Self {
         Self {
             setting,
@@ -137,10 +144,12 @@ impl ConfigErrors {
         }
     }
 
+    /// True when no problem was noted: the configuration is valid so far.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The problems noted so far, in the order they were found.
     pub fn iter(&self) -> std::slice::Iter<'_, ConfigError> {
         self.0.iter()
     }

@@ -18,45 +18,63 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 
+/// The `operation` label of `ringback_twilio_request_duration_seconds`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OperationLabel {
+    /// The Twilio API call: `create`, `fetch` or `list`.
     pub operation: &'static str,
 }
 
+/// The `code` label of the Twilio error and delivery error counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CodeLabel {
+    /// Twilio's error code (`30003`), or a word when it gave none (`http_500`, `none`).
     pub code: String,
 }
 
+/// The `reason` label of `ringback_escalations_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
+    /// The escalation's kind, one of [`ESCALATION_REASONS`].
     pub reason: &'static str,
 }
 
+/// The `route` and `status` labels of `ringback_http_responses_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RouteLabels {
+    /// The matched route's pattern (`/api/notify/callbacks/{run_id}`), not the request path.
     pub route: String,
+    /// The HTTP status code of the response.
     pub status: u16,
 }
 
+/// The `outcome` label of the status-callback, inbound-message and forward counters.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
+    /// What the request did, in a fixed word per family (`applied`, `answer`, `ok`, …).
     pub outcome: String,
 }
 
+/// The `created` label of `ringback_sends_enqueued_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CreatedLabel {
+    /// `true` when the call added a new job, `false` when the run's job already existed.
     pub created: &'static str,
 }
 
+/// The `script` and `kind` labels of `ringback_redis_errors_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RedisErrorLabels {
+    /// The Lua script's name (`move_to_active`).
     pub script: &'static str,
+    /// The error's kind in a word (`oom`, `readonly`, `io`, `timeout`, `crossslot`, …).
     pub kind: String,
 }
 
+/// The `scope` label of `ringback_rate_limited_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ScopeLabel {
+    /// Which limit refused the send: `token` (per API token) or `destination` (per number).
     pub scope: &'static str,
 }
 
@@ -64,8 +82,11 @@ pub struct ScopeLabel {
 /// `bullmq.job.state`), as OpenTelemetry's Prometheus exporter names them.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct BullmqJobLabels {
+    /// `bullmq.queue.name`: the queue's name (without the prefix).
     pub bullmq_queue_name: String,
+    /// `bullmq.job.name`: the job's name as the producer gave it.
     pub bullmq_job_name: String,
+    /// `bullmq.job.state`: how the attempt ended (`completed`, `failed`, `delayed`, `retried`).
     pub bullmq_job_state: &'static str,
 }
 
@@ -125,9 +146,14 @@ pub struct Telemetry {
     /// `bullmq_job_duration_seconds` (BullMQ's `bullmq.job.duration`, milliseconds there, in
     /// Prometheus's base unit here; from `processedOn` to the finishing call).
     pub bullmq_completed: Family<BullmqJobLabels, Counter>,
+    /// `bullmq_jobs_failed_total`: jobs failed for good (no retries left, or unrecoverable).
     pub bullmq_failed: Family<BullmqJobLabels, Counter>,
+    /// `bullmq_jobs_delayed_total`: attempts that ended in the delayed set (backoff or a
+    /// processor's requested delay).
     pub bullmq_delayed: Family<BullmqJobLabels, Counter>,
+    /// `bullmq_jobs_retried_total`: failed attempts sent straight back to wait for a retry.
     pub bullmq_retried: Family<BullmqJobLabels, Counter>,
+    /// `bullmq_job_duration_seconds`: from `processedOn` to the finishing call, in seconds.
     pub bullmq_duration: HistogramFamily<BullmqJobLabels>,
 }
 
@@ -262,12 +288,14 @@ impl Telemetry {
             .observe(took.as_secs_f64());
     }
 
+    /// Count one script call Redis refused or never answered, by script name and error `kind`.
     pub fn redis_error(&self, script: &'static str, kind: String) {
         self.redis_errors
             .get_or_create(&RedisErrorLabels { script, kind })
             .inc();
     }
 
+    /// Count one failed Twilio call under `code`: Twilio's error code, or a word (`transport`).
     pub fn twilio_error(&self, code: String) {
         self.twilio_errors.get_or_create(&CodeLabel { code }).inc();
     }

@@ -55,7 +55,7 @@ fn inject(cx: &Context) -> String {
 }
 
 /// A span of this process, ended when its owner drops it. `None` inside when traces are off.
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct Step {
     cx: Option<Context>,
     /// A shared handle ([`Step::share`]) does not end the span.

@@ -229,8 +229,12 @@ async fn slot_master(node: &redis::Client, key: &str) -> redis::RedisResult<(Str
 /// held, as for a replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaWait {
+    /// Replicas that must acknowledge each claim and sent marker (`RINGBACK_REDIS_WAIT_REPLICAS`);
+    /// `None`: 1 while the key's master has a connected replica, else 0.
     pub replicas: Option<usize>,
+    /// How long a `WAIT` or `WAITAOF` may block (`RINGBACK_REDIS_WAIT_TIMEOUT_MS`, 500 ms).
     pub timeout: Duration,
+    /// Each claim also waits until it is in the append-only file on disk (`WAITAOF`).
     pub aof: bool,
 }
 

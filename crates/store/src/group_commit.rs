@@ -69,6 +69,7 @@ struct Pending {
 }
 
 /// The grouping task's inbox; the task ends when the last handle is dropped.
+#[derive(Debug)]
 pub struct GroupCommit {
     tx: mpsc::UnboundedSender<Pending>,
 }

@@ -17,6 +17,7 @@ macro_rules! queue_key {
 }
 
 impl QueueKeys {
+    /// Keys of `queue` under `prefix` (BullMQ's default is `bull`), both given without colons.
     pub fn new(prefix: &str, queue: &str) -> Self {
         Self {
             base: format!("{prefix}:{queue}:"),
@@ -43,18 +44,25 @@ impl QueueKeys {
         delayed => "delayed",
         /// ZSET that wakes workers: member "0" (work) and "1" (next delayed due time).
         marker => "marker",
+        /// ZSET of completed job ids, scored by finish time (ms).
         completed => "completed",
+        /// ZSET of failed job ids, scored by finish time (ms).
         failed => "failed",
         /// SET of jobs suspected stalled by the previous sweep.
         stalled => "stalled",
         /// Throttle of the queue-wide stall sweep.
         stalled_check => "stalled-check",
+        /// Rate-limit counter of jobs taken this window; at the limit, workers wait out its PTTL.
         limiter => "limiter",
+        /// HASH of queue settings: `paused`, `version`, `opts.maxLenEvents`, and the like.
         meta => "meta",
+        /// STREAM of queue events (`added`, `completed`, `failed`…) that QueueEvents reads.
         events => "events",
         /// Job-scheduler ZSET.
         repeat => "repeat",
+        /// Counter (`INCR`) that hands out ids to jobs added without one.
         id => "id",
+        /// ZSET of parent jobs waiting for their child jobs to finish.
         waiting_children => "waiting-children",
     }
 
@@ -117,6 +125,7 @@ pub struct WindowKeys {
 }
 
 impl WindowKeys {
+    /// Keys of the run `run_id`; `claim_prefix` is the Node worker's (`agent-callback:` default).
     pub fn new(claim_prefix: &str, run_id: &str) -> Self {
         let claim = format!("{claim_prefix}{run_id}");
         let tag = crate::slots::slot_tag(&claim);

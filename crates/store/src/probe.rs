@@ -32,6 +32,7 @@ pub struct Refused {
 /// What the probe found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Probe {
+    /// Commands Redis refused (an ACL, a provider's rename), in the order asked; empty: none.
     pub refused: Vec<Refused>,
     /// `maxmemory-policy`, when `CONFIG GET` answered.
     pub eviction: Option<String>,

@@ -22,6 +22,7 @@ const COMMON: &str = include_str!("../../../lua/include/common.lua");
 macro_rules! scripts {
     ($($(#[$doc:meta])* $name:ident => $file:literal $([$($include:ident),+])?),* $(,)?) => {
         /// Every script ringback runs, compiled (hashed) once per process.
+        #[derive(Debug)]
         pub struct Scripts { $($(#[$doc])* pub $name: LuaScript,)* }
 
         impl Scripts {
@@ -45,33 +46,59 @@ macro_rules! scripts {
 }
 
 scripts! {
+    /// Take the next ready job, lock it and return it (BullMQ's moveToActive).
     move_to_active => "move_to_active.lua",
+    /// Complete or fail an active job as BullMQ does, optionally taking the next one.
     move_to_finished => "move_to_finished.lua" [finish],
     /// Several move_to_finished calls in one (the group commit of plain finishes).
     move_to_finished_batch => "move_to_finished_batch.lua" [finish],
+    /// Park an active job in the delayed set until a due time (backoff, run later).
     move_to_delayed => "move_to_delayed.lua",
+    /// Put a failed attempt with attempts left straight back to wait (no backoff delay).
     retry_job => "retry_job.lua",
+    /// Renew the locks of many running jobs at once, each only while it still holds our token.
     extend_locks => "extend_locks.lua",
+    /// One two-phase stall sweep, throttled queue-wide by `stalled-check`.
     move_stalled_jobs_to_wait => "move_stalled_jobs_to_wait.lua",
+    /// Store a job's progress and emit its `progress` event.
     update_progress => "update_progress.lua",
+    /// Append one row to a job's log, trimmed to `keepLogs` (Node's `job.log()`).
     add_log => "add_log.lua",
+    /// Put a rate-limited job back to wait without using an attempt.
     move_limited_to_wait => "move_limited_to_wait.lua",
+    /// Add a child job of a parent (a flow), linking it in the parent's dependencies.
     add_child => "add_child.lua",
+    /// Move a job to `waiting-children` while it has pending children.
     move_to_waiting_children => "move_to_waiting_children.lua",
+    /// Add a standard job as BullMQ's `Queue.add` stores it (optionally once only).
     add_job => "add_job.lua",
+    /// Create a job scheduler's next iteration when a worker activates a job.
     update_job_scheduler => "update_job_scheduler.lua",
+    /// Decide atomically what an attempt to send a run's text may do (the claim).
     window_claim => "window_claim.lua" [window],
+    /// Twilio took the message: turn the claim into the long-lived sent marker.
     window_mark_sent => "window_mark_sent.lua" [window],
+    /// Twilio took nothing: keep the claim for a retry, or close a failed run.
     window_release => "window_release.lua",
+    /// The send's outcome is unknown: keep the claim and mark the attempt ambiguous.
     window_hold => "window_hold.lua",
+    /// Take one overdue open attempt for the orphan sweep, re-fencing its claim.
     window_sweep => "window_sweep.lua",
+    /// Make a job that ended unresolved an open attempt of the orphan sweep's.
     window_adopt => "window_adopt.lua",
+    /// Settle an unprovable send as `unknown`: a sent marker with no MessageSid.
     window_settle_unknown => "window_settle_unknown.lua",
+    /// One step (`take`, `drop`) on the open-attempts index alone, for a cluster.
     window_index => "window_index.lua",
+    /// The ringback workers' heartbeats, scored on Redis's clock.
     window_workers => "window_workers.lua",
+    /// Note the identity of the Redis that serves a claim key, before a claim needs it.
     window_identity => "window_identity.lua" [window],
+    /// Apply one delivery status (status callback or poll) to its run's record.
     receipt_apply => "receipt_apply.lua" [window],
+    /// Take up to N due members of a schedule ZSET, leasing each to the caller.
     claim_due => "claim_due.lua",
+    /// Hand a question's answer claim over from a message that never answered it.
     question_answer_take => "question_answer_take.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.
     finish_sent => "finish_sent.lua" [finish, window, fused],
@@ -91,16 +118,20 @@ pub fn scripts() -> &'static Scripts {
 pub struct RoundTrips(AtomicU64);
 
 impl RoundTrips {
+    /// Count `n` more round trips (a pipeline is one).
     pub fn add(&self, n: u64) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }
+    /// Round trips counted so far.
     pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
 }
 
 /// A script body and its SHA1.
+#[derive(Debug)]
 pub struct LuaScript {
+    /// Its file under `lua/` (`window_claim.lua`): the label of its errors in logs and metrics.
     pub name: &'static str,
     code: String,
     hash: String,
@@ -112,6 +143,7 @@ impl LuaScript {
         Self { name, code, hash }
     }
 
+    /// The body's SHA1 in hex, as `EVALSHA` and `SCRIPT EXISTS` name it.
     pub fn hash(&self) -> &str {
         &self.hash
     }
@@ -294,7 +326,9 @@ impl Durability {
 /// Where a durable write waits: the node of `key`'s slot, for what it must `survive`.
 #[derive(Debug, Clone, Copy)]
 pub struct WaitOn<'a> {
+    /// A key the write touches: its slot's master takes the write and runs the `WAIT`.
     pub key: &'a str,
+    /// A failover only (`WAIT`), or a restart too (`WAITAOF` where the policy asks for it).
     pub survive: Survive,
 }
 
@@ -327,7 +361,9 @@ impl<C: ConnectionLike + Send> Via<'_, C> {
 /// once after Redis answered NOSCRIPT).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
+    /// `EVALSHA <sha1>`: runs the body Redis has cached (NOSCRIPT when it has none).
     Hash,
+    /// `EVAL <body>`: sends the whole script, which Redis then caches again.
     Body,
 }
 

@@ -30,6 +30,7 @@ impl Topology {
         }
     }
 
+    /// Every call must touch one slot (a cluster, or a drill): the slot check runs before sending.
     pub fn per_slot(self) -> bool {
         self == Topology::PerSlot
     }

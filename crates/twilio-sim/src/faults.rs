@@ -72,28 +72,36 @@ impl Match {
 pub enum CreateFault {
     /// A Twilio error with this code (HTTP 400 unless `status` says otherwise); nothing created.
     Permanent {
+        /// Twilio's error code in the answer (21610: the recipient opted out, 21211: bad `To`).
         code: i64,
+        /// HTTP status of the answer (400 when not given).
         #[serde(default = "default_400")]
         status: u16,
+        /// The answer's `message`; `None`: "Simulated Twilio error <code>".
         #[serde(default)]
         message: Option<String>,
     },
     /// 429 / 20429 with `Retry-After`; nothing created.
     RateLimited {
+        /// The `Retry-After` header, in seconds (1 when not given).
         #[serde(default = "default_retry_after")]
         retry_after_s: u64,
     },
     /// A 5xx; `created` makes the message exist anyway (a gateway hiding a committed create).
     ServerError {
+        /// HTTP status of the answer (500 when not given), with Twilio's code 20500.
         #[serde(default = "default_500")]
         status: u16,
+        /// The message is stored (and its callbacks start) although the answer is an error.
         #[serde(default)]
         created: bool,
     },
     /// Answer only after `delay_ms` (past the client's timeout). The message is created unless
     /// `created` is false (a request that timed out before Twilio took it).
     Slow {
+        /// How long the answer waits, in milliseconds.
         delay_ms: u64,
+        /// The message is stored and answered 201 late; false: nothing stored, 504 after the wait.
         #[serde(default = "default_true")]
         created: bool,
     },
@@ -102,6 +110,7 @@ pub enum CreateFault {
     /// 201 Created with the message already `failed` (as Twilio answers some refusals it makes
     /// after accepting the request), `error_code` on it; its status callback says `failed`.
     CreatedFailed {
+        /// Twilio's error code set on the message (30007, carrier filtering, when not given).
         #[serde(default = "default_failed_code")]
         error_code: i64,
     },
@@ -124,10 +133,13 @@ fn default_retry_after() -> u64 {
     1
 }
 
+/// One rule of `create`: which create requests it catches, and how they are answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreateRule {
+    /// Which requests it applies to (`to`, `rate`, `times`, flattened into the rule).
     #[serde(flatten)]
     pub when: Match,
+    /// How a matched create is answered (the `fault` tag and its fields, flattened).
     #[serde(flatten)]
     pub fault: CreateFault,
 }
@@ -135,11 +147,14 @@ pub struct CreateRule {
 /// How status callbacks are delivered for a message.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallbackRule {
+    /// Which messages it applies to (by recipient, rate or uses left), flattened into the rule.
     #[serde(flatten)]
     pub when: Match,
     /// Final status: `delivered` (default), `undelivered`, `failed`, or `sent` (no receipt).
     #[serde(default, rename = "final", skip_serializing_if = "Option::is_none")]
     pub final_status: Option<String>,
+    /// Twilio's `ErrorCode` on an `undelivered` or `failed` final status; `None`: 30003
+    /// (unreachable destination handset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_code: Option<i64>,
     /// Send the callbacks in reverse order.
@@ -172,8 +187,11 @@ pub enum Refuse {
 /// Which Twilio call a request is, for [`AuthFault`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Call {
+    /// `POST …/Accounts/{sid}/Messages.json`: send a message.
     Create,
+    /// `GET …/Accounts/{sid}/Messages/{MessageSid}.json`: read one message.
     Fetch,
+    /// `GET …/Accounts/{sid}/Messages.json`: page through messages.
     List,
 }
 
@@ -181,6 +199,7 @@ pub enum Call {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuthFault {
+    /// Which calls are answered 401 / 20003 (`none`, the default: no refusal).
     #[serde(default)]
     pub refuse: Refuse,
     /// Lift the refusal this long after the rules were set; `None`: until changed.
@@ -212,10 +231,13 @@ impl AuthFault {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Faults {
+    /// How creates are answered; the first rule that matches applies, none: a normal 201.
     #[serde(default)]
     pub create: Vec<CreateRule>,
+    /// How status callbacks arrive; the first that matches applies, none: sent then delivered.
     #[serde(default)]
     pub callbacks: Vec<CallbackRule>,
+    /// Whether the credentials are refused, and for how long.
     #[serde(default, skip_serializing_if = "AuthFault::is_off")]
     pub auth: AuthFault,
     /// Prefix new messages' bodies as Twilio does for a trial account.
@@ -249,6 +271,7 @@ pub enum ListOrder {
 }
 
 impl ListOrder {
+    /// Newest created first, Twilio's usual order (left out of `GET /sim/faults`).
     pub fn is_default(&self) -> bool {
         *self == Self::DateCreated
     }
@@ -273,6 +296,7 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
+    /// Bodies are stored as sent (left out of `GET /sim/faults`).
     pub fn is_off(&self) -> bool {
         *self == Self::default()
     }

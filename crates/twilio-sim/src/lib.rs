@@ -41,16 +41,23 @@ use store::{RecordedRequest, Store};
 /// Who the simulator is: the account it serves and the credentials it accepts.
 #[derive(Debug, Clone)]
 pub struct SimConfig {
+    /// The one account served (`AC…`): the Basic auth user, and the `{AccountSid}` in paths.
     pub account_sid: String,
+    /// The account's auth token: the Basic auth password, and the key status callbacks are
+    /// signed with (`X-Twilio-Signature`).
     pub auth_token: Secret,
     /// Extra API keys (`SK…`, secret) accepted for Basic auth.
     pub api_keys: Vec<(String, Secret)>,
 }
 
 /// Shared state of a running simulator.
+#[derive(Debug)]
 pub struct Simulator {
+    /// The account and the credentials it accepts.
     pub config: SimConfig,
+    /// Every accepted message, and the requests and arrivals the `/sim/*` routes show.
     pub store: Store,
+    /// The fault rules in force, replaced whole by `PUT /sim/faults`.
     pub faults: Mutex<Faults>,
     http: reqwest::Client,
 }
@@ -60,6 +67,7 @@ pub struct Simulator {
 pub struct DropConnection;
 
 impl Simulator {
+    /// A simulator with no messages, `faults` in force from now (their timers start here).
     pub fn new(config: SimConfig, faults: Faults) -> Arc<Self> {
         ringback_twilio::client::install_tls_provider();
         let http = reqwest::Client::builder()

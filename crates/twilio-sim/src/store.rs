@@ -14,15 +14,21 @@ const KEPT_REQUESTS: usize = 1000;
 /// One request as received (method, path, query and form fields), for contract checks.
 #[derive(Debug, Clone, Serialize)]
 pub struct RecordedRequest {
+    /// HTTP method: `POST` (create) or `GET` (fetch, list).
     pub method: String,
+    /// Request path, from `/2010-04-01/Accounts/…` on, without the query string.
     pub path: String,
+    /// Query string parameters in the order sent (list filters and paging); empty when none.
     pub query: Vec<(String, String)>,
+    /// Form fields of the body in the order sent (`To`, `Body`…); empty for a `GET`.
     pub form: Vec<(String, String)>,
+    /// The `Content-Type` header as sent; `None` when absent.
     pub content_type: Option<String>,
+    /// The request carried an `Authorization: Basic …` header (right or wrong credentials).
     pub basic_auth: bool,
 }
 
-#[derive(Default)]
+#[derive(Default, Debug)]
 struct Inner {
     messages: Vec<Message>,
     /// When each message arrived (ms since the epoch), beside `messages`: the latency benchmark
@@ -37,7 +43,8 @@ struct Inner {
     requests: VecDeque<RecordedRequest>,
 }
 
-#[derive(Default)]
+/// Every accepted message and the last requests, behind one lock; emptied by `POST /sim/reset`.
+#[derive(Default, Debug)]
 pub struct Store {
     inner: Mutex<Inner>,
 }
@@ -45,7 +52,9 @@ pub struct Store {
 /// A message's body and when it arrived.
 #[derive(Debug, Serialize)]
 pub struct Arrival {
+    /// The body as stored (after any rewrite the account applies).
     pub body: String,
+    /// When the create arrived, in ms since the epoch on the real clock (`atMs` in JSON).
     #[serde(rename = "atMs")]
     pub at_ms: i64,
 }
@@ -53,17 +62,24 @@ pub struct Arrival {
 /// Counts per recipient and per (recipient, body).
 #[derive(Debug, Serialize)]
 pub struct Stats {
+    /// Messages accepted since start or the last reset.
     pub total: usize,
+    /// Messages per recipient number (`To`).
     pub by_to: BTreeMap<String, usize>,
+    /// Per (recipient, body as stored); a count above 1 is the same text sent twice.
     pub by_to_body: Vec<BodyCount>,
     /// Per (recipient, body as created, before the account's rewrites).
     pub by_to_sent_body: Vec<BodyCount>,
 }
 
+/// How many messages went to one recipient with one body.
 #[derive(Debug, Serialize)]
 pub struct BodyCount {
+    /// The recipient number (`To`).
     pub to: String,
+    /// The body, as stored or as created depending on the list it is in.
     pub body: String,
+    /// Messages with this recipient and body.
     pub count: usize,
 }
 
@@ -73,6 +89,7 @@ impl Store {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Store `m` with its own body as the body it was created with.
     pub fn insert(&self, m: Message) {
         let sent = m.body.clone().unwrap_or_default();
         self.insert_sent(m, sent);
@@ -118,6 +135,7 @@ impl Store {
         self.lock().callbacks.get(sid).cloned()
     }
 
+    /// The message with this `SM…` sid, as stored now; `None` when there is none.
     pub fn get(&self, sid: &str) -> Option<Message> {
         let g = self.lock();
         g.by_sid.get(sid).map(|&i| g.messages[i].clone())
@@ -155,10 +173,12 @@ impl Store {
             .collect()
     }
 
+    /// Every stored message, oldest first (`GET /sim/messages`).
     pub fn all(&self) -> Vec<Message> {
         self.lock().messages.clone()
     }
 
+    /// Counts of the stored messages per recipient and per body (`GET /sim/stats`).
     pub fn stats(&self) -> Stats {
         let g = self.lock();
         let mut by_to = BTreeMap::new();
@@ -186,6 +206,7 @@ impl Store {
         }
     }
 
+    /// Keep `r`, dropping the oldest once 1000 requests are kept.
     pub fn record(&self, r: RecordedRequest) {
         let mut g = self.lock();
         if g.requests.len() == KEPT_REQUESTS {
@@ -194,10 +215,12 @@ impl Store {
         g.requests.push_back(r);
     }
 
+    /// The kept requests, oldest first (`GET /sim/requests`).
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().requests.iter().cloned().collect()
     }
 
+    /// Forget every message, callback URL and request (`POST /sim/reset`).
     pub fn reset(&self) {
         *self.lock() = Inner::default();
     }

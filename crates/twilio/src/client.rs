@@ -24,14 +24,18 @@ use crate::message::{ApiError, Message, MessagePage, SenderForm, sender_form};
 use crate::classify::{api_error, describe, error_code, outcome_code};
 pub use crate::classify::{classify_response, classify_transport, refuses_credentials};
 pub use crate::config::{Auth, Secret, Sender, TwilioConfig};
+pub use crate::list::{ListFilter, MessageSearch, PageLimits};
 
 /// One message to create.
 #[derive(Debug, Clone, Default)]
 pub struct CreateMessage {
+    /// `To`: the recipient (E.164).
     pub to: String,
+    /// `Body`: the text as ringback sends it.
     pub body: String,
     /// Overrides the configured sender's `From`.
     pub from: Option<String>,
+    /// `StatusCallback`: where Twilio posts this message's receipts.
     pub status_callback: Option<String>,
     /// Overrides the configured `ValidityPeriod` (seconds): quiet hours cut it.
     pub validity_period: Option<u32>,
@@ -50,18 +54,25 @@ pub enum SendOutcome {
     /// Twilio refused it for a fault of this deployment or of sending to its destination
     /// ([`super::blame`]) and created nothing: held until the fault is fixed, never failed.
     Held {
+        /// Whose fault the refusal is, and what fixes it.
         blame: super::blame::Blame,
+        /// Twilio's error body.
         error: ApiError,
     },
     /// Twilio did not take it; try again after `retry_after` (when Twilio said).
     RetryLater {
+        /// Twilio's `Retry-After`, when it sent one.
         retry_after: Option<Duration>,
+        /// Why, for the log and the run's record.
         reason: String,
+        /// Twilio's error body, when there was one.
         error: Option<ApiError>,
     },
     /// Twilio may or may not have created it: reconcile before any resend.
     Ambiguous {
+        /// Why, for the log and the run's record (a 5xx, a timeout, a connection lost).
         reason: String,
+        /// Twilio's error body, when there was one.
         error: Option<ApiError>,
     },
 }
@@ -85,10 +96,13 @@ impl SendOutcome {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TwilioError {
+    /// Twilio answered with an error body.
     #[error("{0}")]
     Api(ApiError),
+    /// The request did not get an answer (connect, TLS, timeout).
     #[error("request to Twilio failed: {0}")]
     Transport(String),
+    /// Twilio answered with a body ringback cannot read.
     #[error("unreadable answer from Twilio: {0}")]
     Decode(String),
 }
@@ -101,48 +115,7 @@ impl TwilioError {
     }
 }
 
-/// Filters of the one-page list call ([`TwilioClient::list_messages`]).
-#[derive(Debug, Clone, Default)]
-pub struct ListFilter {
-    pub to: Option<String>,
-    pub from: Option<String>,
-    /// `DateSent>` as `YYYY-MM-DD` (Twilio filters by day). Misses messages not yet sent.
-    pub date_sent_after: Option<String>,
-    pub page_size: Option<u32>,
-}
-
-/// How far [`TwilioClient::list_messages_since`] may read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PageLimits {
-    /// `PageSize` (Twilio: 1–1000, default 50).
-    pub page_size: u32,
-    /// Pages read at most; past it the search is incomplete.
-    pub max_pages: u32,
-}
-
-impl Default for PageLimits {
-    fn default() -> Self {
-        Self {
-            page_size: 1000,
-            max_pages: 20,
-        }
-    }
-}
-
-/// What [`TwilioClient::list_messages_since`] found.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MessageSearch {
-    /// In the list's order: every message listed that was created at or after the bound (to
-    /// the second), and any whose `date_created` is unreadable (a candidate is never dropped on
-    /// a date it cannot read).
-    pub messages: Vec<Message>,
-    /// The whole list was read to its end. When false
-    /// (`max_pages` ran out first) a message not found may still exist: treat it as unknown.
-    pub complete: bool,
-    /// Pages read.
-    pub pages: u32,
-}
-
+/// The Twilio Messages client: one HTTP client (shared connections) and the account's settings.
 #[derive(Clone)]
 pub struct TwilioClient {
     http: reqwest::Client,
@@ -163,6 +136,7 @@ pub fn install_tls_provider() {
 }
 
 impl TwilioClient {
+    /// A client for `config`'s account; fails only if the HTTP client cannot be built.
     pub fn new(config: TwilioConfig) -> Result<Self, TwilioError> {
         install_tls_provider();
         let http = reqwest::Client::builder()
@@ -174,6 +148,7 @@ impl TwilioClient {
         Ok(Self { http, config })
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &TwilioConfig {
         &self.config
     }

@@ -7,6 +7,7 @@ pub mod blame;
 pub mod classify;
 pub mod client;
 pub mod config;
+pub mod list;
 pub mod message;
 pub mod signature;
 

@@ -6,43 +6,70 @@ use serde::{Deserialize, Serialize};
 /// A message as Twilio describes it (create, fetch and list answers; the simulator's store).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Message {
+    /// Twilio's id of the message (`SM` and 32 hex digits; `MM` for MMS): fetch it by this.
     pub sid: String,
+    /// The account (`AC…`) that created the message.
     #[serde(default, deserialize_with = "any_scalar")]
     pub account_sid: Option<String>,
+    /// The API version that handled the create (`2010-04-01`).
     #[serde(default, deserialize_with = "any_scalar")]
     pub api_version: Option<String>,
+    /// The text as Twilio stored it (a trial prefix or a service's rewrites included);
+    /// empty when redacted.
     #[serde(default)]
     pub body: Option<String>,
+    /// When Twilio created the message, RFC 2822 in GMT, to the second.
     #[serde(default)]
     pub date_created: Option<String>,
+    /// When Twilio handed the message to the carrier (RFC 2822, GMT); `None` while still
+    /// queued or sending, and for a message that failed before leaving.
     #[serde(default)]
     pub date_sent: Option<String>,
+    /// When the message resource last changed (RFC 2822, GMT).
     #[serde(default, deserialize_with = "any_scalar")]
     pub date_updated: Option<String>,
+    /// `outbound-api` for a text ringback sends; `inbound`, `outbound-reply` and
+    /// `outbound-call` for others in the same list.
     #[serde(default)]
     pub direction: Option<String>,
+    /// Twilio's error code when the status is `failed` or `undelivered` (30003:
+    /// unreachable handset, 30007: carrier filtering); `None` otherwise.
     #[serde(default)]
     pub error_code: Option<i64>,
+    /// Twilio's text for `error_code`; usually `None` even when a code is set.
     #[serde(default, deserialize_with = "any_scalar")]
     pub error_message: Option<String>,
+    /// The sender as Twilio used it: a number, short code or sender ID; with a Messaging
+    /// Service, the number it picked (`None` until it has).
     #[serde(default)]
     pub from: Option<String>,
+    /// The Messaging Service (`MG…`) the message was sent through; `None` without one.
     #[serde(default)]
     pub messaging_service_sid: Option<String>,
+    /// How many media files the message carries (`"0"` for SMS).
     #[serde(default, deserialize_with = "any_scalar")]
     pub num_media: Option<String>,
+    /// How many SMS segments Twilio split the body into, each billed (160 GSM-7 or 70
+    /// UCS-2 characters for one, 153 or 67 each when split).
     #[serde(default, deserialize_with = "any_scalar")]
     pub num_segments: Option<String>,
+    /// What the message cost, negative, in `price_unit`; `None` until Twilio has priced it.
     #[serde(default, deserialize_with = "any_scalar")]
     pub price: Option<String>,
+    /// The currency of `price` (ISO 4217, `USD`).
     #[serde(default, deserialize_with = "any_scalar")]
     pub price_unit: Option<String>,
+    /// Twilio's delivery status: `queued`, `sending`, `sent`, `delivered`, `undelivered`,
+    /// `failed`… ([`status_rank`] orders them).
     #[serde(default)]
     pub status: Option<String>,
+    /// The recipient's number (E.164) or channel address.
     #[serde(default)]
     pub to: Option<String>,
+    /// This message's path, relative to the API base (`/2010-04-01/Accounts/…/SM….json`).
     #[serde(default, deserialize_with = "any_scalar")]
     pub uri: Option<String>,
+    /// Paths of the message's subresources (`media`, `feedback`), unread by ringback.
     #[serde(default)]
     pub subresource_uris: Option<serde_json::Value>,
 }
@@ -82,21 +109,30 @@ fn rfc2822(v: Option<&str>) -> Option<chrono::DateTime<chrono::Utc>> {
 /// page.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct MessagePage {
+    /// The messages of this page, in the list's order.
     pub messages: Vec<Message>,
+    /// This page's number, from 0.
     #[serde(default)]
     pub page: i64,
+    /// How many messages a full page holds (the `PageSize` asked for).
     #[serde(default)]
     pub page_size: i64,
+    /// Index in the whole list of this page's first message.
     #[serde(default)]
     pub start: i64,
+    /// Index in the whole list of this page's last message; -1 on an empty page.
     #[serde(default)]
     pub end: i64,
+    /// This page's own path and query, relative to the API base.
     #[serde(default, deserialize_with = "any_scalar")]
     pub uri: Option<String>,
+    /// Path of the list's first page, relative to the API base.
     #[serde(default)]
     pub first_page_uri: Option<String>,
+    /// Path of the next page (with its `PageToken`); `None` on the last page.
     #[serde(default)]
     pub next_page_uri: Option<String>,
+    /// Path of the previous page; `None` on the first page.
     #[serde(default)]
     pub previous_page_uri: Option<String>,
 }
@@ -104,17 +140,22 @@ pub struct MessagePage {
 /// Twilio's error body: `{"code", "message", "more_info", "status"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ApiError {
+    /// Twilio's error code (21211, 20003, 20429…); `None` when the body was not Twilio's JSON.
     #[serde(default)]
     pub code: Option<i64>,
+    /// Twilio's text for the error, as a person reads it.
     #[serde(default)]
     pub message: String,
+    /// Link to the code's page in Twilio's docs (`https://www.twilio.com/docs/errors/<code>`).
     #[serde(default)]
     pub more_info: Option<String>,
+    /// The HTTP status of the answer (the status line wins over the body's); 0: no answer.
     #[serde(default)]
     pub status: u16,
 }
 
 impl ApiError {
+    /// An error as Twilio writes it: `code` with its docs link in `more_info`.
     pub fn new(status: u16, code: i64, message: impl Into<String>) -> Self {
         Self {
             code: Some(code),

@@ -47,12 +47,15 @@ use webhook::webhook_status;
 pub const WEBHOOK_BODY_LIMIT: usize = 64 * 1024;
 
 /// What the handlers share.
+#[derive(Debug)]
 pub struct ApiState {
+    /// The callback records: status callbacks are applied to them, `/callbacks` reads them.
     pub receipts: Receipts,
     /// The callback queue (for `/send`, and to tell a queued callback).
     pub queue: Commands,
     /// The queue's name: the `queue` label of `/metrics`.
     pub queue_name: String,
+    /// Escalates runs whose delivery ended failed; also names the job `/send` enqueues.
     pub escalator: Escalator,
     /// The account's auth token: the key of `X-Twilio-Signature`.
     pub twilio_auth_token: Secret,
@@ -80,7 +83,9 @@ pub struct ApiState {
 /// Rate-limited logging: when each kind of repeated warning was last written (ms).
 #[derive(Debug, Default)]
 pub struct LoggedAt {
+    /// Last log of a webhook refused for a missing or wrong `X-Twilio-Signature` (ms).
     pub bad_signature: std::sync::atomic::AtomicI64,
+    /// Last log of `/readyz` or `/metrics` finding Redis unreachable (ms).
     pub not_ready: std::sync::atomic::AtomicI64,
 }
 
@@ -144,8 +149,11 @@ async fn count_responses(
 }
 
 /// The API's one error type: a status and a JSON body; internal errors are logged once here.
+#[derive(Debug)]
 pub enum AppError {
+    /// A refusal: this status, with a JSON body of `error` and the `field` to blame, if any.
     Status(StatusCode, serde_json::Value),
+    /// A failure inside: 503 with `Retry-After: 5` when Redis is unavailable, else 500.
     Internal(crate::error::Error),
 }
 

@@ -15,6 +15,7 @@ use serde_json::json;
 /// `/healthz` see a live process, and gives Twilio a 503 rather than a refused connection. Twilio
 /// retries a status callback only when its URL asks (`#rc=…&rp=5xx`); a callback refused here is
 /// otherwise lost, and the worker's reconciliation poll recovers its status.
+#[derive(Debug)]
 pub struct Startup {
     /// The Redis waited for, password masked.
     redis: String,
@@ -24,6 +25,7 @@ pub struct Startup {
 }
 
 impl Startup {
+    /// Waiting for the Redis `redis` describes (password masked), with no router yet.
     pub fn new(redis: String) -> Arc<Self> {
         Arc::new(Self {
             redis,

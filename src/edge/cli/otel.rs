@@ -78,9 +78,14 @@ pub struct OtelArgs {
 /// Traces, validated: where they go and which are kept.
 #[derive(Debug, Clone)]
 pub struct OtelConfig {
+    /// The full URL spans are posted to: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, else
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/traces` appended.
     pub traces_endpoint: String,
+    /// Headers sent with each export (`OTEL_EXPORTER_OTLP_HEADERS`); empty when unset.
     pub headers: HashMap<String, String>,
+    /// The service's name on every span (`OTEL_SERVICE_NAME`, default `ringback`).
     pub service_name: String,
+    /// Which traces are kept (`OTEL_TRACES_SAMPLER`, its ratio `OTEL_TRACES_SAMPLER_ARG`).
     pub sampler: opentelemetry_sdk::trace::Sampler,
 }
 

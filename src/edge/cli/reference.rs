@@ -7,10 +7,13 @@
 use clap::Command;
 
 /// A variable read straight from the environment, outside the command-line definitions.
+#[derive(Debug)]
 pub struct EnvOnly {
+    /// The variable's name, e.g. `RUST_LOG`.
     pub name: &'static str,
     /// A test or drill knob: never set in production; `check-config` reports it when set.
     pub test_knob: bool,
+    /// What it does: its row in the configuration reference.
     pub meaning: &'static str,
 }
 
@@ -105,10 +108,15 @@ pub fn unknown_env(
 /// One setting: a flag with its variable.
 #[derive(Debug, Clone)]
 pub struct Setting {
+    /// The environment variable, e.g. `RINGBACK_QUEUE`.
     pub env: String,
+    /// The flag of the same meaning (`--queue`); `None` when there is only the variable.
     pub flag: Option<String>,
+    /// The default value (several joined by commas); `None` when it has none.
     pub default: Option<String>,
+    /// The flag's help text on one line, `|` escaped for a Markdown table cell.
     pub help: String,
+    /// The `--help` heading it is listed under (`Options` when none): its reference section.
     pub heading: String,
     /// A test or drill knob, hidden from `--help`.
     pub hidden: bool,

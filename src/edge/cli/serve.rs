@@ -61,12 +61,22 @@ pub struct ServeArgs {
 }
 
 /// What `ringback serve` needs, validated.
+#[derive(Debug)]
 pub struct ServeConfig {
+    /// `RINGBACK_LISTEN`: loopback unless `RINGBACK_ALLOW_PUBLIC_BIND=true`.
     pub listen: std::net::SocketAddr,
+    /// `RINGBACK_PUBLIC_URL`: the http(s) base URL Twilio calls, over which signatures are
+    /// checked; never a placeholder from the docs.
     pub public_url: String,
+    /// `TWILIO_AUTH_TOKEN`: the key of `X-Twilio-Signature`.
     pub twilio_auth_token: crate::twilio::Secret,
+    /// `TWILIO_AUTH_TOKEN_SECONDARY`: the other accepted key during a rotation; `None`
+    /// when unset or empty.
     pub twilio_auth_token_secondary: Option<crate::twilio::Secret>,
+    /// The API's bearer tokens (`RINGBACK_API_TOKEN`, `RINGBACK_SEND_TOKEN`,
+    /// `RINGBACK_READ_TOKEN`).
     pub tokens: crate::edge::access::Tokens,
+    /// The allowlist and rate limits of `/api/notify/send` (`RINGBACK_SEND_*`).
     pub send_policy: crate::edge::access::SendPolicyConfig,
     /// `RINGBACK_DRILL_REPORTS`: the console's drill reports (an existing directory).
     pub drill_reports: Option<std::path::PathBuf>,

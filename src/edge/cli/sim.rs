@@ -34,6 +34,8 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
+    /// The simulator's settings and fault rules; refuses a non-loopback address, a malformed
+    /// `RINGBACK_SIM_API_KEYS` entry and unreadable or invalid `RINGBACK_SIM_FAULTS`.
     pub fn to_config(
         &self,
     ) -> Result<

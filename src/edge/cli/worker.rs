@@ -153,6 +153,7 @@ pub struct WorkerArgs {
     #[arg(long, env = "RINGBACK_METRICS_DATA_POINTS")]
     pub metrics_data_points: Option<u32>,
     // last: the flattened struct's heading then holds for what follows it, not for these
+    /// The Redis and queue settings, shared with the other subcommands.
     #[command(flatten)]
     pub queue: QueueArgs,
 }

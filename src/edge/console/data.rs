@@ -26,22 +26,29 @@ pub const FILTERS: [&str; 9] = [
 /// One run, in a line.
 #[derive(Debug, Clone, Default)]
 pub struct RunRow {
+    /// The run's `runId`.
     pub run_id: String,
     /// As `GET /api/notify/callbacks/{runId}` says it (without the job lookup: `queued` is
     /// not told from `unknown` here).
     pub state: String,
     /// An attempt is open (in the open-attempts index).
     pub open: bool,
+    /// The record's escalation marker, `<ms>:<reason>`; `None` when never escalated.
     pub escalated: Option<String>,
     /// When its latest fresh attempt was claimed (the index's score, ms).
     pub claimed_at: Option<i64>,
+    /// When Twilio took the text (ms); `None` until a send is proven.
     pub sent_at: Option<i64>,
     /// When the record last changed (ms).
     pub updated_at: Option<i64>,
+    /// Twilio's latest status in the callback record; `None` before any receipt.
     pub status: Option<String>,
+    /// The attempt record's state (`claimed`, `ambiguous`, `retry`, `sent`, `unknown`,
+    /// `send-failed`); `None` without an attempt record.
     pub attempt_state: Option<String>,
     /// Destination, masked as in the logs.
     pub to: String,
+    /// The id of the worker that holds or held the attempt.
     pub worker: Option<String>,
     /// Attempt age base: since / claimed_at (ms).
     pub since: Option<i64>,
@@ -64,7 +71,7 @@ impl RunRow {
 }
 
 /// The console's reads.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Reads {
     conn: Conn,
     claim_prefix: String,
@@ -87,6 +94,7 @@ fn int(s: &Option<String>) -> Option<i64> {
 }
 
 impl Reads {
+    /// Reads over `conn` of the runs under `claim_prefix` and the jobs of queue `queue`.
     pub fn new(conn: Conn, claim_prefix: &str, queue: QueueKeys) -> Self {
         Self {
             conn,
@@ -377,20 +385,29 @@ impl Reads {
 /// One run, for its page.
 #[derive(Debug, Clone)]
 pub struct RunDetail {
+    /// The run's `runId`.
     pub run_id: String,
     /// Anything at all is recorded for it.
     pub known: bool,
+    /// As `GET /api/notify/callbacks/{runId}` says it, the job's state included.
     pub state: String,
+    /// The callback record's fields; empty when there is none.
     pub record: HashMap<String, String>,
+    /// The attempt record's fields; empty when there is none.
     pub attempt: HashMap<String, String>,
     /// The receipts in arrival order.
     pub history: Vec<serde_json::Value>,
+    /// The claim key's value (`pending…` or `sent…`); `None` when absent or expired.
     pub claim: Option<String>,
+    /// An attempt is open (in the open-attempts index).
     pub open: bool,
+    /// When its latest fresh attempt was claimed (the recent-runs index's score, ms).
     pub claimed_at: Option<i64>,
     /// The attempt's worker as its heartbeat names it (pid and host), while it heartbeats.
     pub worker_name: Option<String>,
+    /// The job looked up: the attempt's, else the escalated invalid job's, else the runId.
     pub job_id: String,
+    /// That job as BullMQ keeps it; `None` when it is gone (removed or never added).
     pub job: Option<JobView>,
     /// The question the run asked, if it asked one.
     pub question: Option<crate::callbacks::replies::Question>,
@@ -401,15 +418,26 @@ pub struct RunDetail {
 /// The job as BullMQ keeps it.
 #[derive(Debug, Clone)]
 pub struct JobView {
+    /// The BullMQ job id.
     pub id: String,
+    /// As `Job.getState()` tells it: `waiting`, `active`, `delayed`, `completed`, `failed`, …
     pub state: String,
+    /// The job's name (one of `RINGBACK_CALLBACK_JOB_NAMES` for a callback).
     pub name: String,
+    /// When it was added (ms).
     pub timestamp: Option<i64>,
+    /// When a worker last took it (ms); `None` before any.
     pub processed_on: Option<i64>,
+    /// When it completed or failed (ms); `None` while it has not.
     pub finished_on: Option<i64>,
+    /// Attempts that ended (`attemptsMade`, or `atm`); 0 before any.
     pub attempts_made: i64,
+    /// Attempts started, stalled ones included (`ats`); `None` when the job has no count.
     pub attempts_started: Option<i64>,
+    /// The job's `attempts` option; `None` when not set.
     pub attempts_allowed: Option<i64>,
+    /// Times it stalled (`stc`); `None` when it never did.
     pub stalled: Option<i64>,
+    /// Why it last failed, redacted as in the logs.
     pub failed_reason: Option<String>,
 }

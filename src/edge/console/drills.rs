@@ -12,6 +12,7 @@ pub const MAX_FILE: u64 = 4 * 1024 * 1024;
 /// One saved file.
 #[derive(Debug, Clone)]
 pub struct ReportFile {
+    /// The file's name in `RINGBACK_DRILL_REPORTS` (its heading on the Drills page).
     pub name: String,
     /// Modification time (ms since the epoch).
     pub modified_ms: Option<i64>,

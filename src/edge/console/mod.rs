@@ -19,6 +19,7 @@
 
 pub mod data;
 pub mod drills;
+mod now;
 pub mod pages;
 pub mod session;
 
@@ -58,6 +59,7 @@ pub struct Console {
     pub drill_reports: Option<PathBuf>,
     /// `RINGBACK_DELIVERY_DEADLINE_MS`: a receipt is missing past it.
     pub delivery_deadline: Duration,
+    /// The signed session cookies of people signed in.
     pub sessions: Sessions,
 }
 
@@ -87,7 +89,7 @@ pub fn routes() -> Router<Arc<ApiState>> {
         .route("/console/logout", post(logout))
         .route("/console/callbacks", get(callbacks))
         .route("/console/runs/{run_id}", get(run))
-        .route("/console/now", get(now))
+        .route("/console/now", get(now::now))
         .route("/console/drills", get(drills))
         .route("/console/inbound", get(inbound))
         .route("/console/static/console.css", get(css))
@@ -443,87 +445,6 @@ async fn inbound(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response
         Ok((unmatched, opt_outs)) => html(StatusCode::OK, pages::inbound(&unmatched, &opt_outs)),
         Err(e) => unavailable(e),
     }
-}
-
-/// How far back the Now page looks for escalations and unknown sends.
-const DAY_MS: i64 = 24 * 3600 * 1000;
-
-async fn now(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {
-    if let Some(page) = refused(&s, &headers) {
-        return page;
-    }
-    match now_figures(&s).await {
-        Ok(n) => html(StatusCode::OK, pages::now(&n)),
-        Err(e) => unavailable(e),
-    }
-}
-
-async fn now_figures(s: &ApiState) -> Result<pages::Now, crate::error::Error> {
-    let r = reads(s);
-    r.hide_fallbacks().await?;
-    let now = now_ms();
-    let (open_total, open) = r.open_attempts(200).await?;
-    let open_rows = r.rows(&open).await?;
-    let day = r.recent_since(now - DAY_MS).await?;
-    let mut rows = vec![];
-    for chunk in day.chunks(SCAN_BATCH) {
-        rows.extend(r.rows(chunk).await?);
-    }
-    let deadline = s.console.delivery_deadline.as_millis() as i64;
-    let hour_start = now - 3600 * 1000;
-    let (mut sent, mut delivered) = (vec![0u32; 60], vec![0u32; 60]);
-    let minute = |t: i64| ((t - hour_start) / 60_000).clamp(0, 59) as usize;
-    for row in &rows {
-        if let Some(t) = row.sent_at.filter(|t| *t >= hour_start) {
-            sent[minute(t)] += 1;
-        }
-        if row.state == "delivered"
-            && let Some(t) = row.updated_at.filter(|t| *t >= hour_start)
-        {
-            delivered[minute(t)] += 1;
-        }
-    }
-    let escalated_at = |row: &data::RunRow| {
-        row.escalated
-            .as_deref()
-            .and_then(|e| e.split(':').next())
-            .and_then(|t| t.parse::<i64>().ok())
-    };
-    Ok(pages::Now {
-        now_ms: now,
-        open_total,
-        open: open_rows
-            .iter()
-            .map(|o| {
-                (
-                    o.run_id.clone(),
-                    o.attempt_state.clone().unwrap_or_default(),
-                    o.since.map(|t| now - t),
-                )
-            })
-            .collect(),
-        unknown: rows
-            .iter()
-            .filter(|row| matches!(row.attempt_state.as_deref(), Some("unknown" | "ambiguous")))
-            .cloned()
-            .collect(),
-        escalated: rows
-            .iter()
-            .filter(|row| escalated_at(row).is_some_and(|t| t >= now - DAY_MS))
-            .cloned()
-            .collect(),
-        missing: rows
-            .iter()
-            .filter(|row| {
-                matches!(row.state.as_str(), "accepted" | "sent")
-                    && row.sent_at.is_some_and(|t| t < now - deadline)
-            })
-            .cloned()
-            .collect(),
-        deadline_ms: deadline,
-        sent_per_minute: sent,
-        delivered_per_minute: delivered,
-    })
 }
 
 async fn drills(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response {

@@ -9,16 +9,16 @@ use ringback::twilio::signature;
 
 use super::RedisServer;
 
-pub const TOKEN: &str = super::TWILIO_TOKEN;
-pub const API_TOKEN: &str = super::API_TOKEN;
-pub const PUBLIC: &str = super::PUBLIC_URL;
-pub const SID: &str = "SM0123456789abcdef0123456789abcdef";
+pub(crate) const TOKEN: &str = super::TWILIO_TOKEN;
+pub(crate) const API_TOKEN: &str = super::API_TOKEN;
+pub(crate) const PUBLIC: &str = super::PUBLIC_URL;
+pub(crate) const SID: &str = "SM0123456789abcdef0123456789abcdef";
 
-pub async fn state(server: &RedisServer, queue: &str) -> Arc<ApiState> {
+pub(crate) async fn state(server: &RedisServer, queue: &str) -> Arc<ApiState> {
     super::api_state(server, queue).await
 }
 
-pub fn form(params: &[(&str, &str)]) -> (Vec<(String, String)>, String) {
+pub(crate) fn form(params: &[(&str, &str)]) -> (Vec<(String, String)>, String) {
     let owned: Vec<(String, String)> = params
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -27,7 +27,7 @@ pub fn form(params: &[(&str, &str)]) -> (Vec<(String, String)>, String) {
     (owned, body)
 }
 
-pub fn callback(path: &str, params: &[(&str, &str)], token: Option<&str>) -> Request<Body> {
+pub(crate) fn callback(path: &str, params: &[(&str, &str)], token: Option<&str>) -> Request<Body> {
     let (owned, body) = form(params);
     let sig = signature::sign(TOKEN, &format!("{PUBLIC}{path}"), &owned);
     let mut req = Request::post(path)
@@ -39,7 +39,10 @@ pub fn callback(path: &str, params: &[(&str, &str)], token: Option<&str>) -> Req
     req.body(Body::from(body)).unwrap()
 }
 
-pub fn status_params<'a>(status: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+pub(crate) fn status_params<'a>(
+    status: &'a str,
+    extra: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
     let mut p = vec![
         ("MessageSid", SID),
         ("SmsSid", SID),
@@ -51,11 +54,14 @@ pub fn status_params<'a>(status: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(
     p
 }
 
-pub async fn record(s: &ApiState, run: &str) -> ringback::callbacks::receipts::CallbackRecord {
+pub(crate) async fn record(
+    s: &ApiState,
+    run: &str,
+) -> ringback::callbacks::receipts::CallbackRecord {
     s.receipts.record(run, None).await.unwrap()
 }
 
-pub fn send_req(body: &str, token: Option<&str>) -> Request<Body> {
+pub(crate) fn send_req(body: &str, token: Option<&str>) -> Request<Body> {
     let mut r = Request::post("/api/notify/send").header("content-type", "application/json");
     if let Some(t) = token {
         r = r.header("Authorization", format!("Bearer {t}"));

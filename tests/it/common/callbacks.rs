@@ -15,12 +15,12 @@ use ringback::twilio_sim::{SimConfig, Simulator, server};
 use ringback::{Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
-pub const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
-pub const TOKEN: &str = "sim-token";
-pub const TO: &str = "+15558675310";
-pub const T: Duration = Duration::from_secs(20);
+pub(crate) const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+pub(crate) const TOKEN: &str = "sim-token";
+pub(crate) const TO: &str = "+15558675310";
+pub(crate) const T: Duration = Duration::from_secs(20);
 
-pub struct Env {
+pub(crate) struct Env {
     pub redis: RedisServer,
     pub sim: Arc<Simulator>,
     pub sim_base: String,
@@ -38,12 +38,12 @@ impl Drop for Env {
     }
 }
 
-pub async fn env(test: &str, faults: &str) -> Env {
+pub(crate) async fn env(test: &str, faults: &str) -> Env {
     env_on(RedisServer::start(), test, faults).await
 }
 
 /// [`env`] on `redis` (Valkey, a server with settings of its own).
-pub async fn env_on(redis: RedisServer, test: &str, faults: &str) -> Env {
+pub(crate) async fn env_on(redis: RedisServer, test: &str, faults: &str) -> Env {
     let sim = Simulator::new(
         SimConfig {
             account_sid: ACCOUNT.into(),
@@ -73,7 +73,7 @@ pub async fn env_on(redis: RedisServer, test: &str, faults: &str) -> Env {
     }
 }
 
-pub fn twilio_config(base: &str) -> TwilioConfig {
+pub(crate) fn twilio_config(base: &str) -> TwilioConfig {
     TwilioConfig {
         account_sid: ACCOUNT.into(),
         auth: Auth::AuthToken(Secret::new(TOKEN)),
@@ -85,7 +85,7 @@ pub fn twilio_config(base: &str) -> TwilioConfig {
     }
 }
 
-pub fn sms_config() -> SmsConfig {
+pub(crate) fn sms_config() -> SmsConfig {
     SmsConfig {
         pending_ttl: Duration::from_millis(3000),
         sent_ttl: Duration::from_secs(3600),
@@ -97,7 +97,7 @@ pub fn sms_config() -> SmsConfig {
     }
 }
 
-pub fn worker_config(e: &Env) -> WorkerConfig {
+pub(crate) fn worker_config(e: &Env) -> WorkerConfig {
     WorkerConfig {
         redis_url: e.redis.url(),
         queue: e.queue.clone(),
@@ -111,7 +111,7 @@ pub fn worker_config(e: &Env) -> WorkerConfig {
     }
 }
 
-pub struct Running {
+pub(crate) struct Running {
     pub cancel: CancellationToken,
     pub handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::Error>>,
     /// The processor's attempt counters, as the worker's /metrics reports them.
@@ -119,14 +119,18 @@ pub struct Running {
 }
 
 impl Running {
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.cancel.cancel();
         let _ = self.handle.await;
     }
 }
 
 /// The SMS processor on the test's queue and simulator.
-pub fn processor(e: &Env, conn: ringback::store::connection::Conn, sms: SmsConfig) -> SmsProcessor {
+pub(crate) fn processor(
+    e: &Env,
+    conn: ringback::store::connection::Conn,
+    sms: SmsConfig,
+) -> SmsProcessor {
     SmsProcessor::new(
         sms,
         conn,
@@ -136,12 +140,12 @@ pub fn processor(e: &Env, conn: ringback::store::connection::Conn, sms: SmsConfi
     )
 }
 
-pub async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
+pub(crate) async fn start_worker(e: &Env, sms: SmsConfig) -> Running {
     start_worker_via(e, sms, twilio_config(&e.sim_base)).await
 }
 
 /// [`start_worker`] with other Twilio settings (a Messaging Service sender, say).
-pub async fn start_worker_via(e: &Env, sms: SmsConfig, twilio: TwilioConfig) -> Running {
+pub(crate) async fn start_worker_via(e: &Env, sms: SmsConfig, twilio: TwilioConfig) -> Running {
     let client = redis::Client::open(e.redis.url()).unwrap();
     let conn = ringback::store::connection::commands(&client)
         .await
@@ -166,7 +170,7 @@ pub async fn start_worker_via(e: &Env, sms: SmsConfig, twilio: TwilioConfig) -> 
 
 /// `ringback worker` as its binary runs it (the worker with its orphan sweep, heartbeat and
 /// gauges) on `processor` at `concurrency`, as a task: stop it with [`Looping::stop`].
-pub fn run_worker(e: &Env, processor: SmsProcessor, concurrency: usize) -> Looping {
+pub(crate) fn run_worker(e: &Env, processor: SmsProcessor, concurrency: usize) -> Looping {
     let config = WorkerConfig {
         concurrency,
         ..worker_config(e)
@@ -182,28 +186,28 @@ pub fn run_worker(e: &Env, processor: SmsProcessor, concurrency: usize) -> Loopi
     Looping { cancel, handle }
 }
 
-pub struct Looping {
+pub(crate) struct Looping {
     pub cancel: CancellationToken,
     pub handle: tokio::task::JoinHandle<Result<ringback::Stopped, ringback::edge::run::RunError>>,
 }
 
 impl Looping {
-    pub async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.cancel.cancel();
         let _ = self.handle.await;
     }
 }
 
 /// The text of `run_id`'s callback.
-pub fn body(run_id: &str) -> String {
+pub(crate) fn body(run_id: &str) -> String {
     format!("Run {run_id} finished: 2 approvals needed")
 }
 
-pub fn data(run_id: &str) -> String {
+pub(crate) fn data(run_id: &str) -> String {
     serde_json::json!({"runId": run_id, "to": TO, "body": format!("Run {run_id} finished: 2 approvals needed")}).to_string()
 }
 
-pub async fn add(e: &Env, data: &str) -> String {
+pub(crate) async fn add(e: &Env, data: &str) -> String {
     let mut c = e.redis.conn().await;
     add_job(
         &mut c,
@@ -218,12 +222,12 @@ pub async fn add(e: &Env, data: &str) -> String {
 }
 
 /// Wait until the job is completed or failed; returns (state, job hash).
-pub async fn finished(e: &Env, id: &str) -> (&'static str, HashMap<String, String>) {
+pub(crate) async fn finished(e: &Env, id: &str) -> (&'static str, HashMap<String, String>) {
     finished_within(e, id, T).await
 }
 
 /// [`finished`], with its own deadline.
-pub async fn finished_within(
+pub(crate) async fn finished_within(
     e: &Env,
     id: &str,
     within: Duration,
@@ -256,7 +260,7 @@ pub async fn finished_within(
 }
 
 /// The SIDs of the texts the simulator took for `run_id`.
-pub fn sent_sids(e: &Env, run_id: &str) -> Vec<String> {
+pub(crate) fn sent_sids(e: &Env, run_id: &str) -> Vec<String> {
     let body = format!("Run {run_id} finished: 2 approvals needed");
     e.sim
         .store
@@ -267,17 +271,17 @@ pub fn sent_sids(e: &Env, run_id: &str) -> Vec<String> {
         .collect()
 }
 
-pub fn texts(e: &Env, run_id: &str) -> usize {
+pub(crate) fn texts(e: &Env, run_id: &str) -> usize {
     sent_sids(e, run_id).len()
 }
 
-pub fn returnvalue(h: &HashMap<String, String>) -> serde_json::Value {
+pub(crate) fn returnvalue(h: &HashMap<String, String>) -> serde_json::Value {
     serde_json::from_str(&h["returnvalue"]).unwrap()
 }
 
 /// The order of the timings a test runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Timings {
+pub(crate) enum Timings {
     /// Lock shorter than the claim: recovery in about a second.
     Compressed,
     /// The defaults' order: the claim (pending TTL) shorter than the lock, the stall sweep
@@ -287,7 +291,7 @@ pub enum Timings {
 
 impl Timings {
     /// (lock duration, stalled interval, pending TTL), in ms.
-    pub fn settings(self) -> (&'static str, &'static str, &'static str) {
+    pub(crate) fn settings(self) -> (&'static str, &'static str, &'static str) {
         match self {
             Timings::Compressed => ("1000", "300", "3000"),
             Timings::Production => ("6000", "2000", "3000"),
@@ -296,13 +300,13 @@ impl Timings {
 }
 
 /// Crashes abort the process, so they run in the `ringback` binary.
-pub fn spawn_binary(e: &Env, crash_at: Option<&str>) -> Proc {
+pub(crate) fn spawn_binary(e: &Env, crash_at: Option<&str>) -> Proc {
     spawn_worker(e, crash_at, Timings::Compressed, &[])
 }
 
 /// A child process killed when dropped, so a failing test leaves nothing running (a child
 /// would also keep the test's inherited file descriptors open).
-pub struct Proc(pub std::process::Child);
+pub(crate) struct Proc(pub std::process::Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -312,7 +316,7 @@ impl Drop for Proc {
 }
 
 /// The `ringback worker` binary on the test's queue at `timings`, with `extra` settings.
-pub fn spawn_worker(
+pub(crate) fn spawn_worker(
     e: &Env,
     crash_at: Option<&str>,
     timings: Timings,
@@ -327,7 +331,11 @@ pub fn spawn_worker(
 }
 
 /// `ringback <subcommand>` with the test's Redis, queue, simulator and window settings.
-pub fn ringback_command(e: &Env, subcommand: &str, timings: Timings) -> std::process::Command {
+pub(crate) fn ringback_command(
+    e: &Env,
+    subcommand: &str,
+    timings: Timings,
+) -> std::process::Command {
     let (lock, stalled, pending) = timings.settings();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"));
     cmd.arg(subcommand)
@@ -356,7 +364,7 @@ pub fn ringback_command(e: &Env, subcommand: &str, timings: Timings) -> std::pro
     cmd
 }
 
-pub fn window(
+pub(crate) fn window(
     e: &Env,
     conn: ringback::store::connection::Conn,
     pending_ms: u64,
@@ -380,7 +388,7 @@ pub fn window(
 
 /// `ringback serve`'s router on a port of its own, where the simulator's status callbacks land:
 /// `sms` gets its status callback URL; answers the receipt store it writes.
-pub async fn serve_receipts(
+pub(crate) async fn serve_receipts(
     e: &Env,
     sms: &mut SmsConfig,
 ) -> ringback::callbacks::receipts::Receipts {
@@ -423,7 +431,7 @@ pub async fn serve_receipts(
 }
 
 /// The ids waiting in the callback queue's escalation queue, sorted.
-pub async fn escalation_ids(e: &Env) -> Vec<String> {
+pub(crate) async fn escalation_ids(e: &Env) -> Vec<String> {
     let mut c = e.redis.conn().await;
     let esc = QueueKeys::new("bull", &format!("{}-escalations", e.queue));
     let mut ids: Vec<String> = c.lrange(esc.wait(), 0, -1).await.unwrap();
@@ -432,7 +440,7 @@ pub async fn escalation_ids(e: &Env) -> Vec<String> {
 }
 
 /// Replace the simulator's faults (its `PUT /sim/faults`).
-pub async fn set_faults(e: &Env, faults: serde_json::Value) {
+pub(crate) async fn set_faults(e: &Env, faults: serde_json::Value) {
     let status = reqwest::Client::new()
         .put(format!("{}/sim/faults", e.sim_base))
         .json(&faults)
@@ -444,7 +452,7 @@ pub async fn set_faults(e: &Env, faults: serde_json::Value) {
 }
 
 /// A real replica of the test's Redis, once its link to the primary is up.
-pub async fn replica_of(e: &Env) -> super::RedisServer {
+pub(crate) async fn replica_of(e: &Env) -> super::RedisServer {
     let replica = super::RedisServer::start();
     let mut r = replica.conn().await;
     let _: () = redis::cmd("REPLICAOF")

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// 2 s in `scripts/redis-cluster`, plus an election).
 const SETTLE: Duration = Duration::from_secs(20);
 
-pub struct RedisCluster {
+pub(crate) struct RedisCluster {
     dir: tempfile::TempDir,
     /// `127.0.0.1:port` of every node, masters first (as created).
     pub seeds: Vec<String>,
@@ -24,7 +24,7 @@ pub struct RedisCluster {
 
 /// One node as `CLUSTER NODES` lists it.
 #[derive(Debug, Clone)]
-pub struct Node {
+pub(crate) struct Node {
     pub id: String,
     pub port: u16,
     pub master: bool,
@@ -39,13 +39,13 @@ fn script() -> String {
 
 impl RedisCluster {
     /// Three masters, one replica each. A missing `redis-server` fails the test.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_with(false)
     }
 
     /// [`Self::start`], speaking only TLS (clients, cluster bus and replication), its
     /// certificates from `tests/fixtures/tls` (trust `ca.crt`).
-    pub fn start_tls() -> Self {
+    pub(crate) fn start_tls() -> Self {
         Self::start_with(true)
     }
 
@@ -76,7 +76,7 @@ impl RedisCluster {
     }
 
     /// `redis+cluster://` (`rediss+cluster://`) with every node as a seed.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let scheme = if self.tls { "rediss" } else { "redis" };
         format!("{scheme}+cluster://{}", self.seeds.join(","))
     }
@@ -98,7 +98,7 @@ impl RedisCluster {
         }
     }
 
-    pub fn ports(&self) -> Vec<u16> {
+    pub(crate) fn ports(&self) -> Vec<u16> {
         self.seeds
             .iter()
             .filter_map(|s| s.rsplit_once(':')?.1.parse().ok())
@@ -106,7 +106,7 @@ impl RedisCluster {
     }
 
     /// A plain connection to one node.
-    pub fn node(&self, port: u16) -> redis::Connection {
+    pub(crate) fn node(&self, port: u16) -> redis::Connection {
         let conn = self
             .client(port)
             .get_connection_with_timeout(Duration::from_secs(2))
@@ -132,7 +132,7 @@ impl RedisCluster {
     }
 
     /// The nodes as a live node sees them.
-    pub fn nodes(&self) -> Vec<Node> {
+    pub(crate) fn nodes(&self) -> Vec<Node> {
         self.nodes_seen_by(self.any_live())
     }
 
@@ -159,7 +159,7 @@ impl RedisCluster {
     }
 
     /// The slot of `key` (its hash tag's, when it has one).
-    pub fn slot_of(&self, key: &str) -> u16 {
+    pub(crate) fn slot_of(&self, key: &str) -> u16 {
         redis::cmd("CLUSTER")
             .arg("KEYSLOT")
             .arg(key)
@@ -168,7 +168,7 @@ impl RedisCluster {
     }
 
     /// The port of the master serving `slot`, as a live node sees it.
-    pub fn owner_of_slot(&self, slot: u16) -> u16 {
+    pub(crate) fn owner_of_slot(&self, slot: u16) -> u16 {
         self.owner_seen_by(self.any_live(), slot)
             .expect("a master serves the slot")
     }
@@ -189,13 +189,13 @@ impl RedisCluster {
     }
 
     /// The port of the master serving `key`.
-    pub fn owner_of(&self, key: &str) -> u16 {
+    pub(crate) fn owner_of(&self, key: &str) -> u16 {
         self.owner_of_slot(self.slot_of(key))
     }
 
     /// A replica of the master on `master_port`, as the master sees it (waiting for one that
     /// is still joining, as an old master does after a failover).
-    pub fn replica_of(&self, master_port: u16) -> u16 {
+    pub(crate) fn replica_of(&self, master_port: u16) -> u16 {
         let deadline = Instant::now() + SETTLE;
         loop {
             let nodes = self.nodes_seen_by(master_port);
@@ -222,7 +222,7 @@ impl RedisCluster {
     /// A manual failover (`CLUSTER FAILOVER` on a replica of `master_port`): the replica
     /// catches up, takes over, and the old master becomes its replica. Returns the new master.
     /// Asked again if it has not happened after Redis's 5 s manual-failover timeout.
-    pub fn failover(&self, master_port: u16) -> u16 {
+    pub(crate) fn failover(&self, master_port: u16) -> u16 {
         let replica = self.replica_of(master_port);
         for _ in 0..3 {
             let _: () = redis::cmd("CLUSTER")
@@ -242,7 +242,7 @@ impl RedisCluster {
     }
 
     /// The names of the clients connected to the node on `port` (`CLIENT LIST`).
-    pub fn client_names(&self, port: u16) -> Vec<String> {
+    pub(crate) fn client_names(&self, port: u16) -> Vec<String> {
         let list: String = redis::cmd("CLIENT")
             .arg("LIST")
             .query(&mut self.node(port))
@@ -255,7 +255,7 @@ impl RedisCluster {
     }
 
     /// The node on `port` says it is a master.
-    pub fn is_master(&self, port: u16) -> bool {
+    pub(crate) fn is_master(&self, port: u16) -> bool {
         redis::cmd("ROLE")
             .query::<Vec<redis::Value>>(&mut self.node(port))
             .ok()
@@ -266,7 +266,7 @@ impl RedisCluster {
 
     /// SIGKILL the node on `port` (as a crash would); its replica is promoted after the node
     /// timeout. Returns the replica that takes over when `port` was a master.
-    pub fn kill(&self, port: u16) -> Option<u16> {
+    pub(crate) fn kill(&self, port: u16) -> Option<u16> {
         let was_master = self.nodes().iter().any(|n| n.port == port && n.master);
         let replica = was_master.then(|| self.replica_of(port));
         let pidfile = self
@@ -294,7 +294,7 @@ impl RedisCluster {
     /// link cut (what the kernel had buffered for it is all it will read) while the master takes
     /// writes; those die with the master, and the replica is promoted that far behind, as after
     /// a failover that waited for no replica. Returns the new master.
-    pub fn kill_behind(&self, master_port: u16, behind: Duration) -> u16 {
+    pub(crate) fn kill_behind(&self, master_port: u16, behind: Duration) -> u16 {
         let replica = self.replica_of(master_port);
         let signal = |port: u16, sig: &str| {
             let pid = std::fs::read_to_string(
@@ -337,7 +337,7 @@ impl RedisCluster {
     /// IMPORTING on the target, MIGRATING on the source, MIGRATE the keys in batches, then
     /// SETSLOT NODE on every master. Clients see ASK (and TRYAGAIN for multi-key commands)
     /// while it runs, MOVED after. `between_batches` runs after each batch (to let work go on).
-    pub fn migrate_slot(&self, slot: u16, to: u16, mut between_batches: impl FnMut()) {
+    pub(crate) fn migrate_slot(&self, slot: u16, to: u16, mut between_batches: impl FnMut()) {
         let from = self.owner_of_slot(slot);
         assert_ne!(from, to, "the slot is already on {to}");
         let nodes = self.nodes();
@@ -400,7 +400,7 @@ impl RedisCluster {
     }
 
     /// A master other than `port` (a migration target).
-    pub fn other_master(&self, port: u16) -> u16 {
+    pub(crate) fn other_master(&self, port: u16) -> u16 {
         self.nodes()
             .iter()
             .find(|n| n.master && !n.failed && n.port != port)
@@ -418,7 +418,7 @@ impl RedisCluster {
     }
 
     /// Wait until every live node says the cluster is ok.
-    pub fn wait_ok(&self) {
+    pub(crate) fn wait_ok(&self) {
         let deadline = Instant::now() + SETTLE;
         loop {
             let ok = self
@@ -443,7 +443,7 @@ impl RedisCluster {
     }
 
     /// Each node's log, for a failing test.
-    pub fn logs(&self) -> HashMap<u16, String> {
+    pub(crate) fn logs(&self) -> HashMap<u16, String> {
         self.ports()
             .into_iter()
             .map(|p| {

@@ -9,7 +9,7 @@ use ringback::callbacks::receipts::{Source, StatusUpdate};
 use ringback::callbacks::window::{Claim, Marked, Window, WindowTimes};
 
 /// The window of the default claim prefix, with the API state's connection.
-pub fn window(state: &ringback::edge::api::ApiState) -> Window {
+pub(crate) fn window(state: &ringback::edge::api::ApiState) -> Window {
     Window::new(
         state.queue.connection(),
         Default::default(),
@@ -27,14 +27,14 @@ pub fn window(state: &ringback::edge::api::ApiState) -> Window {
 }
 
 /// A MessageSid for run number `n`.
-pub fn sid(n: usize) -> String {
+pub(crate) fn sid(n: usize) -> String {
     format!("SM{n:032x}")
 }
 
 /// Record run `run_id` (number `n`) to `to`: enqueued, claimed by `worker`, sent, then each of
 /// `statuses` as a status callback, in that order. `sent: false` stops after the claim (an
 /// open attempt).
-pub async fn record_run(
+pub(crate) async fn record_run(
     state: &ringback::edge::api::ApiState,
     window: &Window,
     n: usize,

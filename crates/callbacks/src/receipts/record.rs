@@ -102,19 +102,23 @@ type RecordParts = (
 /// A callback's record, as `GET /api/notify/callbacks/{runId}` and `ringback status` show it.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CallbackRecord {
+    /// The run asked about.
     #[serde(rename = "runId")]
     pub run_id: String,
     /// queued, claimed, accepted, sent, delivered, undelivered, failed, send-failed, invalid
     /// (an invalid job of the run was escalated, nothing sent), unknown.
     pub state: String,
+    /// Twilio's MessageSid of the run's text; `None` until a create was accepted.
     #[serde(rename = "messageSid")]
     pub message_sid: Option<String>,
     /// Twilio's last status, as ranked.
     pub status: Option<String>,
+    /// Twilio's error code for a failed delivery (such as 30003); `None` when it gave none.
     #[serde(rename = "errorCode")]
     pub error_code: Option<String>,
     /// Why the send failed or is unresolved (from the attempt record).
     pub error: Option<String>,
+    /// The run was escalated (a job on the escalations queue, and maybe a fallback text).
     pub escalated: bool,
     /// Two different terminal statuses arrived (the first was kept).
     pub conflict: bool,
@@ -126,6 +130,8 @@ pub struct CallbackRecord {
     pub seen: bool,
 }
 
+/// A run's state as [`CallbackRecord::state`] names it, from its record, its attempt record,
+/// its claim key's value (`pending:<token>`, `sent…`) and whether its job is still queued.
 pub fn derive_state(
     rec: &HashMap<String, String>,
     attempt: &HashMap<String, String>,

@@ -19,13 +19,14 @@ use ringback_store::keys;
 pub const FORWARD_RETRY: Duration = Duration::from_secs(60);
 
 /// The schedule of inbound messages still to forward.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Forwards {
     conn: Conn,
     claim_prefix: String,
 }
 
 impl Forwards {
+    /// The schedule of the deployment `claim_prefix` names (`ringback:inbound-forwards:<prefix>`).
     pub fn new(conn: Conn, claim_prefix: &str) -> Self {
         Self {
             conn,

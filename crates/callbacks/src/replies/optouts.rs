@@ -50,7 +50,8 @@ pub struct OptOut {
     pub at: i64,
 }
 
-#[derive(Clone)]
+/// The opt-outs Twilio reported, per sender and number: a hash in Redis, for people to read.
+#[derive(Clone, Debug)]
 pub struct OptOuts {
     conn: Conn,
     key: String,
@@ -64,6 +65,7 @@ fn field(sender: &str, number: &str) -> String {
 }
 
 impl OptOuts {
+    /// The opt-outs of the deployment `claim_prefix` names (`ringback:opt-outs:<prefix>`).
     pub fn new(conn: Conn, claim_prefix: &str) -> Self {
         Self {
             conn,

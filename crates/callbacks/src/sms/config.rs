@@ -43,6 +43,8 @@ pub fn validity_period(
 /// Settings of the SMS processor (`RINGBACK_*` window settings).
 #[derive(Debug, Clone)]
 pub struct SmsConfig {
+    /// `RINGBACK_CLAIM_PREFIX`: a run's claim key is `<prefix><runId>`, shared with the legacy
+    /// worker (`agent-callback:` default); the deployment's other keys are named by it too.
     pub claim_prefix: String,
     /// A claimed attempt is alive this long (past it, with no sent marker, it is dead).
     pub pending_ttl: Duration,
@@ -51,6 +53,8 @@ pub struct SmsConfig {
     pub claim_lease: Duration,
     /// An attempt whose outcome stays unknown this long is escalated once (still resolved).
     pub unknown_escalate: Duration,
+    /// `RINGBACK_SENT_TTL_MS`: how long a run's sent marker and records live; a run added
+    /// again within it is not texted again (24 h default).
     pub sent_ttl: Duration,
     /// With no evidence of a send after this long, an unknown send is presumed lost.
     pub reconcile_window: Duration,
@@ -98,8 +102,13 @@ pub struct SmsConfig {
 /// The legacy workers' timings the window's invariants must cover (`RINGBACK_LEGACY_*`).
 #[derive(Debug, Clone)]
 pub struct LegacyFleet {
+    /// `RINGBACK_LEGACY_CREATE_TIMEOUT_MS`: the reconcile window must outlast it (30 s default).
     pub create_timeout: Duration,
+    /// `RINGBACK_LEGACY_LOCK_DURATION_MS`: the legacy workers' BullMQ lock duration; `None`
+    /// when it is ringback's own. The claim lease must cover it.
     pub lock_duration: Option<Duration>,
+    /// `RINGBACK_LEGACY_STALLED_INTERVAL_MS`: the legacy workers' BullMQ stalled interval;
+    /// `None` when it is ringback's own. The claim lease must cover two of them.
     pub stalled_interval: Option<Duration>,
 }
 

@@ -23,7 +23,9 @@ pub enum CrashPoint {
 /// `RINGBACK_CRASH_AT=<point>[:<probability>]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CrashAt {
+    /// Where the process aborts.
     pub point: CrashPoint,
+    /// The chance of aborting each time the point is reached, within 0..=1 (1 when omitted).
     pub probability: f64,
 }
 

@@ -19,6 +19,7 @@ pub const PROBE_EVERY: Duration = Duration::from_secs(5);
 /// The same refusal code from this many destinations within [`BURST_WINDOW`] is the
 /// deployment's fault, whatever the table says (a sender-wide block shows as per-message codes).
 pub const BURST_DESTINATIONS: usize = 5;
+/// How far back refusals count toward [`BURST_DESTINATIONS`].
 pub const BURST_WINDOW: Duration = Duration::from_secs(60);
 
 /// How often a hold's error line is logged.
@@ -32,7 +33,12 @@ pub enum Admit {
     /// A hold covers it, and it is the hold's turn to probe.
     Probe,
     /// Held: do not call Twilio; since when (ms) and why.
-    Wait { since: i64, reason: String },
+    Wait {
+        /// When the hold started (ms since the epoch, this process's clock).
+        since: i64,
+        /// The latest refusal that keeps the hold: Twilio's error and what it means.
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone)]

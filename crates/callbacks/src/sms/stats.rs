@@ -42,6 +42,7 @@ pub enum SmsEvent {
 }
 
 impl SmsEvent {
+    /// Every event in declaration order (a counter's index), for pre-created metric labels.
     pub const ALL: [SmsEvent; 14] = [
         SmsEvent::Sent,
         SmsEvent::Deduplicated,
@@ -89,14 +90,17 @@ pub struct SmsStats {
     pub(super) auth_logged_at: std::sync::atomic::AtomicI64,
     /// Open attempts of the queue's runs, and the oldest one's age (ms), as the sweep last saw.
     pub open_attempts: std::sync::atomic::AtomicU64,
+    /// Age of the oldest open attempt in ms on Redis's clock; 0 when none is open.
     pub oldest_open_ms: std::sync::atomic::AtomicU64,
     /// Of the open attempts the sweep sampled: released for another attempt, and in doubt.
     pub open_retry: std::sync::atomic::AtomicU64,
+    /// Sampled open attempts whose earlier send is being resolved (`ambiguous`, `unknown`).
     pub open_in_doubt: std::sync::atomic::AtomicU64,
     /// Jobs in the queue's delayed set.
     pub delayed: std::sync::atomic::AtomicU64,
     /// Messages waiting for a final receipt, and those of them past the delivery deadline.
     pub reconcile_backlog: std::sync::atomic::AtomicU64,
+    /// Sampled messages past the delivery deadline without a final receipt.
     pub receipts_missing: std::sync::atomic::AtomicU64,
     /// Callbacks held by a fault of this deployment or of a destination.
     pub holds: super::hold::Holds,

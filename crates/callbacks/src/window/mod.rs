@@ -58,13 +58,22 @@ pub enum Claim {
     /// Another attempt holds the claim; try again after this long.
     Busy(Duration),
     /// The claim is ours: send now.
-    Claimed { token: String },
+    Claimed {
+        /// The attempt's token: the claim key reads `pending:<token>`, and marking the run sent
+        /// or releasing it is fenced by it.
+        token: String,
+    },
     /// The claim is ours, but the replicas its `WAIT` asked for did not acknowledge it in time
     /// (`RINGBACK_REDIS_WAIT_TIMEOUT_MS`): a failover now could lose it, and the retried job
     /// would claim afresh and text again. The send is held, not made; the claim is to be
     /// released. `since`: when claims began to come back unacknowledged (ms since the epoch),
     /// for the hold's escalation bound.
-    Unacknowledged { token: String, since: i64 },
+    Unacknowledged {
+        /// The attempt's token the claim is held under, to release it by.
+        token: String,
+        /// When claims began to come back unacknowledged (ms since the epoch).
+        since: i64,
+    },
     /// A previous attempt may have sent: find evidence before sending again.
     Resolve(Unresolved),
 }
@@ -76,9 +85,11 @@ pub struct Unresolved {
     pub token: String,
     /// When the unknown send may have happened (ms since the epoch).
     pub since: i64,
+    /// The recipient the unknown send went to, from the attempt record.
     pub to: String,
     /// "" when the configured sender was used.
     pub from: String,
+    /// The text the unknown send carried: evidence is matched against it.
     pub body: String,
     /// A status callback already proved this MessageSid.
     pub receipt_sid: Option<String>,
@@ -101,6 +112,8 @@ pub struct WindowTimes {
     pub pending_ttl: Duration,
     /// The claim key's lease: refreshed by every step on an open attempt.
     pub lease: Duration,
+    /// How long a sent marker and the attempt record live: a run added again within it is
+    /// found sent, not texted again.
     pub sent_ttl: Duration,
     /// How long the claim is held while an unknown send is resolved.
     pub hold: Duration,
@@ -120,6 +133,7 @@ pub struct WindowTimes {
 /// Times a sent marker was written after the claim had expired or changed hands.
 static WINDOW_OVERRUNS: AtomicU64 = AtomicU64::new(0);
 
+/// How many sent markers this process wrote after the claim had expired or changed hands.
 pub fn window_overruns() -> u64 {
     WINDOW_OVERRUNS.load(Ordering::Relaxed)
 }
@@ -146,7 +160,7 @@ fn may_resend(e: &redis::RedisError) -> bool {
 }
 
 /// The window's Redis operations.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Window {
     conn: Conn,
     trips: Arc<RoundTrips>,
@@ -163,6 +177,8 @@ pub struct Window {
 }
 
 impl Window {
+    /// The window over `conn` for claim keys `<claim_prefix><runId>`, laid out for its topology;
+    /// `trips` counts the Redis round trips it makes.
     pub fn new(
         conn: Conn,
         trips: Arc<RoundTrips>,
@@ -198,10 +214,12 @@ impl Window {
         self.conn.clone().look_at_replicas().await;
     }
 
+    /// How the calls are laid out: one call per step (`Fused`) or one slot per call (`PerSlot`).
     pub fn topology(&self) -> Topology {
         self.topology
     }
 
+    /// The window's lifetimes and timings (TTLs, lease, hold, replay bound).
     pub fn times(&self) -> &WindowTimes {
         &self.times
     }
@@ -278,6 +296,7 @@ impl Window {
         }
     }
 
+    /// The Redis keys of run `run_id`: its claim key, attempt record and callback record.
     pub fn keys(&self, run_id: &str) -> WindowKeys {
         WindowKeys::new(&self.claim_prefix, run_id)
     }
@@ -302,6 +321,7 @@ pub enum Marked {
 /// What `mark_sent` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MarkSent {
+    /// The marker is written under the attempt's own claim: the expected case.
     Marked,
     /// Marked after the claim had changed hands (counted).
     Overrun,
@@ -312,6 +332,7 @@ pub enum MarkSent {
 /// The open-attempts gauges (states read from up to `GAUGE_SAMPLE` records).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OpenAttempts {
+    /// Runs in the open-attempts index: every open attempt, not only the sampled ones.
     pub count: u64,
     /// When the oldest open attempt started (ms, Redis's clock).
     pub oldest_since: Option<i64>,
@@ -334,6 +355,7 @@ pub struct SendFacts {
 }
 
 impl SendFacts {
+    /// The facts of callback `req`, as its claim keeps them on the attempt record.
     pub fn of(req: &crate::callback::CallbackRequest) -> Self {
         Self {
             urgent: req.urgent,
@@ -355,10 +377,15 @@ impl SendFacts {
 pub struct Orphan {
     /// How many times it was swept (part of the new job's id).
     pub generation: String,
+    /// The attempt's token, under which the sweep re-fenced its claim.
     pub token: String,
+    /// The recipient, from the attempt record.
     pub to: String,
+    /// The sender the attempt asked for; "" when the configured sender was used.
     pub from: String,
+    /// The text to send, from the attempt record.
     pub body: String,
+    /// Urgency and time zone, so the re-enqueued job keeps the callback's quiet hours.
     pub facts: SendFacts,
 }
 

@@ -10,6 +10,8 @@ use ringback_store::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};
 use ringback_store::scripts::{LuaScript, scripts};
 
 impl Commands {
+    /// Take the next ready job and lock it with `fetch.token` (BullMQ's moveToActive): promotes
+    /// due delayed jobs first, and answers rate limited or empty when no job can be taken.
     pub async fn move_to_active(&self, fetch: &FetchArgs) -> Result<Fetched, Error> {
         let k = &self.keys;
         let keys = self.fetch_keys(&[k.marker()]);

@@ -20,10 +20,15 @@ mod locks;
 /// fetch-next of the finishing scripts).
 #[derive(Debug, Clone)]
 pub struct FetchArgs {
+    /// The lock token this worker holds on the jobs it takes.
     pub token: String,
+    /// How long a taken job's lock lasts before it must be renewed (ms, as text).
     pub lock_ms: String,
+    /// The worker's name, written on each job it takes as `pb` (empty: unnamed).
     pub name: String,
+    /// At most this many jobs per limiter window, as text (empty: no limiter).
     pub limiter_max: String,
+    /// The worker's rate-limit window in ms, as text (empty: no limiter).
     pub limiter_duration: String,
 }
 
@@ -59,25 +64,35 @@ pub enum Fetched {
 /// How an attempt ends, as the finishing scripts record it.
 #[derive(Debug, Clone)]
 pub enum Finish {
+    /// The processor succeeded; the job moves to the completed set.
     Completed {
+        /// The processor's result as JSON text, written as the job's `returnvalue`.
         returnvalue: String,
     },
     /// Final failure (no retries left, unrecoverable, or deferred failure).
     Failed {
+        /// The failure message, written as the job's `failedReason`.
         reason: String,
+        /// The job's `stacktrace` field: a JSON array of its past failures' stacks.
         stacktrace: String,
     },
     /// Failed attempt, retried at once.
     RetryNow {
+        /// The failure message, written as the job's `failedReason`.
         reason: String,
+        /// The job's `stacktrace` field: a JSON array of its past failures' stacks.
         stacktrace: String,
+        /// Put the job back at the front of wait (the job's `lifo` option), not the back.
         lifo: bool,
     },
     /// Failed attempt retried after `delay_ms` (uses an attempt), or a processor-requested delay
     /// (`skip_attempt`, no failure fields).
     Delay {
+        /// How long the job sits in the delayed set before it is ready again (ms).
         delay_ms: u64,
+        /// True when the processor asked for the delay: `attemptsMade` is not incremented.
         skip_attempt: bool,
+        /// The failure's `(reason, stacktrace)` written on the job; `None` for a requested delay.
         failure: Option<(String, String)>,
     },
 }
@@ -94,7 +109,7 @@ pub struct StepFinished {
 }
 
 /// Redis commands of one queue, over the shared multiplexed connection.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Commands {
     conn: Conn,
     keys: Arc<QueueKeys>,
@@ -106,6 +121,8 @@ pub struct Commands {
 }
 
 impl Commands {
+    /// Commands of the queue named by `keys` over `conn`, counting round trips in `trips`.
+    /// The finishing calls' group commits start lazily, on first use.
     pub fn new(conn: Conn, keys: QueueKeys, trips: Arc<RoundTrips>) -> Self {
         Self {
             conn,
@@ -116,14 +133,17 @@ impl Commands {
         }
     }
 
+    /// The Redis key names of this queue (`<prefix>:<queue>:…`).
     pub fn keys(&self) -> &QueueKeys {
         &self.keys
     }
 
+    /// The Redis round-trip counter this queue's scripts add to.
     pub fn round_trips(&self) -> &Arc<RoundTrips> {
         &self.trips
     }
 
+    /// A clone of the multiplexed connection, for commands outside the queue's scripts.
     pub fn connection(&self) -> Conn {
         self.conn.clone()
     }

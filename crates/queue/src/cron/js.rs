@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 /// JavaScript `Number(str)` for the strings a cron field can hold (no whitespace inside).
-pub fn to_number(s: &str) -> f64 {
+pub(super) fn to_number(s: &str) -> f64 {
     let t = s.trim();
     if t.is_empty() {
         return 0.0;
@@ -28,7 +28,7 @@ pub fn to_number(s: &str) -> f64 {
 }
 
 /// JavaScript `parseInt(str, 10)`: leading sign and digits, NaN when there are none.
-pub fn parse_int(s: &str) -> f64 {
+pub(super) fn parse_int(s: &str) -> f64 {
     let t = s.trim_start();
     let (neg, rest) = match t.as_bytes().first() {
         Some(b'-') => (true, &t[1..]),
@@ -44,7 +44,7 @@ pub fn parse_int(s: &str) -> f64 {
 }
 
 /// JavaScript's `String(number)` for the numbers in error messages.
-pub fn num_str(v: f64) -> String {
+pub(super) fn num_str(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {
@@ -62,20 +62,20 @@ pub fn num_str(v: f64) -> String {
 
 /// One value of a parsed field.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Val {
+pub(super) enum Val {
     N(f64),
     S(String),
 }
 
 impl Val {
-    pub fn js(&self) -> String {
+    pub(super) fn js(&self) -> String {
         match self {
             Val::N(v) => num_str(*v),
             Val::S(s) => s.clone(),
         }
     }
 
-    pub fn num(&self) -> Option<f64> {
+    pub(super) fn num(&self) -> Option<f64> {
         match self {
             Val::N(v) => Some(*v),
             Val::S(_) => None,
@@ -83,7 +83,7 @@ impl Val {
     }
 
     /// cron-parser's sort: numbers ascending, then strings.
-    pub fn sort_cmp(a: &Val, b: &Val) -> Ordering {
+    pub(super) fn sort_cmp(a: &Val, b: &Val) -> Ordering {
         match (a, b) {
             (Val::N(x), Val::N(y)) => x.partial_cmp(y).unwrap_or(Ordering::Equal),
             (Val::N(_), Val::S(_)) => Ordering::Less,
@@ -94,14 +94,14 @@ impl Val {
 }
 
 /// Whether the number `v` is among the values (strict equality, as `===`).
-pub fn member(values: &[Val], v: i64) -> bool {
+pub(super) fn member(values: &[Val], v: i64) -> bool {
     values
         .iter()
         .any(|x| matches!(x, Val::N(n) if *n == v as f64))
 }
 
 /// Replace three-letter aliases (`jan`, `mon`) left to right, as `/[a-z]{3}/gi` does.
-pub fn replace_aliases(
+pub(super) fn replace_aliases(
     value: &str,
     lookup: impl Fn(&str) -> Option<i64>,
 ) -> Result<String, String> {
@@ -125,20 +125,20 @@ pub fn replace_aliases(
     Ok(out)
 }
 
-pub fn month_alias(w: &str) -> Option<i64> {
+pub(super) fn month_alias(w: &str) -> Option<i64> {
     let months = [
         "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
     ];
     months.iter().position(|m| *m == w).map(|i| i as i64 + 1)
 }
 
-pub fn day_alias(w: &str) -> Option<i64> {
+pub(super) fn day_alias(w: &str) -> Option<i64> {
     let days = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"];
     days.iter().position(|d| *d == w).map(|i| i as i64)
 }
 
 /// JavaScript's `String.prototype.split(/\s+/)` after `trim()`.
-pub fn split_ws(s: &str) -> Vec<&str> {
+pub(super) fn split_ws(s: &str) -> Vec<&str> {
     let t = s.trim_matches(is_js_space);
     if t.is_empty() {
         return vec![""];

@@ -9,7 +9,9 @@ const MS_PER_DAY: i64 = 86_400_000;
 /// A time zone as luxon normalizes one: a fixed offset (`utc`, `UTC+3`) or an IANA zone.
 #[derive(Debug, Clone)]
 pub enum Zone {
+    /// A fixed offset from UTC in seconds (east positive); `utc` and `gmt` are `Fixed(0)`.
     Fixed(i64),
+    /// A named IANA zone (`Europe/Paris`), whose offset follows its DST rules.
     Iana(TimeZone),
 }
 
@@ -107,6 +109,7 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// Whether `y` is a Gregorian leap year (every 4th year, except centuries not divisible by 400).
 pub fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
@@ -126,12 +129,19 @@ pub fn days_in_month(year: i64, month: i64) -> i64 {
 /// Local calendar fields (JavaScript `Date.UTC` arguments, overflow allowed).
 #[derive(Debug, Clone, Copy)]
 pub struct Civil {
+    /// Calendar year (proleptic Gregorian; astronomical numbering, so 0 is 1 BC).
     pub year: i64,
+    /// Month, 1 = January (13 overflows into January of the next year).
     pub month: i64,
+    /// Day of the month, 1-based (0 or past the month's end overflows into its neighbours).
     pub day: i64,
+    /// Hours, normally 0..=23.
     pub hour: i64,
+    /// Minutes, normally 0..=59.
     pub minute: i64,
+    /// Seconds, normally 0..=59.
     pub second: i64,
+    /// Milliseconds, normally 0..=999.
     pub ms: i64,
 }
 
@@ -183,22 +193,30 @@ fn fix_offset(local: i64, o: i64, zone: &Zone) -> (i64, i64) {
 /// The units luxon's `startOf`/`endOf` take here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
+    /// A calendar month (starts at local midnight on the 1st).
     Month,
+    /// A calendar day (starts at local midnight).
     Day,
+    /// An hour.
     Hour,
+    /// A minute.
     Minute,
+    /// A second.
     Second,
 }
 
 /// A luxon `DateTime`: an instant (ms) shown at offset `o` (seconds) in `zone`.
 #[derive(Debug, Clone)]
 pub struct DateTime {
+    /// The instant, in ms since the Unix epoch (UTC).
     pub ts: i64,
+    /// The offset from UTC the instant is shown at, in seconds (east positive).
     pub o: i64,
     zone: Zone,
 }
 
 impl DateTime {
+    /// The instant `ts` (ms since the epoch) shown in `zone`, at the offset the zone has then.
     pub fn from_millis(ts: i64, zone: &Zone) -> DateTime {
         DateTime {
             ts,
@@ -207,28 +225,36 @@ impl DateTime {
         }
     }
 
+    /// The local calendar fields of this instant at offset `o`.
     pub fn c(&self) -> Civil {
         Civil::from_local_ts(self.ts + self.o * 1000)
     }
 
+    /// The local calendar year.
     pub fn year(&self) -> i64 {
         self.c().year
     }
+    /// The local month, 1 = January.
     pub fn month(&self) -> i64 {
         self.c().month
     }
+    /// The local day of the month, 1-based.
     pub fn day(&self) -> i64 {
         self.c().day
     }
+    /// The local hour, 0..=23.
     pub fn hour(&self) -> i64 {
         self.c().hour
     }
+    /// The local minute, 0..=59.
     pub fn minute(&self) -> i64 {
         self.c().minute
     }
+    /// The local second, 0..=59.
     pub fn second(&self) -> i64 {
         self.c().second
     }
+    /// The local millisecond, 0..=999.
     pub fn millisecond(&self) -> i64 {
         self.c().ms
     }
@@ -281,6 +307,8 @@ impl DateTime {
         }
     }
 
+    /// luxon's `startOf(unit)`: every local field below `unit` reset (day to 1, the rest to 0),
+    /// resolved with the current offset as guess.
     pub fn start_of(&self, unit: Unit) -> DateTime {
         self.set(|c| {
             if unit == Unit::Month {

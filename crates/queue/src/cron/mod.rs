@@ -38,25 +38,43 @@ impl Dialect {
 /// A pattern or option Node refuses (its `parse` throws: BullMQ then schedules nothing).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CronError {
+    /// The cron pattern does not parse under the queue's cron-parser.
     #[error("cron pattern {pattern:?} refused: {reason}")]
-    Pattern { pattern: String, reason: String },
+    Pattern {
+        /// The pattern as the job's `repeat` options give it.
+        pattern: String,
+        /// What the parser objects to, in words.
+        reason: String,
+    },
+    /// The `tz` option names no zone luxon knows (the zone name as given).
     #[error("time zone {0:?} is not known")]
     Zone(String),
+    /// A `startDate` or `endDate` that is neither epoch milliseconds nor an ISO 8601 instant.
     #[error(
         "{field} {value} is not a date ringback can read (use epoch milliseconds or an ISO 8601 instant)"
     )]
-    Date { field: &'static str, value: String },
+    Date {
+        /// The option's name: `startDate` or `endDate`.
+        field: &'static str,
+        /// The value as stored (a JSON value's text for non-strings).
+        value: String,
+    },
 }
 
 /// The repeat options that decide a cron schedule's next run.
 #[derive(Debug, Clone, Default)]
 pub struct Schedule {
+    /// The cron pattern (`pattern`, or the older `cron`), as the job's repeat options give it.
     pub pattern: String,
+    /// The zone to compute in: an IANA name or a luxon offset (`UTC+3`); `None`: the local zone.
     pub tz: Option<String>,
     /// cron-parser 4 only: compute in UTC (5.x ignores it).
     pub utc: bool,
+    /// `startDate` (ms since the epoch): no run before it; `None` when absent, empty or 0.
     pub start_date: Option<i64>,
+    /// `endDate` (ms since the epoch): no run after it; `None` when absent, empty or 0.
     pub end_date: Option<i64>,
+    /// `immediately`: the first run is now rather than at the pattern's next match.
     pub immediately: bool,
     /// cron-parser 5's `hashSeed` for `H` values (random per computation without it, as in Node).
     pub hash_seed: Option<String>,

@@ -46,7 +46,7 @@ fn constraint(f: Field) -> Constraint {
 
 /// A parsed expression.
 #[derive(Debug, Clone)]
-pub struct Expr {
+pub(super) struct Expr {
     second: Vec<Val>,
     minute: Vec<Val>,
     hour: Vec<Val>,
@@ -228,7 +228,7 @@ fn parse_nth_day(val: &str) -> Result<(String, f64), String> {
 }
 
 /// `CronExpression.parse`: the fields, or Node's error message.
-pub fn parse(expression: &str) -> Result<Expr, String> {
+pub(super) fn parse(expression: &str) -> Result<Expr, String> {
     let expression = match expression {
         "@yearly" => "0 0 1 1 *",
         "@monthly" => "0 0 1 * *",
@@ -291,7 +291,7 @@ pub fn parse(expression: &str) -> Result<Expr, String> {
 
 /// Why `next()` threw (BullMQ then creates no next run).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoNext {
+pub(super) enum NoNext {
     OutOfRange,
     LoopLimit,
     BadLastWeekday(String),
@@ -407,7 +407,7 @@ fn last_weekday_match(values: &[Val], d: &DateTime) -> Result<bool, NoNext> {
 }
 
 /// `next()` from `current` (an instant in ms) within `end` (ms, when given) in `zone`.
-pub fn next(e: &Expr, current: i64, end: Option<i64>, zone: &Zone) -> Result<i64, NoNext> {
+pub(super) fn next(e: &Expr, current: i64, end: Option<i64>, zone: &Zone) -> Result<i64, NoNext> {
     let mut d = DateTime::from_millis(current, zone);
     let start_ts = d.ts;
     let mut s = Search {

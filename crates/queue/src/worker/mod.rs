@@ -38,6 +38,7 @@ pub struct Stopped {
 }
 
 /// A worker bound to one queue and one processor.
+#[derive(Debug)]
 pub struct Worker<P> {
     config: WorkerConfig,
     processor: Arc<P>,

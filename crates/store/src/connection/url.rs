@@ -11,8 +11,11 @@ use std::path::PathBuf;
 /// trusts the system's roots.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RedisTls {
+    /// CA certificate to trust instead of the system's roots (`RINGBACK_REDIS_CA_FILE`).
     pub ca_file: Option<PathBuf>,
+    /// Client certificate for mutual TLS (`RINGBACK_REDIS_CLIENT_CERT`); set with `client_key`.
     pub client_cert: Option<PathBuf>,
+    /// Private key of `client_cert` (`RINGBACK_REDIS_CLIENT_KEY`); set with `client_cert`.
     pub client_key: Option<PathBuf>,
     /// Under Redis Sentinel, the sentinels' own credentials and TLS where they differ from the
     /// master's (the TLS files above serve both).

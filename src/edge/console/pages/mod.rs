@@ -45,6 +45,7 @@ pub fn segment(s: &str) -> String {
     out
 }
 
+/// The console path of a run's page, the runId percent-encoded.
 pub fn run_href(run_id: &str) -> String {
     format!("/console/runs/{}", segment(run_id))
 }
@@ -134,12 +135,16 @@ fn flags(r: &RunRow) -> Markup {
 /// The Callbacks page's query.
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
+    /// Part of a runId to search for, trimmed; empty: every run.
     pub q: String,
+    /// One of [`FILTERS`]; empty: any state.
     pub state: String,
+    /// The page shown, from 1 (newest).
     pub page: usize,
 }
 
 impl ListQuery {
+    /// The Callbacks page's address for this search and filter at `page`.
     pub fn href(&self, page: usize) -> String {
         let pairs = [
             ("q", self.q.clone()),
@@ -208,16 +213,23 @@ pub fn callbacks(
 /// What the Now page shows.
 #[derive(Debug, Default)]
 pub struct Now {
+    /// When the figures were read (ms since the epoch).
     pub now_ms: i64,
+    /// Open attempts in all (the table lists the first 200).
     pub open_total: u64,
     /// (run, attempt state, age ms)
     pub open: Vec<(String, String, Option<i64>)>,
+    /// Runs of the last day whose attempt is `unknown` or `ambiguous`.
     pub unknown: Vec<RunRow>,
+    /// Runs escalated in the last day.
     pub escalated: Vec<RunRow>,
+    /// Runs sent longer ago than the delivery deadline with no final receipt yet.
     pub missing: Vec<RunRow>,
+    /// The delivery deadline (ms) that `missing` is judged by.
     pub deadline_ms: i64,
     /// Texts sent and delivered per minute, oldest minute first (60 entries).
     pub sent_per_minute: Vec<u32>,
+    /// Texts delivered per minute, by when the record said so, oldest first (60 entries).
     pub delivered_per_minute: Vec<u32>,
 }
 
@@ -262,6 +274,8 @@ pub fn chart(sent: &[u32], delivered: &[u32]) -> Markup {
     }
 }
 
+/// The Now page: counts, the last hour's chart, open attempts, unknown sends, escalations
+/// and missing receipts.
 pub fn now(n: &Now) -> Markup {
     let body = html! {
         h1 { "Now" }
@@ -317,6 +331,8 @@ fn passed(v: &serde_json::Value) -> Markup {
     }
 }
 
+/// The Drills page: the saved reports of `RINGBACK_DRILL_REPORTS` (`dir`), or why there are
+/// none (`dir` unset, unreadable, empty).
 pub fn drills(dir: Option<&str>, files: Result<Vec<ReportFile>, String>) -> Markup {
     let body = html! {
         h1 { "Drills" }

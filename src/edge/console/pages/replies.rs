@@ -22,7 +22,10 @@ fn media(r: &ReplyView) -> Markup {
 }
 
 /// The run page's question and replies.
-pub fn section(question: Option<&Question>, replies: &[(ReplyView, Option<JobView>)]) -> Markup {
+pub(super) fn section(
+    question: Option<&Question>,
+    replies: &[(ReplyView, Option<JobView>)],
+) -> Markup {
     html! {
         @if let Some(q) = question {
             h2 { "Question" }
@@ -53,7 +56,7 @@ pub fn section(question: Option<&Question>, replies: &[(ReplyView, Option<JobVie
 }
 
 /// Timeline entries for a run's replies: (at, kind, title, detail).
-pub fn events(
+pub(super) fn events(
     replies: &[(ReplyView, Option<JobView>)],
 ) -> Vec<(i64, &'static str, String, String)> {
     let mut out = vec![];

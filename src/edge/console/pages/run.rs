@@ -10,16 +10,24 @@ use crate::twilio::message::status_rank as rank;
 /// One receipt, judged against the ones before it.
 #[derive(Debug, Clone)]
 pub struct Receipt {
+    /// Its place in arrival order, from 1.
     pub n: usize,
+    /// When it was recorded (ms); `None` when the entry has no time.
     pub at: Option<i64>,
+    /// Where it came from: `callback` (a status callback), `send` (Twilio's answer), `poll`.
     pub source: String,
+    /// The message status it reported.
     pub status: String,
+    /// The MessageSid it is about.
     pub sid: String,
+    /// The status's rank (a record never moves to a lower one); `None` for an unknown status.
     pub rank: Option<u8>,
     /// in order, out of order, repeat, conflict, another message, unknown status, answered
     /// after the callbacks.
     pub verdict: &'static str,
+    /// Twilio's error code, when it gave one.
     pub error_code: Option<String>,
+    /// The token of the attempt that sent the message, when known.
     pub attempt: Option<String>,
 }
 

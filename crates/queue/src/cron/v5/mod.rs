@@ -7,9 +7,9 @@ use crate::cron::js::{Val, num_str};
 mod next;
 mod parse;
 
-pub use next::next;
+pub(super) use next::next;
 use parse::last_char_value;
-pub use parse::parse;
+pub(super) use parse::parse;
 
 const LOOP_LIMIT: u32 = 10_000;
 const DAYS_IN_MONTH: [i64; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
@@ -59,7 +59,7 @@ impl Field {
 
 /// A parsed field: its sorted values, whether it is a wildcard, whether it uses `L`.
 #[derive(Debug, Clone)]
-pub struct CronField {
+pub(super) struct CronField {
     values: Vec<Val>,
     wildcard: bool,
     has_last: bool,
@@ -131,7 +131,7 @@ impl CronField {
 
 /// A parsed expression.
 #[derive(Debug, Clone)]
-pub struct Expr {
+pub(super) struct Expr {
     second: CronField,
     minute: CronField,
     hour: CronField,
@@ -143,7 +143,7 @@ pub struct Expr {
 
 /// Why `next()` threw (BullMQ then creates no next run).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoNext {
+pub(super) enum NoNext {
     OutOfRange,
     LoopLimit,
 }

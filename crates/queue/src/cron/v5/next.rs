@@ -157,7 +157,7 @@ impl Search<'_> {
 }
 
 /// `next()` from `current` (ms), with `start`/`end` (ms) bounds, in `zone`.
-pub fn next(
+pub(crate) fn next(
     e: &Expr,
     current: i64,
     start: Option<i64>,

@@ -58,10 +58,10 @@ fn hash_step(s: &str) -> Option<(f64, usize)> {
 }
 
 /// cron-parser 5's seeded random: mulberry32 seeded by xfnv1a of the seed, or a random seed.
-pub struct SeededRandom(u32);
+pub(super) struct SeededRandom(u32);
 
 impl SeededRandom {
-    pub fn new(seed: Option<&str>) -> SeededRandom {
+    pub(super) fn new(seed: Option<&str>) -> SeededRandom {
         match seed {
             Some(s) if !s.is_empty() => {
                 let mut h: u32 = 2_166_136_261;
@@ -332,7 +332,7 @@ fn parse_nth_day(val: &str) -> Result<(String, f64), String> {
 
 /// `CronExpressionParser.parse` (not strict; `H` values from `hash_seed`, random without one):
 /// the fields, or Node's error.
-pub fn parse(expression: &str, hash_seed: Option<&str>) -> Result<Expr, String> {
+pub(crate) fn parse(expression: &str, hash_seed: Option<&str>) -> Result<Expr, String> {
     let mut rand = SeededRandom::new(hash_seed);
     let expression = match expression {
         "@yearly" | "@annually" => "0 0 0 1 1 *",

@@ -15,14 +15,15 @@
 //! epoch), so one link that finds the master gone sends every other (and the next blocking
 //! connection) to the sentinels too.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::ConnectionAddr;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
-use redis::{Cmd, ConnectionAddr, Pipeline, RedisFuture, Value};
 
 use ringback_shared::settings::ConfigError;
+
+mod followed;
+pub(crate) use followed::{Followed, address};
 
 /// The sentinels' own access where it differs from the master's: the URL's credentials are the
 /// master's (`requirepass`/ACL of the data nodes); sentinels configured with their own
@@ -56,7 +57,9 @@ pub struct SentinelUrl {
     pub master: String,
     /// The master's credentials and database, as `redis://` would carry them.
     pub username: Option<String>,
+    /// The master's password, if the URL has one.
     pub password: Option<String>,
+    /// The database index (`/<db>` after the master's name; 0 when absent).
     pub db: i64,
 }
 
@@ -200,7 +203,19 @@ pub struct Sentinels {
     replicas: AtomicUsize,
 }
 
+/// The sentinels' address, password masked, and the current epoch.
+impl std::fmt::Debug for Sentinels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sentinels")
+            .field("url", &self.url.describe())
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Sentinels {
+    /// The sentinels of `url`, reached with `auth` where it differs from the master's; `certs`
+    /// for TLS. Connects to none yet.
     pub fn new(
         url: SentinelUrl,
         auth: &SentinelAuth,
@@ -301,173 +316,6 @@ impl Sentinels {
         let _ = self
             .epoch
             .compare_exchange(seen, seen + 1, Ordering::AcqRel, Ordering::Acquire);
-    }
-}
-
-/// Whether an error means the master in use is no longer the one to write to: the connection
-/// failed, or Redis says it is a replica now (`READONLY`) or cut off from its master
-/// (`MASTERDOWN`).
-pub(crate) fn master_lost(e: &redis::RedisError) -> bool {
-    ringback_shared::error::connection_failed(e)
-        || matches!(
-            e.kind(),
-            redis::ErrorKind::Server(
-                redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
-            )
-        )
-}
-
-struct Current {
-    conn: ConnectionManager,
-    epoch: u64,
-    addr: String,
-}
-
-/// The command connection under Sentinel: a self-reconnecting connection to the master the
-/// sentinels name, replaced by one to the master they name next whenever [`master_lost`] says
-/// so. Cheap to clone (clones share it).
-#[derive(Clone)]
-pub(crate) struct Followed {
-    sentinels: Arc<Sentinels>,
-    current: Arc<tokio::sync::RwLock<Option<Current>>>,
-    make: fn(redis::Client) -> ManagerFuture,
-}
-
-pub(crate) type ManagerFuture = std::pin::Pin<
-    Box<dyn std::future::Future<Output = redis::RedisResult<ConnectionManager>> + Send>,
->;
-
-/// A client's `host:port`.
-pub(crate) fn address(client: &redis::Client) -> String {
-    match client.get_connection_info().addr() {
-        ConnectionAddr::Tcp(h, p)
-        | ConnectionAddr::TcpTls {
-            host: h, port: p, ..
-        } => {
-            format!("{h}:{p}")
-        }
-        other => other.to_string(),
-    }
-}
-
-impl Followed {
-    /// Connected to the master the sentinels name now (`make` opens the self-reconnecting
-    /// connection to it).
-    pub(crate) async fn connect(
-        sentinels: Arc<Sentinels>,
-        make: fn(redis::Client) -> ManagerFuture,
-    ) -> redis::RedisResult<Self> {
-        let link = Self {
-            sentinels,
-            current: Arc::new(tokio::sync::RwLock::new(None)),
-            make,
-        };
-        link.conn().await?;
-        Ok(link)
-    }
-
-    pub(crate) fn db(&self) -> i64 {
-        self.sentinels.url.db
-    }
-
-    /// The connection to the master in use, asking the sentinels first when it was lost.
-    async fn conn(&self) -> redis::RedisResult<(ConnectionManager, u64)> {
-        let epoch = self.sentinels.epoch();
-        if let Some(c) = &*self.current.read().await
-            && c.epoch == epoch
-        {
-            return Ok((c.conn.clone(), epoch));
-        }
-        let mut current = self.current.write().await;
-        let epoch = self.sentinels.epoch();
-        if let Some(c) = &*current
-            && c.epoch == epoch
-        {
-            return Ok((c.conn.clone(), epoch));
-        }
-        let master = self.sentinels.master().await?;
-        let addr = address(&master);
-        let conn = (self.make)(master).await?;
-        match &*current {
-            Some(old) if old.addr != addr => {
-                tracing::warn!(from = %old.addr, to = %addr, name = %self.sentinels.url.master, "the sentinels name a new master: following it");
-            }
-            None => {
-                tracing::info!(master = %addr, name = %self.sentinels.url.master, "connected to the master the sentinels name");
-            }
-            Some(_) => {}
-        }
-        *current = Some(Current {
-            conn: conn.clone(),
-            epoch,
-            addr,
-        });
-        Ok((conn, epoch))
-    }
-
-    /// The healthy replicas the sentinels listed for the master when last asked
-    /// ([`Followed::check_master`]).
-    pub(crate) fn sentinel_replicas(&self) -> usize {
-        self.sentinels.replicas.load(Ordering::Relaxed)
-    }
-
-    /// Ask the sentinels which master they name now, and how many healthy replicas it has;
-    /// another master than the one in use sends every connection to it before its next
-    /// command. Errors are left to the next command.
-    pub(crate) async fn check_master(&self) {
-        if let Some(n) = self.sentinels.count_replicas().await {
-            self.sentinels.replicas.store(n, Ordering::Relaxed);
-        }
-        let Ok(master) = self.sentinels.master().await else {
-            return;
-        };
-        let now = address(&master);
-        let (in_use, epoch) = match &*self.current.read().await {
-            Some(c) => (c.addr.clone(), c.epoch),
-            None => return,
-        };
-        if in_use != now {
-            self.sentinels.lost(epoch);
-        }
-    }
-
-    fn after(&self, epoch: u64, e: &redis::RedisError) {
-        if master_lost(e) {
-            self.sentinels.lost(epoch);
-        }
-    }
-}
-
-impl ConnectionLike for Followed {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        Box::pin(async move {
-            let (mut conn, epoch) = self.conn().await?;
-            let reply = conn.req_packed_command(cmd).await;
-            if let Err(e) = &reply {
-                self.after(epoch, e);
-            }
-            reply
-        })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        Box::pin(async move {
-            let (mut conn, epoch) = self.conn().await?;
-            let reply = conn.req_packed_commands(pipeline, offset, count).await;
-            if let Err(e) = &reply {
-                self.after(epoch, e);
-            }
-            reply
-        })
-    }
-
-    fn get_db(&self) -> i64 {
-        self.db()
     }
 }
 
