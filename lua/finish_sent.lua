@@ -22,7 +22,7 @@
   KEYS[15] claim key (this run)            KEYS[19] callback record
   KEYS[16] attempt record                  KEYS[20] its history
   KEYS[17] open-attempts index             KEYS[21] the reconcile set
-  KEYS[18] message link (the MessageSid's) KEYS[22] recent-runs index (the next run's claim)
+  KEYS[18] message link (the MessageSid's)  KEYS[22] recent-runs index (the next run's claim)
 
   ARGV[1..17] as move_to_finished.lua (ARGV[5] = "completed")
   ARGV[18] "1" write the sent marker, "0" not (the run was found sent: nothing to mark)

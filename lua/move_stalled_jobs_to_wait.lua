@@ -14,7 +14,7 @@
   KEYS[1] stalled      KEYS[6] paused
   KEYS[2] wait         KEYS[7] marker
   KEYS[3] active       KEYS[8] events
-  KEYS[4] stalled-check KEYS[9] repeat
+  KEYS[4] stalled-check  KEYS[9] repeat
   KEYS[5] meta
 
   ARGV[1] maxStalledCount

@@ -7,7 +7,7 @@
 
   KEYS[1] marker      KEYS[7]  meta
   KEYS[2] active      KEYS[8]  stalled
-  KEYS[3] prioritized KEYS[9]  wait
+  KEYS[3] prioritized  KEYS[9]  wait
   KEYS[4] delayed     KEYS[10] limiter
   KEYS[5] job key     KEYS[11] pc
   KEYS[6] events      KEYS[12] paused

@@ -9,7 +9,7 @@
 
   KEYS[1] wait        KEYS[8]  paused
   KEYS[2] active      KEYS[9]  meta
-  KEYS[3] prioritized KEYS[10] pc
+  KEYS[3] prioritized  KEYS[10] pc
   KEYS[4] events      KEYS[11] completed | failed (the target set)
   KEYS[5] stalled     KEYS[12] job key
   KEYS[6] limiter     KEYS[13] metrics:<target>

@@ -8,18 +8,20 @@
   re-sent: the claim already holds this MessageSid and the attempt record this token and sid) is
   no overrun: it answers 0 and writes nothing. A resolver's find (ARGV[7] = "found") is refused when the
   message is already linked to another run: a lookup never takes another run's message (without
-  KEYS[6] the caller checks the link before this call).
+  the link key the caller checks the link before this call).
 
   KEYS[1] claim key
   KEYS[2] attempt record
   KEYS[3] open-attempts index (global: the run leaves it)
   KEYS[4] message link (global: ringback:message:<MessageSid> -> runId)
-  KEYS[5] callback record, KEYS[6] its history: the record starts with Twilio's answer (source
-          "send", see receipt_apply.lua), in this same call
+  KEYS[5] callback record: it starts with Twilio's answer (source "send", see
+          receipt_apply.lua), in this same call
+  KEYS[6] its history
   KEYS[7] the reconcile schedule (global: the message is looked up at now + ARGV[6])
-  Or, on a Redis Cluster, 4 keys, all in the run's slot: claim key, attempt record, callback
-  record, history; the caller writes the global ones in separate calls (window.rs says in which
-  order, and why a cut between them loses nothing).
+  Or, on a Redis Cluster, 4 keys, all in the run's slot:
+  KEYS[1..4] as the Cluster layout: claim key, attempt record, callback record, history; the
+          caller writes the global ones in separate calls (window.rs says in which order, and
+          why a cut between them loses nothing).
 
   ARGV[1] attempt token
   ARGV[2] MessageSid

@@ -6,6 +6,7 @@
 //! they stand on the queue floor (`ringback_queue::commands`); a new Lua script goes in `lua/`, its
 //! hash in `scripts`, its typed function on the floor whose types it speaks.
 
+pub mod call;
 pub mod cluster;
 pub mod connection;
 pub mod group_commit;

@@ -143,6 +143,11 @@ impl LuaScript {
         Self { name, code, hash }
     }
 
+    /// The whole body Redis runs: the includes, then the script with its header.
+    pub(crate) fn code(&self) -> &str {
+        &self.code
+    }
+
     /// The body's SHA1 in hex, as `EVALSHA` and `SCRIPT EXISTS` name it.
     pub fn hash(&self) -> &str {
         &self.hash
@@ -205,7 +210,7 @@ impl LuaScript {
         }
         let mut durability = Durability::default();
         let reply = self
-            .call(
+            .send(
                 Via::<Conn>::Durably(conn, wait.key, wait.survive, &mut durability),
                 trips,
                 keys,
@@ -243,13 +248,13 @@ impl LuaScript {
         K: ToRedisArgs,
         A: ToRedisArgs,
     {
-        self.call(Via::Query(conn), trips, keys, args).await
+        self.send(Via::Query(conn), trips, keys, args).await
     }
 
     /// The shape of every script call, written once: send the EVALSHA `via` the connection,
     /// and on NOSCRIPT one EVAL of the body (which also caches it again), counting each as a
     /// round trip; a failure is counted in `ringback_redis_errors_total` here.
-    async fn call<C, T, K, A>(
+    async fn send<C, T, K, A>(
         &self,
         mut via: Via<'_, C>,
         trips: &RoundTrips,

@@ -174,33 +174,28 @@ impl Receipts {
     /// link is written then.
     pub async fn apply(&self, u: &StatusUpdate) -> Result<Applied, Error> {
         let w = WindowKeys::new(&self.claim_prefix, &u.run_id);
-        let keys = [
-            w.record,
-            keys::callback_history(&self.claim_prefix, &u.run_id),
-        ];
-        let now = now_ms();
-        let record_ttl = self.times.record_ttl.as_millis().to_string();
-        let args = [
-            u.run_id.as_str(),
-            &u.sid,
-            &u.status,
-            u.error_code.as_deref().unwrap_or(""),
-            u.raw_dlr_done_date.as_deref().unwrap_or(""),
-            &now.to_string(),
-            u.source.as_str(),
-            u.repeat_id.as_deref().unwrap_or(""),
-            &record_ttl,
-            u.attempt.as_deref().unwrap_or(""),
-        ];
         let r: Vec<String> = scripts()
             .receipt_apply
-            .run_in(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &keys,
-                &args,
+            .call()
+            .key("callback record", w.record)
+            .key(
+                "history list",
+                keys::callback_history(&self.claim_prefix, &u.run_id),
             )
+            .arg("runId", &u.run_id)
+            .arg("MessageSid", &u.sid)
+            .arg("status", &u.status)
+            .arg("error code", u.error_code.as_deref().unwrap_or(""))
+            .arg(
+                "RawDlrDoneDate",
+                u.raw_dlr_done_date.as_deref().unwrap_or(""),
+            )
+            .arg("now (ms)", now_ms())
+            .arg("source", u.source.as_str())
+            .arg("repeat id", u.repeat_id.as_deref().unwrap_or(""))
+            .arg("record TTL (ms)", self.times.record_ttl.as_millis())
+            .arg("the attempt token", u.attempt.as_deref().unwrap_or(""))
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         let [outcome, status, previous, unlinked] = r.as_slice() else {
             return Err(Error::Reply {
@@ -214,7 +209,7 @@ impl Receipts {
                 .arg(keys::message_link(&u.sid))
                 .arg(&u.run_id)
                 .arg("PX")
-                .arg(&record_ttl)
+                .arg(self.times.record_ttl.as_millis() as u64)
                 .query_async(&mut self.conn.clone())
                 .await?;
         }
@@ -273,15 +268,14 @@ impl Receipts {
 
     /// Take up to `n` messages due for a poll (leased for `lease`).
     pub async fn due_polls(&self, n: usize, lease: Duration) -> Result<Vec<String>, Error> {
-        let args = [
-            now_ms().to_string(),
-            n.to_string(),
-            lease.as_millis().to_string(),
-        ];
-        let keys = [keys::reconcile_schedule(&self.claim_prefix)];
         Ok(scripts()
             .claim_due
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("the schedule", keys::reconcile_schedule(&self.claim_prefix))
+            .arg("now (ms)", now_ms())
+            .arg("max members", n)
+            .arg("lease (ms)", lease.as_millis())
+            .run(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 

@@ -55,15 +55,19 @@ impl Replies {
         void: &str,
         sid: &str,
     ) -> Result<Option<String>, Error> {
-        let key = keys::question_answered(&self.claim_prefix, run_id);
-        let ttl = self.record_ttl.as_millis().max(1).to_string();
         Ok(ringback_store::scripts::scripts()
             .question_answer_take
+            .call()
+            .key(
+                "the question's answer claim",
+                keys::question_answered(&self.claim_prefix, run_id),
+            )
+            .arg("the MessageSid the claim must still name", void)
+            .arg("the MessageSid taking it over", sid)
+            .arg("the claim's TTL (ms)", self.record_ttl.as_millis().max(1))
             .run(
                 &mut self.conn(),
                 &ringback_store::scripts::RoundTrips::default(),
-                &[key],
-                &[void, sid, ttl.as_str()],
             )
             .await?)
     }

@@ -68,53 +68,55 @@ impl Window {
         body: &str,
         facts: &SendFacts,
     ) -> Result<Claim, Error> {
-        let args = vec![
-            token.to_string(),
-            job_id.to_string(),
-            worker_id.to_string(),
-            supersede.unwrap_or("").to_string(),
-            ms(self.times.pending_ttl),
-            ms(self.times.hold),
-            ms(self.times.sent_ttl),
-            to.to_string(),
-            from.to_string(),
-            body.to_string(),
-            run_id.to_string(),
-            ms(self.times.lease),
-            ringback_store::keys::RECENT_RUNS_CAP.to_string(),
-        ];
         let k = self.keys(run_id);
         let claim_key = k.claim.clone();
         let identity = self.identity_of(&k.claim);
-        let keys = self.laid_out(
-            vec![k.claim, k.attempt, k.record, identity],
-            [
-                self.index(),
-                ringback_store::keys::recent_runs(&self.claim_prefix),
-            ],
-        );
+        let recent_runs = ringback_store::keys::recent_runs(&self.claim_prefix);
         // A lost reply is sent again with the same token: the script answers its own earlier
         // claim as "claimed" (window_claim.lua), and an answer later than the freshness bound
         // from the first send starts no send.
         let first_sent = tokio::time::Instant::now();
         let mut delay = Duration::from_millis(20);
         let (reply, durability): (Vec<String>, _) = loop {
-            let mut args = args.clone();
-            if self.per_slot() {
+            let due = if self.per_slot() {
                 // the intent first: an attempt this claim opens is indexed before it exists; the
                 // script opens none once the intent is due (a sweep may take and drop it then)
                 let due = self.now() + self.times.pending_ttl.as_millis() as i64;
                 self.index_add(run_id, due).await?;
-                args.push(due.to_string());
+                due.to_string()
             } else {
-                args.push(String::new());
-            }
-            args.push(if facts.urgent { "1" } else { "" }.to_string());
-            args.push(facts.time_zone.clone().unwrap_or_default());
-            args.push(ms(self.times.loss_window));
+                String::new()
+            };
             // PerSlot (a cluster): the claim's WAIT rides in its pipeline, before any send
             match scripts()
                 .window_claim
+                .call()
+                .key("claim key", k.claim.clone())
+                .key("attempt record", k.attempt.clone())
+                .key("callback record", k.record.clone())
+                .key("the Redis identity", identity.clone())
+                .key_if("open-attempts index", self.global(self.index()))
+                .key_if("recent-runs index", self.global(recent_runs.clone()))
+                .arg("new attempt token", token)
+                .arg("job id", job_id)
+                .arg("worker id", worker_id)
+                .arg("supersede", supersede.unwrap_or(""))
+                .arg("pending TTL (ms)", ms(self.times.pending_ttl))
+                .arg("hold (ms)", ms(self.times.hold))
+                .arg("record TTL (ms)", ms(self.times.sent_ttl))
+                .arg("to", to)
+                .arg("from", from)
+                .arg("body", body)
+                .arg("runId", run_id)
+                .arg("claim lease (ms)", ms(self.times.lease))
+                .arg("recent-runs cap", ringback_store::keys::RECENT_RUNS_CAP)
+                .arg("(cluster layout only)", due)
+                .arg("\"1\" = urgent", if facts.urgent { "1" } else { "" })
+                .arg(
+                    "the callback's time zone",
+                    facts.time_zone.as_deref().unwrap_or(""),
+                )
+                .arg("the lost-writes window", ms(self.times.loss_window))
                 .run_durably(
                     self.topology,
                     &mut self.conn.clone(),
@@ -123,8 +125,6 @@ impl Window {
                         key: &claim_key,
                         survive: ringback_store::scripts::Survive::Restart,
                     },
-                    &keys,
-                    &args,
                 )
                 .await
             {

@@ -49,7 +49,10 @@ impl Window {
                 notes.spawn(async move {
                     scripts()
                         .window_identity
-                        .run_in::<_, i64, _, _>(topology, &mut conn, &trips, &[key], &[window])
+                        .call()
+                        .key("the Redis identity", key)
+                        .arg("the lost-writes window", window)
+                        .run_in::<i64>(topology, &mut conn, &trips)
                         .await
                 });
             }

@@ -22,38 +22,40 @@ impl Window {
             Marked::Sent => "sent",
             Marked::Found => "found",
         };
-        let args = [
-            token,
-            sid,
-            &ms(self.times.sent_ttl),
-            run_id,
-            status,
-            &ms(self.times.poll_after),
-            kind,
-        ];
         let history = ringback_store::keys::callback_history(&self.claim_prefix, run_id);
         let link = ringback_store::keys::message_link(sid);
         let claim_key = k.claim.clone();
-        let keys = if self.per_slot() {
+        let call = scripts().window_mark_sent.call();
+        let call = if self.per_slot() {
             if how == Marked::Found && self.linked_elsewhere(&link, run_id).await? {
                 return Ok(MarkSent::OtherRun);
             }
             self.link_and_schedule(run_id, sid, &link).await?;
-            vec![k.claim, k.attempt, k.record, history]
+            call.keys_as(
+                "the Cluster layout",
+                [k.claim, k.attempt, k.record, history],
+            )
         } else {
-            vec![
-                k.claim,
-                k.attempt,
-                self.index(),
-                link,
-                k.record,
-                history,
-                ringback_store::keys::reconcile_schedule(&self.claim_prefix),
-            ]
+            call.key("claim key", k.claim)
+                .key("attempt record", k.attempt)
+                .key("open-attempts index", self.index())
+                .key("message link", link)
+                .key("callback record", k.record)
+                .key("its history", history)
+                .key(
+                    "the reconcile schedule",
+                    ringback_store::keys::reconcile_schedule(&self.claim_prefix),
+                )
         };
         // a short wait is counted and logged where it came back; the text is out either way
-        let (code, _durability): (i64, _) = scripts()
-            .window_mark_sent
+        let (code, _durability): (i64, _) = call
+            .arg("attempt token", token)
+            .arg("MessageSid", sid)
+            .arg("sent TTL (ms)", ms(self.times.sent_ttl))
+            .arg("runId", run_id)
+            .arg("the status Twilio answered", status)
+            .arg("look the message up", ms(self.times.poll_after))
+            .arg("\"sent\"", kind)
             .run_durably(
                 self.topology,
                 &mut self.conn.clone(),
@@ -62,8 +64,6 @@ impl Window {
                     key: &claim_key,
                     survive: ringback_store::scripts::Survive::Failover,
                 },
-                &keys,
-                &args,
             )
             .await?;
         if self.per_slot() && code != 2 {

@@ -228,13 +228,10 @@ impl Window {
         self.topology.per_slot()
     }
 
-    /// The keys of one call: the run's own, and in `Fused` mode the global ones after them.
-    fn laid_out<const N: usize>(&self, run: Vec<String>, globals: [String; N]) -> Vec<String> {
-        let mut keys = run;
-        if !self.per_slot() {
-            keys.extend(globals);
-        }
-        keys
+    /// A global key where this layout passes it to a script: on one Redis, never on a
+    /// Cluster (there the index is written by a call of its own).
+    fn global(&self, key: String) -> Option<String> {
+        (!self.per_slot()).then_some(key)
     }
 
     /// `ZADD <index> <at> <run_id>` (PerSlot mode: the index is its own call).

@@ -20,24 +20,19 @@ impl Window {
     ) -> Result<bool, Error> {
         let k = self.keys(run_id);
         let retry_in = retry_in.as_millis().to_string();
-        let args = [
-            token,
-            &retry_in,
-            reason,
-            state,
-            run_id,
-            &ms(self.times.lease),
-        ];
-        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
         let released: i64 = scripts()
             .window_release
-            .run_in(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &keys,
-                &args,
-            )
+            .call()
+            .key("claim key", k.claim)
+            .key("attempt record", k.attempt)
+            .key_if("open-attempts index", self.global(self.index()))
+            .arg("attempt token", token)
+            .arg("retry in (ms)", &retry_in)
+            .arg("reason", reason)
+            .arg("\"released\" | \"send-failed\"", state)
+            .arg("runId", run_id)
+            .arg("claim lease (ms)", ms(self.times.lease))
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         if self.per_slot() && released == 1 {
             if state == "send-failed" {
@@ -56,23 +51,18 @@ impl Window {
     /// Keep our claim while an unknown send is resolved.
     pub async fn hold(&self, run_id: &str, token: &str, reason: &str) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let args = [
-            token,
-            &ms(self.times.lease),
-            &ms(self.times.hold),
-            reason,
-            run_id,
-        ];
-        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
         let held: i64 = scripts()
             .window_hold
-            .run_in(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &keys,
-                &args,
-            )
+            .call()
+            .key("claim key", k.claim)
+            .key("attempt record", k.attempt)
+            .key_if("open-attempts index", self.global(self.index()))
+            .arg("attempt token", token)
+            .arg("claim lease (ms)", ms(self.times.lease))
+            .arg("hold (ms)", ms(self.times.hold))
+            .arg("reason", reason)
+            .arg("runId", run_id)
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         if self.per_slot() && held == 1 {
             self.index_add(run_id, self.now() + self.times.hold.as_millis() as i64 / 2)

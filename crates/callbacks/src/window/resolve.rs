@@ -74,20 +74,18 @@ impl Window {
     ) -> Result<Option<Orphan>, Error> {
         let k = self.keys(run_id);
         let force = if force { "1" } else { "" };
-        let args = [run_id, &ms(self.times.lease), &ms(self.times.hold), force];
-        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
         let taken = if self.per_slot() {
             // the due check and the push, atomic on the index alone (window_index.lua)
             let push = (self.times.hold.as_millis() / 2).to_string();
             let at: Option<i64> = scripts()
                 .window_index
-                .run_in(
-                    self.topology,
-                    &mut self.conn.clone(),
-                    &self.trips,
-                    &[self.index()],
-                    &["take", run_id, &push, force],
-                )
+                .call()
+                .key("open-attempts index", self.index())
+                .arg("\"take\" | \"drop\"", "take")
+                .arg("runId", run_id)
+                .arg("take: push (ms)", push)
+                .arg("take: \"1\" = even if not due", force)
+                .run_in(self.topology, &mut self.conn.clone(), &self.trips)
                 .await?;
             match at {
                 Some(at) => Some(at),
@@ -98,25 +96,27 @@ impl Window {
         };
         let reply: Vec<String> = scripts()
             .window_sweep
-            .run_in(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &keys,
-                &args,
-            )
+            .call()
+            .key("claim key", k.claim)
+            .key("attempt record", k.attempt)
+            .key_if("open-attempts index", self.global(self.index()))
+            .arg("runId", run_id)
+            .arg("claim lease (ms)", ms(self.times.lease))
+            .arg("hold (ms)", ms(self.times.hold))
+            .arg("\"1\" = take it even if not due", force)
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         if let (Some(at), true) = (taken, reply.is_empty()) {
             // settled: drop it, unless a newer claim wrote the index since the take
             let _: i64 = scripts()
                 .window_index
-                .run_in(
-                    self.topology,
-                    &mut self.conn.clone(),
-                    &self.trips,
-                    &[self.index()],
-                    &["drop", run_id, &at.to_string(), ""],
-                )
+                .call()
+                .key("open-attempts index", self.index())
+                .arg("\"take\" | \"drop\"", "drop")
+                .arg("runId", run_id)
+                .arg("take: push (ms); drop: the time", at)
+                .arg("take: \"1\" = even if not due", "")
+                .run_in(self.topology, &mut self.conn.clone(), &self.trips)
                 .await?;
         }
         Ok(match reply.as_slice() {
@@ -142,31 +142,26 @@ impl Window {
         req: &crate::callback::CallbackRequest,
     ) -> Result<bool, Error> {
         let k = self.keys(&req.run_id);
-        let from = req.from.clone().unwrap_or_default();
-        let args = [
-            req.run_id.as_str(),
-            job_id,
-            &req.to,
-            &from,
-            &req.body,
-            &ms(self.times.sent_ttl),
-            if req.urgent { "1" } else { "" },
-            req.time_zone.as_deref().unwrap_or(""),
-        ];
-        let keys = self.laid_out(vec![k.claim, k.attempt, k.record], [self.index()]);
         if self.per_slot() {
             // first: an attempt adopted now is due now, and indexed before it exists
             self.index_add(&req.run_id, self.now()).await?;
         }
         let adopted: i64 = scripts()
             .window_adopt
-            .run_in(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &keys,
-                &args,
-            )
+            .call()
+            .key("claim key", k.claim)
+            .key("attempt record", k.attempt)
+            .key("callback record", k.record)
+            .key_if("open-attempts index", self.global(self.index()))
+            .arg("runId", &req.run_id)
+            .arg("job id", job_id)
+            .arg("to", &req.to)
+            .arg("from", req.from.as_deref().unwrap_or(""))
+            .arg("body", &req.body)
+            .arg("record TTL (ms)", ms(self.times.sent_ttl))
+            .arg("\"1\" = urgent", if req.urgent { "1" } else { "" })
+            .arg("time zone", req.time_zone.as_deref().unwrap_or(""))
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         Ok(adopted == 1)
     }
@@ -179,17 +174,17 @@ impl Window {
         reason: &str,
     ) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let args = [token, &ms(self.times.sent_ttl), run_id, reason];
-        let keys = self.laid_out(vec![k.claim, k.attempt], [self.index()]);
         let settled: i64 = scripts()
             .window_settle_unknown
-            .run_in(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &keys,
-                &args,
-            )
+            .call()
+            .key("claim key", k.claim)
+            .key("attempt record", k.attempt)
+            .key_if("open-attempts index", self.global(self.index()))
+            .arg("attempt token", token)
+            .arg("sent TTL (ms)", ms(self.times.sent_ttl))
+            .arg("runId", run_id)
+            .arg("reason", reason)
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         if self.per_slot() && settled == 1 {
             self.index_rem(run_id).await?;

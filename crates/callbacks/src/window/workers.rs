@@ -16,7 +16,7 @@ impl Window {
     ) -> Result<(), Error> {
         let member = format!("{name} ({worker_id})");
         let _: i64 = self
-            .workers_script(&["beat", &member, &ms(alive_for)])
+            .workers_script("beat", &member, Some(ms(alive_for)))
             .await?;
         Ok(())
     }
@@ -24,7 +24,7 @@ impl Window {
     /// Forget this worker's heartbeat (a clean stop).
     pub async fn heartbeat_stop(&self, worker_id: &str, name: &str) -> Result<(), Error> {
         let member = format!("{name} ({worker_id})");
-        let _: i64 = self.workers_script(&["stop", &member]).await?;
+        let _: i64 = self.workers_script("stop", &member, None).await?;
         Ok(())
     }
 
@@ -32,30 +32,39 @@ impl Window {
     /// every host): each by the window it advertised with its beat, and a worker that
     /// advertises none (an earlier version) by a beat younger than `within`.
     pub async fn live_workers(&self, within: Duration) -> Result<Vec<String>, Error> {
-        self.workers_script(&["live", &ms(within)]).await
+        self.workers_script("live", &ms(within), None).await
     }
 
     /// Workers whose liveness window ended less than `within` ago, and the longest of their
     /// windows: dead, or kept from beating (Redis paused past their window, the host starved)
     /// and about to beat again.
     pub async fn lapsed_workers(&self, within: Duration) -> Result<(usize, Duration), Error> {
-        let (count, longest): (usize, u64) = self.workers_script(&["lapsed", &ms(within)]).await?;
+        let (count, longest): (usize, u64) =
+            self.workers_script("lapsed", &ms(within), None).await?;
         Ok((count, Duration::from_millis(longest)))
     }
 
+    /// `op` on the heartbeats: `subject` is a beat's or stop's member, or how far back a
+    /// `live` or `lapsed` question looks (ms); `alive_for` a beat's life (ms).
     pub(super) async fn workers_script<T: redis::FromRedisValue>(
         &self,
-        args: &[&str],
+        op: &str,
+        subject: &str,
+        alive_for: Option<String>,
     ) -> Result<T, Error> {
-        Ok(scripts()
+        let call = scripts()
             .window_workers
-            .run_in(
-                self.topology,
-                &mut self.conn.clone(),
-                &self.trips,
-                &[self.workers(), self.workers_until()],
-                args,
-            )
+            .call()
+            .key("the heartbeats", self.workers())
+            .key("the same members", self.workers_until())
+            .arg("\"beat\" | \"stop\"", op)
+            .arg("beat, stop: the member", subject);
+        let call = match alive_for {
+            Some(ms) => call.arg("beat: how long", ms),
+            None => call,
+        };
+        Ok(call
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?)
     }
 
