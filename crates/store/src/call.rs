@@ -24,6 +24,9 @@ pub struct Call<'s> {
     /// Key positions named so far, given or left out ([`Call::key_if`]).
     named: usize,
     args: Vec<String>,
+    /// Positions before this call's first key and argument ([`LuaScript::call_after`]).
+    key_base: usize,
+    arg_base: usize,
 }
 
 impl LuaScript {
@@ -34,6 +37,20 @@ impl LuaScript {
             keys: Vec::new(),
             named: 0,
             args: Vec::new(),
+            key_base: 0,
+            arg_base: 0,
+        }
+    }
+
+    /// The part of a call that comes after `keys` keys and `args` arguments someone else lays
+    /// out (a processor's step after move_to_finished's contract): named from `KEYS[keys + 1]`
+    /// and `ARGV[args + 1]` on; [`Call::into_parts`] gives this part alone.
+    pub fn call_after(&self, keys: usize, args: usize) -> Call<'_> {
+        Call {
+            named: keys,
+            key_base: keys,
+            arg_base: args,
+            ..self.call()
         }
     }
 }
@@ -44,7 +61,7 @@ impl<'s> Call<'s> {
         self.named += 1;
         header::check(self.script, Part::Keys, self.named, name);
         assert!(
-            self.named == self.keys.len() + 1,
+            self.named == self.key_base + self.keys.len() + 1,
             "{}: KEYS[{}] `{name}` after a key left out",
             self.script.name,
             self.named
@@ -70,16 +87,21 @@ impl<'s> Call<'s> {
     /// Several keys the header gives as one range (`KEYS[1..14] as move_to_finished.lua`, or
     /// `KEYS[1..4] as the Cluster layout`): `script` is what follows the `as`.
     pub fn keys_as(mut self, script: &str, keys: impl IntoIterator<Item = String>) -> Self {
-        let from = self.keys.len() + 1;
+        let from = self.key_base + self.keys.len() + 1;
         self.keys.extend(keys);
-        self.named = self.keys.len();
-        header::check_range(self.script, Part::Keys, from, self.keys.len(), script);
+        self.named = self.key_base + self.keys.len();
+        header::check_range(self.script, Part::Keys, from, self.named, script);
         self
     }
 
     /// The next argument, which the header names `name`.
     pub fn arg(mut self, name: &str, arg: impl ToString) -> Self {
-        header::check(self.script, Part::Args, self.args.len() + 1, name);
+        header::check(
+            self.script,
+            Part::Args,
+            self.arg_base + self.args.len() + 1,
+            name,
+        );
         self.args.push(arg.to_string());
         self
     }
@@ -87,16 +109,22 @@ impl<'s> Call<'s> {
     /// Several arguments the header gives as another script's (`ARGV[1..17] as
     /// move_to_finished.lua`).
     pub fn args_as(mut self, script: &str, args: impl IntoIterator<Item = String>) -> Self {
-        let from = self.args.len() + 1;
+        let from = self.arg_base + self.args.len() + 1;
         self.args.extend(args);
-        header::check_range(self.script, Part::Args, from, self.args.len(), script);
+        let to = self.arg_base + self.args.len();
+        header::check_range(self.script, Part::Args, from, to, script);
         self
     }
 
     /// The arguments from here to the end, which the header names `name` (`ARGV[12..]
     /// field/value pairs`); none at all is allowed.
     pub fn rest(mut self, name: &str, args: impl IntoIterator<Item = String>) -> Self {
-        header::check_tail(self.script, Part::Args, self.args.len() + 1, name);
+        header::check_tail(
+            self.script,
+            Part::Args,
+            self.arg_base + self.args.len() + 1,
+            name,
+        );
         self.args.extend(args);
         self
     }

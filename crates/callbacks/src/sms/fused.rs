@@ -78,38 +78,63 @@ impl SmsProcessor {
             Mark::Nothing => ("0", "", "", ""),
         };
         // KEYS[15..22], in finish_sent.lua's order
-        let keys = vec![
-            k.claim,
-            k.attempt,
-            ringback_store::keys::open_attempts(prefix),
-            ringback_store::keys::message_link(sid),
-            k.record,
-            ringback_store::keys::callback_history(prefix, &req.run_id),
-            ringback_store::keys::reconcile_schedule(prefix),
-            ringback_store::keys::recent_runs(prefix),
-            ringback_store::keys::finish_record(prefix, &uuid::Uuid::new_v4().simple().to_string()),
-        ];
         let template = WindowKeys::new(prefix, RUN_ID_SLOT);
-        let args = vec![
-            flag.to_string(),
-            token.to_string(),
-            sid.to_string(),
-            ms(times.sent_ttl),
-            req.run_id.clone(),
-            status.to_string(),
-            ms(times.poll_after),
-            template.claim,
-            template.attempt,
-            template.record,
-            uuid::Uuid::new_v4().simple().to_string(),
-            self.worker_id.clone(),
-            ms(times.pending_ttl),
-            ms(times.hold),
-            ms(times.lease),
-            ringback_store::keys::RECENT_RUNS_CAP.to_string(),
-            ms(resent_within.max(times.replay_for) + SAFETY_MARGIN),
-            format!("\n{}\n", self.config.callback_job_names.join("\n")),
-        ];
+        // finish_sent.lua's own part, after move_to_finished's KEYS[1..14] and ARGV[1..17]
+        let (keys, args) = scripts()
+            .finish_sent
+            .call_after(14, 17)
+            .key("claim key (this run)", k.claim)
+            .key("attempt record", k.attempt)
+            .key(
+                "open-attempts index",
+                ringback_store::keys::open_attempts(prefix),
+            )
+            .key("message link", ringback_store::keys::message_link(sid))
+            .key("callback record", k.record)
+            .key(
+                "its history",
+                ringback_store::keys::callback_history(prefix, &req.run_id),
+            )
+            .key(
+                "the reconcile set",
+                ringback_store::keys::reconcile_schedule(prefix),
+            )
+            .key(
+                "recent-runs index",
+                ringback_store::keys::recent_runs(prefix),
+            )
+            .key(
+                "where it is kept",
+                ringback_store::keys::finish_record(
+                    prefix,
+                    &uuid::Uuid::new_v4().simple().to_string(),
+                ),
+            )
+            .arg("\"1\" write the sent marker", flag)
+            .arg("attempt token", token)
+            .arg("MessageSid", sid)
+            .arg("sent TTL (ms)", ms(times.sent_ttl))
+            .arg("runId", &req.run_id)
+            .arg("the status Twilio answered", status)
+            .arg("poll the message after (ms)", ms(times.poll_after))
+            .arg("claim key template", template.claim)
+            .arg("attempt record template", template.attempt)
+            .arg("callback record template", template.record)
+            .arg("new attempt token", uuid::Uuid::new_v4().simple())
+            .arg("worker id", &self.worker_id)
+            .arg("pending TTL (ms)", ms(times.pending_ttl))
+            .arg("hold (ms)", ms(times.hold))
+            .arg("claim lease (ms)", ms(times.lease))
+            .arg("recent-runs cap", ringback_store::keys::RECENT_RUNS_CAP)
+            .arg(
+                "how long the call's answer is kept",
+                ms(resent_within.max(times.replay_for) + SAFETY_MARGIN),
+            )
+            .arg(
+                "the callback job names",
+                format!("\n{}\n", self.config.callback_job_names.join("\n")),
+            )
+            .into_parts();
         let done: Box<dyn FnOnce(&Value) + Send> = match flag {
             "0" => Box::new(|_| {}),
             _ => {

@@ -14,20 +14,17 @@ impl Commands {
     /// due delayed jobs first, and answers rate limited or empty when no job can be taken.
     pub async fn move_to_active(&self, fetch: &FetchArgs) -> Result<Fetched, Error> {
         let k = &self.keys;
-        let keys = self.fetch_keys(&[k.marker()]);
-        let now = now_ms().to_string();
-        let args = [
-            k.base(),
-            &now,
-            &fetch.token,
-            &fetch.lock_ms,
-            &fetch.name,
-            &fetch.limiter_max,
-            &fetch.limiter_duration,
-        ];
-        let reply: Value = scripts()
-            .move_to_active
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+        let reply: Value = self
+            .fetch_keys(scripts().move_to_active.call())
+            .key("marker", k.marker())
+            .arg("key prefix", k.base())
+            .arg("now (ms)", now_ms())
+            .arg("lock token", &fetch.token)
+            .arg("lock duration (ms)", &fetch.lock_ms)
+            .arg("worker name", &fetch.name)
+            .arg("limiter max", &fetch.limiter_max)
+            .arg("limiter duration ms", &fetch.limiter_duration)
+            .run(&mut self.conn.clone(), &self.trips)
             .await?;
         parse_fetched("move_to_active", reply)
     }
@@ -61,38 +58,36 @@ impl Commands {
                 lifo,
             } => {
                 let k = &self.keys;
-                let keys = [
-                    k.active(),
-                    k.wait(),
-                    k.paused(),
-                    k.job(&job.id),
-                    k.meta(),
-                    k.events(),
-                    k.delayed(),
-                    k.prioritized(),
-                    k.pc(),
-                    k.marker(),
-                    k.stalled(),
-                ];
-                let now = now_ms().to_string();
-                let push = if *lifo { "RPUSH" } else { "LPUSH" };
-                let mut args = vec![
-                    k.base(),
-                    &now,
-                    push,
-                    &job.id,
-                    token,
-                    "failedReason",
-                    reason,
-                    "stacktrace",
-                    stacktrace,
+                let mut fields = vec![
+                    "failedReason".to_string(),
+                    reason.clone(),
+                    "stacktrace".to_string(),
+                    stacktrace.clone(),
                 ];
                 if let Some(tm) = tm {
-                    args.extend(["tm", tm]);
+                    fields.extend(["tm".to_string(), tm.to_string()]);
                 }
                 let reply: Value = scripts()
                     .retry_job
-                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .call()
+                    .key("active", k.active())
+                    .key("wait", k.wait())
+                    .key("paused", k.paused())
+                    .key("job key", k.job(&job.id))
+                    .key("meta", k.meta())
+                    .key("events", k.events())
+                    .key("delayed", k.delayed())
+                    .key("prioritized", k.prioritized())
+                    .key("pc", k.pc())
+                    .key("marker", k.marker())
+                    .key("stalled", k.stalled())
+                    .arg("key prefix", k.base())
+                    .arg("now (ms)", now_ms())
+                    .arg("push command", if *lifo { "RPUSH" } else { "LPUSH" })
+                    .arg("jobId", &job.id)
+                    .arg("lock token", token)
+                    .rest("field/value pairs", fields)
+                    .run(&mut self.conn.clone(), &self.trips)
                     .await?;
                 Ok(code_or("retry_job", reply).map(|()| Fetched::Empty))
             }
@@ -102,51 +97,47 @@ impl Commands {
                 failure,
             } => {
                 let k = &self.keys;
-                let keys = [
-                    k.marker(),
-                    k.active(),
-                    k.prioritized(),
-                    k.delayed(),
-                    k.job(&job.id),
-                    k.events(),
-                    k.meta(),
-                    k.stalled(),
-                    k.wait(),
-                    k.limiter(),
-                    k.pc(),
-                    k.paused(),
-                ];
-                let now = now_ms().to_string();
-                let delay = delay_ms.to_string();
-                let none = String::new();
-                let f = fetch;
-                let mut args: Vec<&str> = vec![
-                    k.base(),
-                    &now,
-                    &job.id,
-                    token,
-                    &delay,
-                    if *skip_attempt { "1" } else { "0" },
-                    if fetch.is_some() { "1" } else { "0" },
-                    f.map_or(&none, |f| &f.lock_ms),
-                    f.map_or(&none, |f| &f.name),
-                    f.map_or(&none, |f| &f.limiter_max),
-                    f.map_or(&none, |f| &f.limiter_duration),
-                ];
+                let mut fields = vec![];
                 if let Some((reason, stack)) = failure {
-                    args.extend([
-                        "failedReason",
-                        reason.as_str(),
-                        "stacktrace",
-                        stack.as_str(),
+                    fields.extend([
+                        "failedReason".to_string(),
+                        reason.clone(),
+                        "stacktrace".to_string(),
+                        stack.clone(),
                     ]);
                     if let Some(tm) = tm {
-                        args.extend(["tm", tm]);
+                        fields.extend(["tm".to_string(), tm.to_string()]);
                     }
                 }
+                let f = fetch;
                 let reply: Value = scripts()
                     .move_to_delayed
-                    .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+                    .call()
+                    .key("marker", k.marker())
+                    .key("active", k.active())
+                    .key("prioritized", k.prioritized())
+                    .key("delayed", k.delayed())
+                    .key("job key", k.job(&job.id))
+                    .key("events", k.events())
+                    .key("meta", k.meta())
+                    .key("stalled", k.stalled())
+                    .key("wait", k.wait())
+                    .key("limiter", k.limiter())
+                    .key("pc", k.pc())
+                    .key("paused", k.paused())
+                    .arg("key prefix", k.base())
+                    .arg("now (ms)", now_ms())
+                    .arg("jobId", &job.id)
+                    .arg("lock token", token)
+                    .arg("delay (ms)", delay_ms)
+                    .arg("skip attempt", if *skip_attempt { "1" } else { "0" })
+                    .arg("fetch next", if f.is_some() { "1" } else { "0" })
+                    .arg("lock duration (ms)", f.map_or("", |f| &f.lock_ms))
+                    .arg("worker name", f.map_or("", |f| &f.name))
+                    .arg("limiter max", f.map_or("", |f| &f.limiter_max))
+                    .arg("limiter duration", f.map_or("", |f| &f.limiter_duration))
+                    .rest("field/value pairs", fields)
+                    .run(&mut self.conn.clone(), &self.trips)
                     .await?;
                 match reply {
                     Value::Array(_) => parse_fetched("move_to_delayed", reply).map(Ok),
@@ -267,48 +258,61 @@ impl Commands {
             }
             _ => unreachable!("move_to_finished only takes Completed or Failed"),
         };
-        let mut keys = self.fetch_keys(&[
-            k.finished(target),
-            k.job(&job.id),
-            k.metrics(target),
-            k.marker(),
-        ]);
         let f = fetch;
-        let none = String::new();
-        let mut args: Vec<String> = [
-            job.id.as_str(),
-            &now_ms().to_string(),
-            field,
-            value,
-            target,
-            if fetch.is_some() { "1" } else { "0" },
-            k.base(),
-            token,
-            &keep.count.to_string(),
-            &keep.age.map(|a| a.to_string()).unwrap_or_default(),
-            &keep.limit.map(|a| a.to_string()).unwrap_or_default(),
-            &job.opts.attempts.to_string(),
-            &metrics_max.map(|m| m.to_string()).unwrap_or_default(),
-            f.map_or(&none, |f| &f.lock_ms),
-            f.map_or(&none, |f| &f.name),
-            f.map_or(&none, |f| &f.limiter_max),
-            f.map_or(&none, |f| &f.limiter_duration),
-        ]
-        .map(str::to_string)
-        .to_vec();
+        let call = self
+            .fetch_keys(scripts().move_to_finished.call())
+            .key("completed | failed", k.finished(target))
+            .key("job key", k.job(&job.id))
+            .key("metrics:<target>", k.metrics(target))
+            .key("marker", k.marker())
+            .arg("jobId", &job.id)
+            .arg("now (ms)", now_ms())
+            .arg("\"returnvalue\" | \"failedReason\"", field)
+            .arg("the return value", value)
+            .arg("\"completed\" | \"failed\"", target)
+            .arg("fetch next", if f.is_some() { "1" } else { "0" })
+            .arg("key prefix", k.base())
+            .arg("lock token", token)
+            .arg("keep count", keep.count)
+            .arg(
+                "keep age in seconds",
+                keep.age.map(|a| a.to_string()).unwrap_or_default(),
+            )
+            .arg(
+                "keep limit per call",
+                keep.limit.map(|a| a.to_string()).unwrap_or_default(),
+            )
+            .arg("attempts", job.opts.attempts)
+            .arg(
+                "max metrics data points",
+                metrics_max.map(|m| m.to_string()).unwrap_or_default(),
+            )
+            .arg("lock duration (ms)", f.map_or("", |f| &f.lock_ms))
+            .arg("worker name", f.map_or("", |f| &f.name))
+            .arg("limiter max", f.map_or("", |f| &f.limiter_max))
+            .arg("limiter duration", f.map_or("", |f| &f.limiter_duration));
         if let Some((script, more_keys, more_args)) = step {
+            // the step's script takes move_to_finished's contract first, then its own part
+            let (keys, args) = call.into_parts();
+            let (mut keys, mut args) = script
+                .call()
+                .keys_as("move_to_finished.lua", keys)
+                .args_as("move_to_finished.lua", args)
+                .into_parts();
             keys.extend_from_slice(more_keys);
             args.extend_from_slice(more_args);
             return (script, keys, args);
         }
-        if let Some(stack) = stack {
-            args.extend([
+        let fields = match stack {
+            Some(stack) => vec![
                 "failedReason".to_string(),
                 value.clone(),
                 "stacktrace".to_string(),
                 stack.clone(),
-            ]);
-        }
+            ],
+            None => vec![],
+        };
+        let (keys, args) = call.rest("field/value pairs", fields).into_parts();
         (&scripts().move_to_finished, keys, args)
     }
 }

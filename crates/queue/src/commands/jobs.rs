@@ -46,31 +46,31 @@ impl Commands {
         once: Option<(&str, std::time::Duration)>,
     ) -> Result<(String, bool), Error> {
         let k = &self.keys;
-        let mut keys = vec![
-            k.wait(),
-            k.meta(),
-            k.id(),
-            k.events(),
-            k.active(),
-            k.marker(),
-            k.paused(),
-        ];
-        let mut args = vec![
-            k.base().to_string(),
-            job_id.unwrap_or("").to_string(),
-            name.to_string(),
-            data.to_string(),
-            opts.to_string(),
-            now_ms().to_string(),
-        ];
-        if let Some((key, life)) = once {
-            keys.push(key.to_string());
-            args.push(life.as_millis().max(1).to_string());
-        }
-        let (id, created): (String, String) = scripts()
+        let call = scripts()
             .add_job
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
-            .await?;
+            .call()
+            .key("wait", k.wait())
+            .key("meta", k.meta())
+            .key("id", k.id())
+            .key("events", k.events())
+            .key("active", k.active())
+            .key("marker", k.marker())
+            .key("paused", k.paused())
+            .key_if(
+                "(optional) a once-marker",
+                once.map(|(key, _)| key.to_string()),
+            )
+            .arg("key prefix", k.base())
+            .arg("job id", job_id.unwrap_or(""))
+            .arg("job name", name)
+            .arg("data (JSON)", data)
+            .arg("opts (JSON", opts)
+            .arg("timestamp (ms)", now_ms());
+        let call = match once {
+            Some((_, life)) => call.arg("the once-marker's life (ms)", life.as_millis().max(1)),
+            None => call,
+        };
+        let (id, created): (String, String) = call.run(&mut self.conn.clone(), &self.trips).await?;
         Ok((id, created == "created"))
     }
 
@@ -106,32 +106,32 @@ impl Commands {
         cron_next: Option<i64>,
     ) -> Result<String, Error> {
         let k = &self.keys;
-        let keys = [
-            k.repeat(),
-            k.delayed(),
-            k.wait(),
-            k.paused(),
-            k.meta(),
-            k.prioritized(),
-            k.marker(),
-            k.id(),
-            k.events(),
-            k.pc(),
-            k.job(&job.id),
-            k.active(),
-        ];
-        let args = [
-            scheduler_id,
-            &now.to_string(),
-            k.base(),
-            &job.id,
-            &job.raw_opts,
-            &job.data,
-            &cron_next.map(|n| n.to_string()).unwrap_or_default(),
-        ];
         let reply: Vec<String> = scripts()
             .update_job_scheduler
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("repeat", k.repeat())
+            .key("delayed", k.delayed())
+            .key("wait", k.wait())
+            .key("paused", k.paused())
+            .key("meta", k.meta())
+            .key("prioritized", k.prioritized())
+            .key("marker", k.marker())
+            .key("id", k.id())
+            .key("events", k.events())
+            .key("pc", k.pc())
+            .key("the producing job's key", k.job(&job.id))
+            .key("active", k.active())
+            .arg("scheduler id", scheduler_id)
+            .arg("now (ms)", now)
+            .arg("key prefix", k.base())
+            .arg("the producing job's id", &job.id)
+            .arg("the producing job's stored opts", &job.raw_opts)
+            .arg("the producing job's data", &job.data)
+            .arg(
+                "a cron scheduler's next run",
+                cron_next.map(|n| n.to_string()).unwrap_or_default(),
+            )
+            .run(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(reply.into_iter().next().unwrap_or_default())
     }
@@ -180,14 +180,18 @@ impl Commands {
         progress: &serde_json::Value,
     ) -> Result<(), Error> {
         let k = &self.keys;
-        let keys = [k.job(job_id), k.events(), k.meta()];
-        let args = [
-            job_id.to_string(),
-            ringback_store::json::stringify(progress),
-        ];
         let code: i64 = scripts()
             .update_progress
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("job key", k.job(job_id))
+            .key("events", k.events())
+            .key("meta", k.meta())
+            .arg("jobId", job_id)
+            .arg(
+                "progress as JSON",
+                ringback_store::json::stringify(progress),
+            )
+            .run(&mut self.conn.clone(), &self.trips)
             .await?;
         code_or("update_progress", Value::Int(code)).map_err(|c| Error::Reply {
             script: "update_progress",
@@ -208,17 +212,6 @@ impl Commands {
     ) -> Result<String, Error> {
         let k = &self.keys;
         let parent_key = k.job(parent_id);
-        let keys = [
-            k.wait(),
-            k.meta(),
-            k.id(),
-            k.events(),
-            k.active(),
-            k.marker(),
-            k.paused(),
-            parent_key.clone(),
-            format!("{parent_key}:dependencies"),
-        ];
         let queue_key = k.base().trim_end_matches(':').to_string();
         // Node keeps `parent` ({id, queue}) in the child's opts too
         let mut opts_value: serde_json::Value =
@@ -232,20 +225,30 @@ impl Commands {
                 serde_json::json!({"id": parent_id, "queue": queue_key}),
             );
         }
-        let opts = opts_value.to_string();
-        let args = [
-            k.base(),
-            "",
-            name,
-            data,
-            &opts,
-            &now_ms().to_string(),
-            parent_id,
-            &queue_key,
-        ];
         let reply: Value = scripts()
             .add_child
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("wait", k.wait())
+            .key("meta", k.meta())
+            .key("id", k.id())
+            .key("events", k.events())
+            .key("active", k.active())
+            .key("marker", k.marker())
+            .key("paused", k.paused())
+            .key("the parent's job key", parent_key.clone())
+            .key(
+                "the parent's dependencies key",
+                format!("{parent_key}:dependencies"),
+            )
+            .arg("key prefix", k.base())
+            .arg("job id", "")
+            .arg("job name", name)
+            .arg("data (JSON)", data)
+            .arg("opts (JSON", opts_value)
+            .arg("timestamp (ms)", now_ms())
+            .arg("the parent's id", parent_id)
+            .arg("the parent's queue key", &queue_key)
+            .run(&mut self.conn.clone(), &self.trips)
             .await?;
         match reply {
             Value::Array(items) => match items.first() {
@@ -270,19 +273,26 @@ impl Commands {
     pub async fn move_to_waiting_children(&self, job_id: &str, token: &str) -> Result<bool, Error> {
         let k = &self.keys;
         let job_key = k.job(job_id);
-        let keys = [
-            k.active(),
-            k.waiting_children(),
-            job_key.clone(),
-            format!("{job_key}:dependencies"),
-            format!("{job_key}:unsuccessful"),
-            k.stalled(),
-            k.events(),
-        ];
-        let args = [token.to_string(), now_ms().to_string(), job_id.to_string()];
         let code: i64 = scripts()
             .move_to_waiting_children
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("active", k.active())
+            .key("waiting-children", k.waiting_children())
+            .key("job key", job_key.clone())
+            .key(
+                "the job's dependencies key",
+                format!("{job_key}:dependencies"),
+            )
+            .key(
+                "the job's unsuccessful key",
+                format!("{job_key}:unsuccessful"),
+            )
+            .key("stalled", k.stalled())
+            .key("events", k.events())
+            .arg("lock token", token)
+            .arg("timestamp (ms)", now_ms())
+            .arg("job id", job_id)
+            .run(&mut self.conn.clone(), &self.trips)
             .await?;
         match code {
             0 => Ok(true),
@@ -302,16 +312,18 @@ impl Commands {
         row: &str,
         keep_logs: Option<u64>,
     ) -> Result<i64, Error> {
-        let k = &self.keys;
-        let job_key = k.job(job_id);
-        let keys = [job_key.clone(), format!("{job_key}:logs")];
-        let args = [
-            row.to_string(),
-            keep_logs.map(|n| n.to_string()).unwrap_or_default(),
-        ];
+        let job_key = self.keys.job(job_id);
         let count: i64 = scripts()
             .add_log
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("job key", job_key.clone())
+            .key("the job's logs key", format!("{job_key}:logs"))
+            .arg("the row", row)
+            .arg(
+                "keepLogs",
+                keep_logs.map(|n| n.to_string()).unwrap_or_default(),
+            )
+            .run(&mut self.conn.clone(), &self.trips)
             .await?;
         if count < 0 {
             return Err(Error::Reply {

@@ -13,15 +13,18 @@ impl Commands {
         lock_ms: u64,
     ) -> Result<Vec<String>, Error> {
         let k = &self.keys;
-        let duration = lock_ms.to_string();
-        let mut args: Vec<&str> = vec![k.base(), &duration];
-        for (id, token) in jobs {
-            args.push(id);
-            args.push(token);
-        }
         Ok(scripts()
             .extend_locks
-            .run(&mut self.conn.clone(), &self.trips, &[k.stalled()], &args)
+            .call()
+            .key("stalled", k.stalled())
+            .arg("key prefix", k.base())
+            .arg("lock duration (ms)", lock_ms)
+            .rest(
+                "pairs: jobId, token",
+                jobs.iter()
+                    .flat_map(|(id, token)| [id.clone(), token.clone()]),
+            )
+            .run(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
@@ -32,26 +35,23 @@ impl Commands {
         stalled_interval_ms: u64,
     ) -> Result<Vec<String>, Error> {
         let k = &self.keys;
-        let keys = [
-            k.stalled(),
-            k.wait(),
-            k.active(),
-            k.stalled_check(),
-            k.meta(),
-            k.paused(),
-            k.marker(),
-            k.events(),
-            k.repeat(),
-        ];
-        let args = [
-            max_stalled.to_string(),
-            k.base().to_string(),
-            now_ms().to_string(),
-            stalled_interval_ms.to_string(),
-        ];
         Ok(scripts()
             .move_stalled_jobs_to_wait
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("stalled", k.stalled())
+            .key("wait", k.wait())
+            .key("active", k.active())
+            .key("stalled-check", k.stalled_check())
+            .key("meta", k.meta())
+            .key("paused", k.paused())
+            .key("marker", k.marker())
+            .key("events", k.events())
+            .key("repeat", k.repeat())
+            .arg("maxStalledCount", max_stalled)
+            .arg("key prefix", k.base())
+            .arg("now (ms)", now_ms())
+            .arg("stalledInterval (ms)", stalled_interval_ms)
+            .run(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 }
@@ -75,22 +75,22 @@ impl Commands {
     /// Returns how long the limit still holds (ms).
     pub async fn move_limited_to_wait(&self, job_id: &str, token: &str) -> Result<u64, Error> {
         let k = &self.keys;
-        let keys = [
-            k.job(job_id),
-            k.active(),
-            k.wait(),
-            k.stalled(),
-            k.meta(),
-            k.limiter(),
-            k.prioritized(),
-            k.marker(),
-            k.events(),
-            k.paused(),
-        ];
-        let args = [job_id, token];
         let code: i64 = scripts()
             .move_limited_to_wait
-            .run(&mut self.conn.clone(), &self.trips, &keys, &args)
+            .call()
+            .key("job key", k.job(job_id))
+            .key("active", k.active())
+            .key("wait", k.wait())
+            .key("stalled", k.stalled())
+            .key("meta", k.meta())
+            .key("limiter", k.limiter())
+            .key("prioritized", k.prioritized())
+            .key("marker", k.marker())
+            .key("events", k.events())
+            .key("paused", k.paused())
+            .arg("job id", job_id)
+            .arg("lock token", token)
+            .run(&mut self.conn.clone(), &self.trips)
             .await?;
         if code < 0 {
             return Err(Error::Reply {

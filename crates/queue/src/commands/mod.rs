@@ -4,6 +4,7 @@
 use std::sync::{Arc, OnceLock};
 
 use redis::Value;
+use ringback_store::call::Call;
 use ringback_store::connection::Conn;
 use ringback_store::group_commit::GroupCommit;
 
@@ -150,22 +151,19 @@ impl Commands {
 
     /// KEYS 1–10 of every script that may take a job, in BullMQ's moveToActive order (wait,
     /// active, prioritized, events, stalled, limiter, delayed, paused, meta, pc), then `more`.
-    fn fetch_keys(&self, more: &[String]) -> Vec<String> {
+    /// The first ten keys every fetching script takes, in their headers' order.
+    fn fetch_keys<'s>(&self, call: Call<'s>) -> Call<'s> {
         let k = &self.keys;
-        let mut keys = vec![
-            k.wait(),
-            k.active(),
-            k.prioritized(),
-            k.events(),
-            k.stalled(),
-            k.limiter(),
-            k.delayed(),
-            k.paused(),
-            k.meta(),
-            k.pc(),
-        ];
-        keys.extend_from_slice(more);
-        keys
+        call.key("wait", k.wait())
+            .key("active", k.active())
+            .key("prioritized", k.prioritized())
+            .key("events", k.events())
+            .key("stalled", k.stalled())
+            .key("limiter", k.limiter())
+            .key("delayed", k.delayed())
+            .key("paused", k.paused())
+            .key("meta", k.meta())
+            .key("pc", k.pc())
     }
 }
 
