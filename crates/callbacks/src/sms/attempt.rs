@@ -12,6 +12,21 @@ use ringback_shared::redact::redact;
 use serde_json::json;
 use std::time::Duration;
 
+/// What the next claim of an attempt carries after an earlier attempt's send was found lost.
+#[derive(Debug, Default)]
+struct Anew {
+    /// The lost attempt's token: the new claim replaces it in the same step.
+    supersede: Option<String>,
+    /// That attempt was escalated as still resolving: a send now is notified as resolved.
+    escalated_before: bool,
+}
+
+/// Where a step leaves an attempt: done with an outcome, or claiming anew.
+enum Next {
+    Done(Outcome),
+    ClaimAnew(Anew),
+}
+
 impl SmsProcessor {
     /// Run one attempt of a callback for `job_id` (a queue job, or the orphan sweep and the
     /// drain: what an attempt gives up stays open in the window either way).
@@ -28,157 +43,219 @@ impl SmsProcessor {
         req: &CallbackRequest,
         ctx: Option<&JobContext>,
     ) -> Outcome {
-        let mut supersede: Option<String> = None;
-        // an attempt escalated as still resolving was proven never sent: its resend is notified
-        let mut escalated_before = false;
         let mut prepared = self.prepared_claim(ctx, &req.run_id).await;
         let trace = ctx.map_or(&ringback_shared::trace::OFF, |c| c.trace());
         let ctx = self.fused_ctx(ctx);
+        let mut anew = Anew::default();
         // At most: resolve an unknown send, find it unproven past the window, claim anew.
         for _ in 0..3 {
-            let token = uuid::Uuid::new_v4().simple().to_string();
-            let claiming = trace.child("claim");
-            let claim = match prepared.take() {
-                Some(claim) => {
-                    claiming.event("claimed by the previous job's finishing call");
-                    Ok(claim)
-                }
-                None => {
-                    self.window
-                        .claim_callback(req, &token, supersede.as_deref(), job_id, &self.worker_id)
-                        .await
-                }
-            };
-            claiming.attribute(
-                "ringback.claim",
-                match &claim {
-                    Err(_) => "error",
-                    Ok(Claim::Sent(_)) => "sent",
-                    Ok(Claim::Busy(_)) => "busy",
-                    Ok(Claim::Claimed { .. }) => "claimed",
-                    Ok(Claim::Unacknowledged { .. }) => "unacknowledged",
-                    Ok(Claim::Resolve(_)) => "resolve",
-                },
-            );
-            drop(claiming);
-            match claim {
-                Err(e) => {
-                    tracing::warn!(error = %e, "claim failed; will try again");
-                    return self.later(self.config.retry_later_default);
-                }
-                Ok(Claim::Sent(sid)) => {
-                    self.stats.record(SmsEvent::Deduplicated);
-                    tracing::info!(sid = ?sid, "already sent; not sending again");
-                    if let Some(ctx) = ctx {
-                        // nothing to write; the finishing call still claims the next job's run
-                        ctx.finish_with(self.finish_step(
-                            req,
-                            fused::Mark::Nothing,
-                            ctx.resent_within(),
-                        ));
-                    }
-                    return Outcome::Completed(
-                        json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true}),
-                    );
-                }
-                Ok(Claim::Busy(ttl)) => {
-                    self.stats.record(SmsEvent::Busy);
-                    tracing::info!(
-                        wait_ms = ttl.as_millis() as u64,
-                        "another attempt holds the claim; waiting for it"
-                    );
-                    return self.later(ttl + Duration::from_millis(50));
-                }
-                Ok(Claim::Claimed { token }) => {
-                    self.crash(CrashPoint::AfterClaim, &req.run_id);
-                    // every path that sends passes here (a job, the sweep, drain, resend):
-                    // quiet hours hold on each, from what the record kept of the callback
-                    if let Some(opens) = self.quiet_until(req) {
-                        return self.quiet_hold(req, &token, opens).await;
-                    }
-                    if let hold::Admit::Wait { since, reason } =
-                        self.stats.holds.admits(&req.to, now_ms())
-                    {
-                        return self.held(req, &token, since, &reason).await;
-                    }
-                    let outcome = self.send(req, &token, ctx, trace).await;
-                    if escalated_before && matches!(outcome, Outcome::Completed(_)) {
-                        self.notify_resolved(req, "sent", None).await;
-                    }
-                    return outcome;
-                }
-                Ok(Claim::Unacknowledged { token, since }) => {
-                    let reason = "Redis's replicas did not acknowledge the claim in time, or its disk did not have it (RINGBACK_REDIS_WAIT_TIMEOUT_MS): a failover or a restart could lose it, so the text waits until they do";
-                    return self.held(req, &token, since, reason).await;
-                }
-                Ok(Claim::Resolve(u)) => match self.resolve(req, &u).await {
-                    Resolution::Sent(sid) => {
-                        match self
-                            .window
-                            .mark_sent(&req.run_id, &u.token, &sid, "queued", Marked::Found)
-                            .await
-                        {
-                            Err(e) => {
-                                tracing::warn!(error = %e, "could not record the reconciled send; will try again");
-                                return self.later(self.config.reconcile_poll);
-                            }
-                            Ok(MarkSent::OtherRun) => {
-                                tracing::warn!(%sid, "the message found is another run's; still resolving");
-                                return self.later(self.config.reconcile_poll);
-                            }
-                            Ok(_) => {}
-                        }
-                        self.stats.record(SmsEvent::Reconciled);
-                        tracing::info!(%sid, "an earlier attempt's send was found; not sending again");
-                        if u.escalated {
-                            self.notify_resolved(req, "found-sent", Some(&sid)).await;
-                        }
-                        return Outcome::Completed(
-                            json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true, "reconciled": true}),
-                        );
-                    }
-                    // the claim call just touched the attempt: the sweep sees a resolver alive
-                    Resolution::Wait(d) => return self.later(d),
-                    Resolution::Indistinct(found) => {
-                        let reason = indistinct_reason(found);
-                        // settled only once a person has been told: an escalation that
-                        // fails leaves the attempt open, and the next resolver tries again
-                        if !self
-                            .escalate_unknown(req, &u, &reason, EscalationKind::UnknownSettled)
-                            .await
-                        {
-                            return self.later(self.config.reconcile_poll);
-                        }
-                        match self
-                            .window
-                            .settle_unknown(&req.run_id, &u.token, &reason)
-                            .await
-                        {
-                            Ok(_) => {
-                                self.stats.record(SmsEvent::Unknown);
-                                return Outcome::Completed(
-                                    json!({"runId": req.run_id, "messageSid": null, "status": "unknown", "deduplicated": false}),
-                                );
-                            }
-                            Err(e) => {
-                                tracing::warn!(error = %e, "could not settle the unknown attempt; will try again");
-                                return self.later(self.config.reconcile_poll);
-                            }
-                        }
-                    }
-                    Resolution::Lost => {
-                        self.stats.record(SmsEvent::Lost);
-                        tracing::warn!(
-                            "no evidence of an earlier send within the reconcile window; sending"
-                        );
-                        // the next claim replaces the attempt in the same step (no gap in the claim)
-                        supersede = Some(u.token.clone());
-                        escalated_before |= u.escalated;
-                    }
-                },
+            let claim = self
+                .claim_step(job_id, req, prepared.take(), &anew, trace)
+                .await;
+            match self.after_claim(req, claim, &anew, ctx, trace).await {
+                Next::Done(outcome) => return outcome,
+                Next::ClaimAnew(next) => anew = next,
             }
         }
         self.later(self.config.reconcile_poll)
+    }
+
+    /// Step 1: the run's claim, from the previous job's finishing call when it made one, else
+    /// claimed now (replacing a lost attempt's in the same step when `anew` says so).
+    async fn claim_step(
+        &self,
+        job_id: &str,
+        req: &CallbackRequest,
+        prepared: Option<Claim>,
+        anew: &Anew,
+        trace: &ringback_shared::trace::Step,
+    ) -> Result<Claim, ringback_shared::error::Error> {
+        let claiming = trace.child("claim");
+        let claim = match prepared {
+            Some(claim) => {
+                claiming.event("claimed by the previous job's finishing call");
+                Ok(claim)
+            }
+            None => {
+                let token = uuid::Uuid::new_v4().simple().to_string();
+                self.window
+                    .claim_callback(
+                        req,
+                        &token,
+                        anew.supersede.as_deref(),
+                        job_id,
+                        &self.worker_id,
+                    )
+                    .await
+            }
+        };
+        claiming.attribute(
+            "ringback.claim",
+            match &claim {
+                Err(_) => "error",
+                Ok(Claim::Sent(_)) => "sent",
+                Ok(Claim::Busy(_)) => "busy",
+                Ok(Claim::Claimed { .. }) => "claimed",
+                Ok(Claim::Unacknowledged { .. }) => "unacknowledged",
+                Ok(Claim::Resolve(_)) => "resolve",
+            },
+        );
+        claim
+    }
+
+    /// Step 2: what the claim says to do: complete a run already sent, wait for another
+    /// attempt, send (or hold) our own claim, or resolve what an earlier attempt left.
+    async fn after_claim(
+        &self,
+        req: &CallbackRequest,
+        claim: Result<Claim, ringback_shared::error::Error>,
+        anew: &Anew,
+        ctx: Option<&JobContext>,
+        trace: &ringback_shared::trace::Step,
+    ) -> Next {
+        Next::Done(match claim {
+            Err(e) => {
+                tracing::warn!(error = %e, "claim failed; will try again");
+                self.later(self.config.retry_later_default)
+            }
+            Ok(Claim::Sent(sid)) => {
+                self.stats.record(SmsEvent::Deduplicated);
+                tracing::info!(sid = ?sid, "already sent; not sending again");
+                if let Some(ctx) = ctx {
+                    // nothing to write; the finishing call still claims the next job's run
+                    ctx.finish_with(self.finish_step(
+                        req,
+                        fused::Mark::Nothing,
+                        ctx.resent_within(),
+                    ));
+                }
+                Outcome::Completed(
+                    json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true}),
+                )
+            }
+            Ok(Claim::Busy(ttl)) => {
+                self.stats.record(SmsEvent::Busy);
+                tracing::info!(
+                    wait_ms = ttl.as_millis() as u64,
+                    "another attempt holds the claim; waiting for it"
+                );
+                self.later(ttl + Duration::from_millis(50))
+            }
+            Ok(Claim::Claimed { token }) => self.send_claimed(req, &token, anew, ctx, trace).await,
+            Ok(Claim::Unacknowledged { token, since }) => {
+                let reason = "Redis's replicas did not acknowledge the claim in time, or its disk did not have it (RINGBACK_REDIS_WAIT_TIMEOUT_MS): a failover or a restart could lose it, so the text waits until they do";
+                self.held(req, &token, since, reason).await
+            }
+            Ok(Claim::Resolve(u)) => return self.resolve_step(req, &u, anew).await,
+        })
+    }
+
+    /// Step 3, our claim: quiet hours and deployment faults hold it; otherwise the text goes.
+    async fn send_claimed(
+        &self,
+        req: &CallbackRequest,
+        token: &str,
+        anew: &Anew,
+        ctx: Option<&JobContext>,
+        trace: &ringback_shared::trace::Step,
+    ) -> Outcome {
+        self.crash(CrashPoint::AfterClaim, &req.run_id);
+        // every path that sends passes here (a job, the sweep, drain, resend):
+        // quiet hours hold on each, from what the record kept of the callback
+        if let Some(opens) = self.quiet_until(req) {
+            return self.quiet_hold(req, token, opens).await;
+        }
+        if let hold::Admit::Wait { since, reason } = self.stats.holds.admits(&req.to, now_ms()) {
+            return self.held(req, token, since, &reason).await;
+        }
+        let outcome = self.send(req, token, ctx, trace).await;
+        if anew.escalated_before && matches!(outcome, Outcome::Completed(_)) {
+            self.notify_resolved(req, "sent", None).await;
+        }
+        outcome
+    }
+
+    /// Step 3, an earlier attempt's unknown send: found sent (marked, never sent again),
+    /// still resolving, indistinct (escalated, then settled unknown), or lost (claim anew).
+    async fn resolve_step(&self, req: &CallbackRequest, u: &Unresolved, anew: &Anew) -> Next {
+        Next::Done(match self.resolve(req, u).await {
+            Resolution::Sent(sid) => self.found_sent(req, u, &sid).await,
+            // the claim call just touched the attempt: the sweep sees a resolver alive
+            Resolution::Wait(d) => self.later(d),
+            Resolution::Indistinct(found) => self.settle_indistinct(req, u, found).await,
+            Resolution::Lost => {
+                self.stats.record(SmsEvent::Lost);
+                tracing::warn!(
+                    "no evidence of an earlier send within the reconcile window; sending"
+                );
+                // the next claim replaces the attempt in the same step (no gap in the claim)
+                return Next::ClaimAnew(Anew {
+                    supersede: Some(u.token.clone()),
+                    escalated_before: anew.escalated_before || u.escalated,
+                });
+            }
+        })
+    }
+
+    /// An earlier attempt's send, found: marked sent as found, and the run completes.
+    async fn found_sent(&self, req: &CallbackRequest, u: &Unresolved, sid: &str) -> Outcome {
+        match self
+            .window
+            .mark_sent(&req.run_id, &u.token, sid, "queued", Marked::Found)
+            .await
+        {
+            Err(e) => {
+                tracing::warn!(error = %e, "could not record the reconciled send; will try again");
+                return self.later(self.config.reconcile_poll);
+            }
+            Ok(MarkSent::OtherRun) => {
+                tracing::warn!(%sid, "the message found is another run's; still resolving");
+                return self.later(self.config.reconcile_poll);
+            }
+            Ok(_) => {}
+        }
+        self.stats.record(SmsEvent::Reconciled);
+        tracing::info!(%sid, "an earlier attempt's send was found; not sending again");
+        if u.escalated {
+            self.notify_resolved(req, "found-sent", Some(sid)).await;
+        }
+        Outcome::Completed(
+            json!({"runId": req.run_id, "messageSid": sid, "status": "sent", "deduplicated": true, "reconciled": true}),
+        )
+    }
+
+    /// A send that cannot be told apart from another message: settled `unknown`, only once a
+    /// person has been told (an escalation that fails leaves the attempt open, and the next
+    /// resolver tries again).
+    async fn settle_indistinct(
+        &self,
+        req: &CallbackRequest,
+        u: &Unresolved,
+        found: evidence::LookAlikes,
+    ) -> Outcome {
+        let reason = indistinct_reason(found);
+        if !self
+            .escalate_unknown(req, u, &reason, EscalationKind::UnknownSettled)
+            .await
+        {
+            return self.later(self.config.reconcile_poll);
+        }
+        match self
+            .window
+            .settle_unknown(&req.run_id, &u.token, &reason)
+            .await
+        {
+            Ok(_) => {
+                self.stats.record(SmsEvent::Unknown);
+                Outcome::Completed(
+                    json!({"runId": req.run_id, "messageSid": null, "status": "unknown", "deduplicated": false}),
+                )
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not settle the unknown attempt; will try again");
+                self.later(self.config.reconcile_poll)
+            }
+        }
     }
 
     /// Escalate an attempt whose outcome stays unknown; true once the escalation exists.
