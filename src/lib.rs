@@ -30,12 +30,12 @@
 //! - [`callbacks`] (`ringback-callbacks`), the callback window: `callback` (the job's data), `window` (claim, mark sent,
 //!   release, hold), `sms` (the SMS processor), `orphans`, `receipts`, `reconcile`,
 //!   `escalation`, `replies` (questions, inbound messages, the replies queue, opt-outs),
-//!   `quiet` (quiet hours), `layout`, `drain`, `resend`, `service`.
+//!   `quiet` (quiet hours), `layout`, `drain`, `resend`.
 //! - [`twilio_sim`] (`ringback-twilio-sim`), a tool beside the edge: the Twilio simulator (`ringback twilio-sim`); it
 //!   speaks the provider's types only.
 //! - [`edge`] (this crate), adapters: `api` (`ringback serve`), `access`, `console`, `metrics`, `cli` (flags
 //!   and environment), `app` (the command line: subcommands, `check-config`, exit codes; the
-//!   binary only calls it), `run` (the worker and `serve` with everything around them), `drill`.
+//!   binary only calls it), `run` (the worker and `serve` with everything around them: the one place a process is wired), `drill`.
 
 pub mod edge;
 

@@ -15,6 +15,5 @@ pub mod receipts;
 pub mod reconcile;
 pub mod replies;
 pub mod resend;
-pub mod service;
 pub mod sms;
 pub mod window;

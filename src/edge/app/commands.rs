@@ -34,7 +34,7 @@ pub(crate) async fn worker(args: &RunArgs) -> ExitCode {
             .await
         }
         Some((sms, twilio)) => {
-            let processor = match crate::callbacks::service::connect(
+            let processor = match crate::edge::run::sms::connect(
                 &v.worker.redis_url,
                 &v.worker.redis_tls,
                 v.worker.redis_wait,
@@ -353,7 +353,7 @@ pub(crate) async fn sending_processor(
     shutdown: &tokio_util::sync::CancellationToken,
 ) -> Result<crate::callbacks::sms::SmsProcessor, ExitCode> {
     let (sms, twilio) = sending_config(sms, twilio).map_err(bad_config)?;
-    crate::callbacks::service::connect(
+    crate::edge::run::sms::connect(
         &queue.redis_url,
         &queue.tls(),
         queue.redis_wait(),

@@ -3,6 +3,8 @@
 //! and reconciliation inside one shutdown; `serve` listening at once and opening its API when
 //! Redis answers.
 
+pub mod sms;
+
 use std::future::IntoFuture;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -57,7 +59,7 @@ pub async fn worker<P: Processor>(
     // reconciliation, inside the shutdown.
     let tracker = TaskTracker::new();
     if let Some(p) = &sms {
-        crate::callbacks::service::start(
+        sms::start(
             p,
             Some(worker.permits()),
             config.name.as_deref(),

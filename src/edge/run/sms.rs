@@ -1,10 +1,10 @@
 //! Wires a running SMS worker's parts: the processor (its own Redis connection for the window,
-//! and the Twilio client), the orphan sweep and the receipt reconciliation beside it. The top
-//! floor: it imports the pieces, none of them imports it.
+//! and the Twilio client), the orphan sweep and the receipt reconciliation beside it. Process
+//! wiring lives in `edge::run` alone; the callbacks floor only provides the parts.
 
 use std::time::Duration;
 
-use crate::sms::{SmsConfig, SmsProcessor};
+use crate::callbacks::sms::{SmsConfig, SmsProcessor};
 use ringback_twilio::TwilioClient;
 
 /// Build the SMS processor (its own Redis connection for the window, retrying until Redis
@@ -23,8 +23,8 @@ pub async fn connect(
 ) -> Result<SmsProcessor, ringback_shared::error::Error> {
     let client = ringback_store::connection::client(redis_url, redis_tls)?.with_wait(redis_wait);
     let mut conn = ringback_queue::worker::connect_until(&client, shutdown).await?;
-    crate::layout::check_at_start(&mut conn, &config.claim_prefix, shutdown).await?;
-    crate::layout::probe_at_start(&mut conn, shutdown).await?;
+    crate::callbacks::layout::check_at_start(&mut conn, &config.claim_prefix, shutdown).await?;
+    crate::callbacks::layout::probe_at_start(&mut conn, shutdown).await?;
     conn.look_at_replicas().await;
     if conn.has_replica_now() {
         tracing::info!(
@@ -54,10 +54,10 @@ pub fn start(
     shutdown: &tokio_util::sync::CancellationToken,
     tracker: &tokio_util::task::TaskTracker,
 ) {
-    tracker.spawn(crate::orphans::run(
+    tracker.spawn(crate::callbacks::orphans::run(
         processor.clone(),
         processor.sweep_interval(),
-        crate::orphans::worker_name(name),
+        crate::callbacks::orphans::worker_name(name),
         permits,
         shutdown.clone(),
     ));
