@@ -274,10 +274,24 @@ pub(crate) mod header {
         }
     }
 
+    /// Every script's header entries, read once per process (the checks run on every call
+    /// of a debug build, so they must cost next to nothing).
+    fn headers(script: &LuaScript) -> &'static [Entry] {
+        static HEADERS: std::sync::LazyLock<std::collections::HashMap<&'static str, Vec<Entry>>> =
+            std::sync::LazyLock::new(|| {
+                crate::scripts::scripts()
+                    .all()
+                    .into_iter()
+                    .map(|s| (s.name, entries(s.code())))
+                    .collect()
+            });
+        HEADERS.get(script.name).map_or(&[], Vec::as_slice)
+    }
+
     /// The entry covering position `n` of `part`.
-    fn covering(script: &LuaScript, part: Part, n: usize) -> Option<Entry> {
-        entries(script.code())
-            .into_iter()
+    fn covering(script: &LuaScript, part: Part, n: usize) -> Option<&'static Entry> {
+        headers(script)
+            .iter()
             .find(|e| e.part == part && e.from <= n && e.to.is_none_or(|to| n <= to))
     }
 
@@ -288,8 +302,11 @@ pub(crate) mod header {
         }
     }
 
+    /// Whether `text` starts with `name`, ASCII case aside.
     fn names(text: &str, name: &str) -> bool {
-        text.to_lowercase().starts_with(&name.to_lowercase())
+        text.as_bytes()
+            .get(..name.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(name.as_bytes()))
     }
 
     /// Panics (debug builds) unless position `n` of `part` is a single entry named `name`.
@@ -301,7 +318,7 @@ pub(crate) mod header {
                     "{}: the call names {}[{n}] `{name}`, the header says {:?}",
                     script.name,
                     label(part),
-                    found.map(|e| e.text)
+                    found.map(|e| &e.text)
                 ),
             }
         }
@@ -312,8 +329,7 @@ pub(crate) mod header {
     /// as the Cluster layout`).
     pub(crate) fn check_range(script: &LuaScript, part: Part, from: usize, to: usize, of: &str) {
         if cfg!(debug_assertions) {
-            let all = entries(script.code());
-            let found = all.iter().any(|e| {
+            let found = headers(script).iter().any(|e| {
                 e.part == part
                     && e.from == from
                     && e.to == Some(to)
