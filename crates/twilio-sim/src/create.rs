@@ -1,7 +1,10 @@
 //! A create as Twilio answers it: the validation Twilio does (in its codes), the faults the
 //! test asked for, and the message stored with the body as the account rewrites it.
 
-use super::*;
+use super::{
+    DropConnection, Simulator, authorize, callbacks, field, record, segments, twilio_date,
+    twilio_error,
+};
 use std::sync::Arc;
 
 use axum::Json;
@@ -9,7 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use faults::{Call, CreateFault, TRIAL_PREFIX};
+use super::faults::{Call, CreateFault, TRIAL_PREFIX};
 use ringback_twilio::message::{WHATSAPP, is_e164, is_recipient};
 use ringback_twilio::{ApiError, Message};
 

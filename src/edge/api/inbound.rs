@@ -6,7 +6,8 @@
 //! inbound messages before (`RINGBACK_INBOUND_FORWARD_URL`), whose TwiML answer is relayed; one
 //! the URL did not accept is forwarded again by `serve`'s sweep ([`forward_due`]).
 
-use super::*;
+use super::{ApiState, AppError, refuse};
+use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 
 use axum::extract::{OriginalUri, State};

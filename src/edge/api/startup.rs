@@ -1,7 +1,7 @@
 //! `ringback serve` before Redis answers: it listens at once (a supervisor sees a live process,
 //! Twilio a 503 rather than a refused connection) and opens its routes when Redis answers.
 
-use super::*;
+use super::{ApiState, app};
 use std::sync::Arc;
 
 use axum::Json;

@@ -1,7 +1,7 @@
 //! The status webhook: a signed receipt checked, ranked into its run's record, counted, and
 //! escalated when the record ends failed.
 
-use super::*;
+use super::{ApiState, AppError, refuse};
 use std::sync::Arc;
 
 use axum::extract::{OriginalUri, State};

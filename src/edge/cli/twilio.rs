@@ -1,6 +1,6 @@
 //! Twilio client settings (`TWILIO_*`).
 
-use super::*;
+use super::is_twilio_api;
 use crate::settings::{ConfigError, ConfigErrors};
 use clap::Args;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Whether and how a run was escalated: the markers that make each escalation happen once,
 //! for longer than the run's record lives.
 
-use super::*;
+use super::{ESCALATED_MARKER_LIVES, Receipts};
 
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::Error;

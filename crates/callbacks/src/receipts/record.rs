@@ -1,7 +1,7 @@
 //! A run's record as people read it (`ringback status`, the API, the console): its state and
 //! its receipt history in arrival order.
 
-use super::*;
+use super::Receipts;
 use std::collections::HashMap;
 
 use serde::Serialize;

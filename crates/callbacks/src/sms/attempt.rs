@@ -1,7 +1,7 @@
 //! One attempt of a callback: claim, resolve what an earlier attempt left, send or hold, and
 //! the escalations an attempt makes on the way.
 
-use super::*;
+use super::{CrashPoint, SmsEvent, SmsProcessor, evidence, fused, hold, indistinct_reason};
 use crate::callback::CallbackRequest;
 use crate::escalation::EscalationKind;
 use crate::window::{Claim, MarkSent, Marked, Unresolved};

@@ -1,6 +1,6 @@
 //! The provider call and what each of Twilio's answers makes of the claim.
 
-use super::*;
+use super::{AUTH_RETRY, CrashPoint, SmsEvent, SmsProcessor, fused};
 use crate::callback::CallbackRequest;
 use crate::replies::optouts::OPTED_OUT;
 use crate::window::{MarkSent, Marked};

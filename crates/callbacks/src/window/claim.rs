@@ -1,7 +1,7 @@
 //! Claiming a run for an attempt: `Window::claim`, its reply, and (on a Redis Cluster) the
 //! global writes the claim script leaves to its caller.
 
-use super::*;
+use super::{Claim, SendFacts, Unresolved, Window, may_resend, ms};
 use ringback_shared::error::Error;
 use ringback_store::scripts::scripts;
 use std::time::Duration;

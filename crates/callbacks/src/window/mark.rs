@@ -1,7 +1,7 @@
 //! Turning a claim into the long-lived `sent` marker: `Window::mark_sent`, and on a Redis
 //! Cluster the MessageSid link and the poll schedule written around it.
 
-use super::*;
+use super::{MarkSent, Marked, WINDOW_OVERRUNS, Window, ms};
 use ringback_shared::error::Error;
 use ringback_store::scripts::scripts;
 use std::sync::atomic::Ordering;

@@ -1,7 +1,7 @@
 //! Giving a claim back (`release`: retry or send-failed) or holding it while a send's outcome
 //! is unknown (`hold`).
 
-use super::*;
+use super::{Window, ms};
 use ringback_shared::error::Error;
 use ringback_store::scripts::scripts;
 use std::time::Duration;

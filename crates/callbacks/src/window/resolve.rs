@@ -1,7 +1,7 @@
 //! Resolving open attempts: the attempt record, the sweep of orphans, adoption of a job that
 //! ended unresolved, settling an unknown, the open-attempts gauges.
 
-use super::*;
+use super::{GAUGE_SAMPLE, OpenAttempts, Orphan, SendFacts, Window, ms};
 use ringback_shared::error::Error;
 use ringback_store::scripts::scripts;
 

@@ -1,6 +1,6 @@
 //! The live ringback workers: heartbeats on Redis's clock, read by `ringback drain`.
 
-use super::*;
+use super::{Window, ms};
 use ringback_shared::error::Error;
 use ringback_store::scripts::scripts;
 use std::time::Duration;

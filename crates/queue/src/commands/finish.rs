@@ -1,7 +1,9 @@
 //! Fetching a job, and finishing one: `move_to_finished` (alone, grouped, or with a processor's
 //! step), which also fetches the next job in the same call.
 
-use super::*;
+use super::{
+    Commands, FetchArgs, Fetched, Finish, StepFinished, code_or, finished_reply, parse_fetched,
+};
 use crate::job::{Job, KeepJobs};
 use redis::Value;
 use ringback_shared::clock::now_ms;

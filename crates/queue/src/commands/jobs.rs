@@ -1,7 +1,7 @@
 //! Adding and reading jobs: add, children, schedulers, progress, logs, the queue's meta and
 //! the scripts loaded on every node.
 
-use super::*;
+use super::{Commands, code_or};
 use crate::job::Job;
 use redis::Value;
 use ringback_shared::clock::now_ms;

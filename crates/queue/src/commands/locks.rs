@@ -1,6 +1,6 @@
 //! Locks, stalls and the rate limit: lock renewal, stall recovery, `worker.rateLimit`.
 
-use super::*;
+use super::Commands;
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::{Error, ScriptCode};
 use ringback_store::scripts::scripts;

@@ -2,7 +2,7 @@
 //! fetched next; jobs that fail without running.
 
 use super::schedule::schedule_next;
-use super::*;
+use super::{Shared, decide};
 use crate::commands::{FetchArgs, Fetched, Finish};
 use crate::cron;
 use crate::job::{Job, KeepJobs};

@@ -1,6 +1,6 @@
 //! A job scheduler's next iteration, created when its job is activated, as Node does.
 
-use super::*;
+use super::Shared;
 use crate::cron;
 use crate::job::Job;
 use crate::processor::{Outcome, Processor};

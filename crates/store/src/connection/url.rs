@@ -1,9 +1,10 @@
 //! Where Redis is: the one place a client is made from a URL, the TLS material of `rediss://`,
 //! a URL's check, and how a client is described in messages (the password masked).
 
-use super::*;
+use super::{Client, Target};
 use crate::cluster::Cluster;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// TLS material for a `rediss://` URL: a CA to trust instead of the system's roots (a private CA,
 /// as self-hosted TLS and some managed services use), and a client certificate and key for

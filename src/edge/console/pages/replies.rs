@@ -2,7 +2,8 @@
 //! replies-queue job that carries it to the producer's side), and the Inbound page (messages that
 //! answered no question, and the opt-outs Twilio reported).
 
-use super::*;
+use super::{at, layout};
+use maud::{Markup, html};
 
 use crate::callbacks::replies::optouts::OptOut;
 use crate::callbacks::replies::{Question, ReplyView};

@@ -1,7 +1,7 @@
 //! One run's page: its receipts judged against the ones before them, and its events in order
 //! (claims, sends, receipts, escalations), beside the job.
 
-use super::*;
+use super::{age, at, layout, run_href, state_badge};
 use maud::{Markup, html};
 
 use crate::edge::console::data::{JobView, RunDetail};

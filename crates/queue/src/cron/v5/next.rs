@@ -1,7 +1,7 @@
 //! cron-parser 5's search for the next run, step by step: jumps to the nearest allowed value,
 //! DST start/end bookkeeping on the date, the 10 000-step limit.
 
-use super::*;
+use super::{DAYS_IN_MONTH, Expr, LOOP_LIMIT, NoNext};
 use crate::cron::js::{member, parse_int};
 use crate::cron::luxon::{DateTime, Unit, Zone, is_leap};
 

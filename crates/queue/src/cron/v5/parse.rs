@@ -1,7 +1,7 @@
 //! cron-parser 5's parsing and validation: fields, ranges, steps, hashes (`H`), `L` and `#`,
 //! so the patterns refused are Node's.
 
-use super::*;
+use super::{CronField, DAYS_IN_MONTH, Expr, Field, MAX_FIELD_VALUES};
 use crate::cron::js::{self, Val, num_str, parse_int, to_number};
 
 /// `/^\d{0,2}L$/`
