@@ -5,7 +5,7 @@
 //! `ARGV[n..] <name>`. A call adds each key and argument by name, in order ([`Call::key`],
 //! [`Call::arg`]); in debug builds (every test) each name is checked against the header's
 //! entry at that position, so a call whose order drifts from its script fails the first test
-//! that runs it, where a comment once had to keep the order. Release builds skip the check.
+//! that runs it. Release builds skip the check.
 
 use redis::FromRedisValue;
 use redis::aio::ConnectionLike;
