@@ -60,15 +60,7 @@ impl Commands {
                 lifo,
             } => {
                 let k = &self.keys;
-                let mut fields = vec![
-                    "failedReason".to_string(),
-                    reason.clone(),
-                    "stacktrace".to_string(),
-                    stacktrace.clone(),
-                ];
-                if let Some(tm) = tm {
-                    fields.extend(["tm".to_string(), tm.to_string()]);
-                }
+                let fields = failure_fields(reason, stacktrace, tm);
                 let reply: Value = scripts()
                     .retry_job
                     .call()
@@ -99,18 +91,10 @@ impl Commands {
                 failure,
             } => {
                 let k = &self.keys;
-                let mut fields = vec![];
-                if let Some((reason, stack)) = failure {
-                    fields.extend([
-                        "failedReason".to_string(),
-                        reason.clone(),
-                        "stacktrace".to_string(),
-                        stack.clone(),
-                    ]);
-                    if let Some(tm) = tm {
-                        fields.extend(["tm".to_string(), tm.to_string()]);
-                    }
-                }
+                let fields = failure
+                    .as_ref()
+                    .map(|(reason, stack)| failure_fields(reason, stack, tm))
+                    .unwrap_or_default();
                 let f = fetch;
                 let reply: Value = scripts()
                     .move_to_delayed
@@ -305,16 +289,24 @@ impl Commands {
             args.extend_from_slice(more_args);
             return (script, keys, args);
         }
-        let fields = match stack {
-            Some(stack) => vec![
-                "failedReason".to_string(),
-                value.clone(),
-                "stacktrace".to_string(),
-                stack.clone(),
-            ],
-            None => vec![],
-        };
+        // a completion writes no fields; `tm` follows in the caller, grouped or not
+        let fields = stack.map_or_else(Vec::new, |stack| failure_fields(value, stack, None));
         let (keys, args) = call.rest("field/value pairs", fields).into_parts();
         (&scripts().move_to_finished, keys, args)
     }
+}
+
+/// The fields a failing script writes on the job first: `failedReason`, `stacktrace` and, when
+/// the failure was recorded inside a trace, `tm` (as BullMQ's OpenTelemetry add-on writes it).
+fn failure_fields(reason: &str, stacktrace: &str, tm: Option<&str>) -> Vec<String> {
+    let mut fields = vec![
+        "failedReason".to_string(),
+        reason.to_string(),
+        "stacktrace".to_string(),
+        stacktrace.to_string(),
+    ];
+    if let Some(tm) = tm {
+        fields.extend(["tm".to_string(), tm.to_string()]);
+    }
+    fields
 }

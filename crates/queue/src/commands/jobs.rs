@@ -6,7 +6,22 @@ use crate::job::Job;
 use redis::Value;
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::{Error, ScriptCode};
+use ringback_store::call::Call;
 use ringback_store::scripts::scripts;
+
+impl Commands {
+    /// The seven queue keys every adding script takes first (`add_job.lua`, `add_child.lua`).
+    fn adding<'s>(&self, call: Call<'s>) -> Call<'s> {
+        let k = &self.keys;
+        call.key("wait", k.wait())
+            .key("meta", k.meta())
+            .key("id", k.id())
+            .key("events", k.events())
+            .key("active", k.active())
+            .key("marker", k.marker())
+            .key("paused", k.paused())
+    }
+}
 
 impl Commands {
     /// Add a standard job (as `Queue.add` stores it); a custom `job_id` that exists is not
@@ -46,16 +61,8 @@ impl Commands {
         once: Option<(&str, std::time::Duration)>,
     ) -> Result<(String, bool), Error> {
         let k = &self.keys;
-        let call = scripts()
-            .add_job
-            .call()
-            .key("wait", k.wait())
-            .key("meta", k.meta())
-            .key("id", k.id())
-            .key("events", k.events())
-            .key("active", k.active())
-            .key("marker", k.marker())
-            .key("paused", k.paused())
+        let call = self
+            .adding(scripts().add_job.call())
             .key_if(
                 "(optional) a once-marker",
                 once.map(|(key, _)| key.to_string()),
@@ -225,16 +232,8 @@ impl Commands {
                 serde_json::json!({"id": parent_id, "queue": queue_key}),
             );
         }
-        let reply: Value = scripts()
-            .add_child
-            .call()
-            .key("wait", k.wait())
-            .key("meta", k.meta())
-            .key("id", k.id())
-            .key("events", k.events())
-            .key("active", k.active())
-            .key("marker", k.marker())
-            .key("paused", k.paused())
+        let reply: Value = self
+            .adding(scripts().add_child.call())
             .key("the parent's job key", parent_key.clone())
             .key(
                 "the parent's dependencies key",
