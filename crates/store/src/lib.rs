@@ -9,6 +9,7 @@
 
 pub mod call;
 pub mod cluster;
+pub mod command;
 pub mod connection;
 pub mod group_commit;
 pub mod json;

@@ -5,6 +5,7 @@ use super::{ESCALATED_MARKER_LIVES, Receipts};
 
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::Error;
+use ringback_store::command::RoundTrip;
 use ringback_store::keys::{self, WindowKeys};
 
 impl Receipts {
@@ -14,7 +15,6 @@ impl Receipts {
     /// status gives a record its TTL).
     pub async fn mark_escalated(&self, run_id: &str, reason: &str) -> Result<bool, Error> {
         let record = WindowKeys::new(&self.claim_prefix, run_id).record;
-        self.trips.add(1);
         let (first, ttl): (i64, i64) = redis::pipe()
             .cmd("HSETNX")
             .arg(&record)
@@ -22,14 +22,13 @@ impl Receipts {
             .arg(format!("{}:{reason}", now_ms()))
             .cmd("PTTL")
             .arg(&record)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         if ttl == -1 {
-            self.trips.add(1);
             redis::cmd("PEXPIRE")
                 .arg(&record)
                 .arg(self.times.record_ttl.as_millis() as u64)
-                .query_async::<()>(&mut self.conn.clone())
+                .round_trip::<()>(&mut self.conn.clone(), &self.trips)
                 .await?;
         }
         Ok(first == 1)
@@ -44,21 +43,19 @@ impl Receipts {
         if !crate::callback::could_lose_digits(run_id) {
             return Ok(None);
         }
-        self.trips.add(1);
         Ok(redis::cmd("GET")
             .arg(ringback_store::keys::run_number(&self.claim_prefix, run_id))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
     /// The run a fallback text's run tells of (its record's `fallback_of`), or `None` for any
     /// other run.
     pub async fn fallback_of(&self, run_id: &str) -> Result<Option<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("HGET")
             .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
             .arg("fallback_of")
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
@@ -72,7 +69,6 @@ impl Receipts {
         let parent = WindowKeys::new(&self.claim_prefix, run_id).record;
         let own = WindowKeys::new(&self.claim_prefix, fallback_run).record;
         let fallbacks = keys::fallback_runs(&self.claim_prefix);
-        self.trips.add(1);
         redis::pipe()
             .cmd("HSET")
             .arg(&parent)
@@ -104,7 +100,7 @@ impl Receipts {
             .arg("-inf")
             .arg(now - ttl as i64)
             .ignore()
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }
@@ -123,16 +119,14 @@ impl Receipts {
         reason: &str,
     ) -> Result<(), Error> {
         self.mark_escalated(run_id, reason).await?;
-        self.trips.add(1);
         redis::cmd("HSET")
             .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
             .arg("invalid_job")
             .arg(job_id)
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         let now = now_ms();
         let recent = keys::recent_runs(&self.claim_prefix);
-        self.trips.add(1);
         redis::pipe()
             .cmd("ZADD")
             .arg(&recent)
@@ -145,7 +139,7 @@ impl Receipts {
             .arg(0)
             .arg(-(keys::RECENT_RUNS_CAP as i64) - 1)
             .ignore()
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }
@@ -154,10 +148,9 @@ impl Receipts {
 impl Receipts {
     /// Whether this run's escalation was already created (its marker outlives the record).
     pub async fn was_escalated(&self, run_id: &str) -> Result<bool, Error> {
-        self.trips.add(1);
         let n: i64 = redis::cmd("EXISTS")
             .arg(keys::escalated_marker(&self.claim_prefix, run_id))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(n == 1)
     }
@@ -165,7 +158,6 @@ impl Receipts {
     /// Remember that this run's escalation of `kind` exists, for [`ESCALATED_MARKER_LIVES`]
     /// times the record's lifetime; true when this call wrote the kind's marker first.
     pub async fn remember_escalated(&self, run_id: &str, kind: &str) -> Result<bool, Error> {
-        self.trips.add(1);
         let ttl = self.times.record_ttl.as_millis().max(1) as u64 * ESCALATED_MARKER_LIVES;
         let (_, first): ((), Option<String>) = redis::pipe()
             .cmd("SET")
@@ -183,21 +175,20 @@ impl Receipts {
             .arg("PX")
             .arg(ttl)
             .arg("NX")
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(first.is_some())
     }
 
     /// Whether this run's escalation of `kind` exists.
     pub async fn was_escalated_as(&self, run_id: &str, kind: &str) -> Result<bool, Error> {
-        self.trips.add(1);
         let n: i64 = redis::cmd("EXISTS")
             .arg(keys::escalated_kind_marker(
                 &self.claim_prefix,
                 run_id,
                 kind,
             ))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(n == 1)
     }

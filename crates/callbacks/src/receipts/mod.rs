@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ringback_store::command::RoundTrip;
 use ringback_store::connection::Conn;
 
 use ringback_shared::clock::now_ms;
@@ -204,13 +205,12 @@ impl Receipts {
             });
         };
         if unlinked == "1" {
-            self.trips.add(1);
             let _: () = redis::cmd("SET")
                 .arg(keys::message_link(&u.sid))
                 .arg(&u.run_id)
                 .arg("PX")
                 .arg(self.times.record_ttl.as_millis() as u64)
-                .query_async(&mut self.conn.clone())
+                .round_trip(&mut self.conn.clone(), &self.trips)
                 .await?;
         }
         Ok(Applied {
@@ -224,12 +224,11 @@ impl Receipts {
     /// drops such a sid from its schedule instead of looking it up: the webhook's one call
     /// leaves the schedule alone).
     pub async fn settled(&self, run_id: &str, sid: &str) -> Result<bool, Error> {
-        self.trips.add(1);
         let (rec_sid, rank): (Option<String>, Option<u8>) = redis::cmd("HMGET")
             .arg(WindowKeys::new(&self.claim_prefix, run_id).record)
             .arg("sid")
             .arg("rank")
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(rec_sid.as_deref() == Some(sid) && rank.is_some_and(|r| r >= TERMINAL_RANK))
     }
@@ -237,32 +236,29 @@ impl Receipts {
     /// Keep which long runId `short_key` names, as long as the run's record lives: written
     /// before the create whose StatusCallback URL carries the key.
     pub async fn link_short_key(&self, short_key: &str, run_id: &str) -> Result<(), Error> {
-        self.trips.add(1);
         let _: () = redis::cmd("SET")
             .arg(keys::run_key_link(&self.claim_prefix, short_key))
             .arg(run_id)
             .arg("PX")
             .arg(self.times.record_ttl.as_millis().max(1) as u64)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }
 
     /// The long runId a status callback's short key names ([`Self::link_short_key`]).
     pub async fn run_of_short_key(&self, short_key: &str) -> Result<Option<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("GET")
             .arg(keys::run_key_link(&self.claim_prefix, short_key))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
     /// The run a MessageSid belongs to, as recorded at send time or by an earlier callback.
     pub async fn run_of(&self, sid: &str) -> Result<Option<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("GET")
             .arg(keys::message_link(sid))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
@@ -281,11 +277,10 @@ impl Receipts {
 
     /// Stop polling a message (no run, or settled).
     pub async fn forget_poll(&self, sid: &str) -> Result<(), Error> {
-        self.trips.add(1);
         redis::cmd("ZREM")
             .arg(keys::reconcile_schedule(&self.claim_prefix))
             .arg(sid)
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }
@@ -299,7 +294,6 @@ impl Receipts {
     /// `BACKLOG_READ` sids are read a pass; beyond them each is counted as waiting.
     pub async fn receipt_backlog(&self, deadline: Duration) -> Result<(u64, u64), Error> {
         let schedule = keys::reconcile_schedule(&self.claim_prefix);
-        self.trips.add(1);
         let (count, sids): (u64, Vec<String>) = redis::pipe()
             .cmd("ZCARD")
             .arg(&schedule)
@@ -307,7 +301,7 @@ impl Receipts {
             .arg(&schedule)
             .arg(0)
             .arg(BACKLOG_READ - 1)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         if sids.is_empty() {
             return Ok((count, 0));
@@ -316,16 +310,15 @@ impl Receipts {
         for sid in &sids {
             pipe.cmd("GET").arg(keys::message_link(sid));
         }
-        self.trips.add(1);
-        let runs: Vec<Option<String>> = pipe.query_async(&mut self.conn.clone()).await?;
+        let runs: Vec<Option<String>> =
+            pipe.round_trip(&mut self.conn.clone(), &self.trips).await?;
         let mut pipe = redis::pipe();
         for run in runs.iter().flatten() {
             let w = WindowKeys::new(&self.claim_prefix, run);
             pipe.cmd("HMGET").arg(&w.record).arg("sid").arg("rank");
             pipe.cmd("HGET").arg(&w.attempt).arg("sent_at");
         }
-        self.trips.add(1);
-        let read: Vec<redis::Value> = pipe.query_async(&mut self.conn.clone()).await?;
+        let read: Vec<redis::Value> = pipe.round_trip(&mut self.conn.clone(), &self.trips).await?;
         let before = now_ms() - deadline.as_millis() as i64;
         let (mut waiting, mut missing, mut settled) = (0u64, 0u64, vec![]);
         let mut replies = read.chunks(2);
@@ -352,11 +345,10 @@ impl Receipts {
             }
         }
         if !settled.is_empty() {
-            self.trips.add(1);
             redis::cmd("ZREM")
                 .arg(&schedule)
                 .arg(&settled)
-                .query_async::<()>(&mut self.conn.clone())
+                .round_trip::<()>(&mut self.conn.clone(), &self.trips)
                 .await?;
         }
         let unread = count.saturating_sub(sids.len() as u64);

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use ringback_shared::error::Error;
+use ringback_store::command::RoundTrip;
 use ringback_store::keys::{self, WindowKeys};
 
 impl Receipts {
@@ -17,13 +18,12 @@ impl Receipts {
         queue: Option<&ringback_queue::commands::Commands>,
     ) -> Result<CallbackRecord, Error> {
         let w = WindowKeys::new(&self.claim_prefix, run_id);
-        self.trips.add(1);
         let (fields, attempt, history, claim): RecordParts = redis::pipe()
             .hgetall(&w.record)
             .hgetall(&w.attempt)
             .lrange(keys::callback_history(&self.claim_prefix, run_id), 0, -1)
             .get(&w.claim)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         let queued = match queue {
             Some(q) => q.job_exists(run_id).await?,

@@ -3,6 +3,7 @@
 
 use super::{Claim, SendFacts, Unresolved, Window, may_resend, ms};
 use ringback_shared::error::Error;
+use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 use std::time::Duration;
 
@@ -267,7 +268,6 @@ impl Window {
             Claim::Claimed { .. } | Claim::Unacknowledged { .. } => {
                 // the console's newest-first list, trimmed to its cap in the same call
                 let recent = ringback_store::keys::recent_runs(&self.claim_prefix);
-                self.trips.add(1);
                 redis::pipe()
                     .cmd("ZADD")
                     .arg(&recent)
@@ -279,7 +279,7 @@ impl Window {
                     .arg(0)
                     .arg(-(ringback_store::keys::RECENT_RUNS_CAP as i64) - 1)
                     .ignore()
-                    .query_async::<()>(&mut self.conn.clone())
+                    .round_trip::<()>(&mut self.conn.clone(), &self.trips)
                     .await?;
                 Ok(())
             }

@@ -3,6 +3,7 @@
 
 use super::{MarkSent, Marked, WINDOW_OVERRUNS, Window, ms};
 use ringback_shared::error::Error;
+use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 use std::sync::atomic::Ordering;
 
@@ -82,10 +83,9 @@ impl Window {
     /// PerSlot mode: whether the MessageSid is already linked to another run (a lookup never
     /// takes another run's message).
     pub(super) async fn linked_elsewhere(&self, link: &str, run_id: &str) -> Result<bool, Error> {
-        self.trips.add(1);
         let owner: Option<String> = redis::cmd("GET")
             .arg(link)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(owner.is_some_and(|o| o != run_id))
     }
@@ -99,20 +99,18 @@ impl Window {
         sid: &str,
         link: &str,
     ) -> Result<(), Error> {
-        self.trips.add(1);
         redis::cmd("SET")
             .arg(link)
             .arg(run_id)
             .arg("PX")
             .arg(ms(self.times.sent_ttl))
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
-        self.trips.add(1);
         redis::cmd("ZADD")
             .arg(ringback_store::keys::reconcile_schedule(&self.claim_prefix))
             .arg(self.now() + self.times.poll_after.as_millis() as i64)
             .arg(sid)
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }

@@ -33,6 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
+use ringback_store::command::RoundTrip;
 use ringback_store::connection::Conn;
 
 use ringback_shared::clock::now_ms;
@@ -236,23 +237,21 @@ impl Window {
 
     /// `ZADD <index> <at> <run_id>` (PerSlot mode: the index is its own call).
     async fn index_add(&self, run_id: &str, at: i64) -> Result<(), Error> {
-        self.trips.add(1);
         redis::cmd("ZADD")
             .arg(self.index())
             .arg(at)
             .arg(run_id)
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }
 
     /// `ZREM <index> <run_id>` (PerSlot mode).
     async fn index_rem(&self, run_id: &str) -> Result<(), Error> {
-        self.trips.add(1);
         redis::cmd("ZREM")
             .arg(self.index())
             .arg(run_id)
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }
@@ -278,9 +277,8 @@ impl Window {
     /// yet (idle since it started) must still see which open attempts are overdue on Redis's
     /// clock, not its own, which may be an hour behind.
     pub async fn learn_clock(&self) -> Result<(), Error> {
-        self.trips.add(1);
         let (secs, micros): (i64, i64) = redis::cmd("TIME")
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         let redis_now = secs * 1000 + micros / 1000;
         self.offset.store(redis_now - now_ms(), Ordering::Relaxed);

@@ -9,6 +9,7 @@
 
 use super::Window;
 use ringback_shared::error::Error;
+use ringback_store::command::RoundTrip;
 
 impl Window {
     /// Records `exact` (a numeric runId's digits) as the run that owns `run_id`'s claim key,
@@ -16,7 +17,6 @@ impl Window {
     /// marker. One round trip, taken only for numbers beyond 2^53.
     pub async fn number_owner(&self, run_id: &str, exact: &str) -> Result<Option<String>, Error> {
         let key = ringback_store::keys::run_number(&self.claim_prefix, run_id);
-        self.trips.add(1);
         let (owner,): (Option<String>,) = redis::pipe()
             .cmd("SET")
             .arg(&key)
@@ -27,7 +27,7 @@ impl Window {
             .ignore()
             .cmd("GET")
             .arg(&key)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(owner.filter(|o| o != exact))
     }

@@ -3,6 +3,7 @@
 
 use super::{GAUGE_SAMPLE, OpenAttempts, Orphan, SendFacts, Window, ms};
 use ringback_shared::error::Error;
+use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 
 impl Window {
@@ -12,26 +13,23 @@ impl Window {
         &self,
         run_id: &str,
     ) -> Result<std::collections::HashMap<String, String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("HGETALL")
             .arg(self.keys(run_id).attempt)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
     /// The runId a MessageSid was sent for, when ringback recorded it.
     pub async fn run_of_message(&self, sid: &str) -> Result<Option<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("GET")
             .arg(ringback_store::keys::message_link(sid))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
     /// Runs whose attempt is still open past its deadline: maybe no live job is resolving them.
     /// (Read on this process's estimate of Redis's clock; `sweep` decides on Redis's own.)
     pub async fn overdue(&self, limit: usize) -> Result<Vec<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("ZRANGEBYSCORE")
             .arg(self.index())
             .arg("-inf")
@@ -39,7 +37,7 @@ impl Window {
             .arg("LIMIT")
             .arg(0)
             .arg(limit)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
@@ -56,12 +54,11 @@ impl Window {
 
     /// Every run with an open attempt (the whole index).
     pub async fn open_runs(&self) -> Result<Vec<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("ZRANGE")
             .arg(self.index())
             .arg(0)
             .arg(-1)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 }
@@ -194,19 +191,17 @@ impl Window {
 
     /// Mark the attempt's unknown outcome as escalated; true for the first caller only.
     pub async fn flag_escalated(&self, run_id: &str) -> Result<bool, Error> {
-        self.trips.add(1);
         let first: i64 = redis::cmd("HSETNX")
             .arg(self.keys(run_id).attempt)
             .arg("escalated")
             .arg(self.now())
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(first == 1)
     }
 
     /// Open attempts: how many, and the oldest one's start (ms on Redis's clock).
     pub async fn open_attempts(&self) -> Result<OpenAttempts, Error> {
-        self.trips.add(1);
         let (count, runs): (u64, Vec<String>) = redis::pipe()
             .cmd("ZCARD")
             .arg(self.index())
@@ -214,7 +209,7 @@ impl Window {
             .arg(self.index())
             .arg(0)
             .arg(GAUGE_SAMPLE - 1)
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         // The index is ordered by when to look, not by age: read the records' starts, in one
         // round trip, for up to GAUGE_SAMPLE runs (the oldest is almost always among the first
@@ -233,9 +228,8 @@ impl Window {
                 .arg("state")
                 .arg("error");
         }
-        self.trips.add(1);
         let rows: Vec<(Option<i64>, Option<String>, Option<String>)> =
-            pipe.query_async(&mut self.conn.clone()).await?;
+            pipe.round_trip(&mut self.conn.clone(), &self.trips).await?;
         let state_is = |want: &[&str]| {
             rows.iter()
                 .filter(|(_, s, _)| s.as_deref().is_some_and(|s| want.contains(&s)))
@@ -263,13 +257,12 @@ impl Window {
 
     /// Come back to an open attempt at `at` (ms) rather than at its default deadline.
     pub async fn revisit_at(&self, run_id: &str, at: i64) -> Result<(), Error> {
-        self.trips.add(1);
         redis::cmd("ZADD")
             .arg(self.index())
             .arg("XX")
             .arg(at)
             .arg(run_id)
-            .query_async::<()>(&mut self.conn.clone())
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }

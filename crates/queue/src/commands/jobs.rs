@@ -7,6 +7,7 @@ use redis::Value;
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::{Error, ScriptCode};
 use ringback_store::call::Call;
+use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 
 impl Commands {
@@ -86,11 +87,10 @@ impl Commands {
         let mut conn = self.conn.clone();
         let all = scripts().all();
         let hashes: Vec<&str> = all.iter().map(|s| s.hash()).collect();
-        self.trips.add(1);
         let loaded: Vec<bool> = redis::cmd("SCRIPT")
             .arg("EXISTS")
             .arg(&hashes)
-            .query_async(&mut conn)
+            .round_trip(&mut conn, &self.trips)
             .await?;
         for (script, present) in all.iter().zip(&loaded) {
             if !present {
@@ -145,11 +145,10 @@ impl Commands {
 
     /// The queue's `meta.version` ("bullmq:5.81.5"), which names the cron dialect.
     pub async fn meta_version(&self) -> Result<Option<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("HGET")
             .arg(self.keys.meta())
             .arg("version")
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
@@ -163,20 +162,18 @@ impl Commands {
 
     /// Whether a job with this id exists in the queue (any state).
     pub async fn job_exists(&self, job_id: &str) -> Result<bool, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("EXISTS")
             .arg(self.keys.job(job_id))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 
     /// A job's `data` field, if the job exists.
     pub async fn job_data(&self, job_id: &str) -> Result<Option<String>, Error> {
-        self.trips.add(1);
         Ok(redis::cmd("HGET")
             .arg(self.keys.job(job_id))
             .arg("data")
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
     }
 

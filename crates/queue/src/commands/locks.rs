@@ -3,6 +3,7 @@
 use super::Commands;
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::{Error, ScriptCode};
+use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 
 impl Commands {
@@ -60,13 +61,12 @@ impl Commands {
     /// Rate-limit the queue for `ms` (Node's `worker.rateLimit`): the `limiter` key, set as Node
     /// sets it.
     pub async fn set_rate_limit(&self, ms: u64) -> Result<(), Error> {
-        self.trips.add(1);
         let () = redis::cmd("SET")
             .arg(self.keys.limiter())
             .arg(9_007_199_254_740_991_i64)
             .arg("PX")
             .arg(ms.max(1))
-            .query_async(&mut self.conn.clone())
+            .round_trip(&mut self.conn.clone(), &self.trips)
             .await?;
         Ok(())
     }
