@@ -83,92 +83,89 @@ async fn finished(
     .await
 }
 
+/// Add a job with `data` and `opts` (empty: the defaults); its id.
+async fn add(
+    c: &mut redis::aio::MultiplexedConnection,
+    k: &QueueKeys,
+    data: &str,
+    opts: &str,
+) -> String {
+    add_job(
+        c,
+        k,
+        Add {
+            data,
+            opts,
+            ..Default::default()
+        },
+    )
+    .await
+}
+
 #[tokio::test]
 async fn completes_fails_and_retries_like_node() {
     let server = RedisServer::start();
     let q = queue_name("basic");
     let k = QueueKeys::new("bull", &q);
     let mut c = server.conn().await;
-    let plain = add_job(&mut c, &k, Add::default()).await;
-    let value = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["complete:{\"x\":1}"]}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let retried = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["fail:boom","complete"]}"#,
-            opts: r#"{"attempts":2,"backoff":{"type":"fixed","delay":50}}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let immediate = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["fail:once","complete"]}"#,
-            opts: r#"{"attempts":3}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let failed = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["fail:boom"]}"#,
-            opts: r#"{"attempts":2}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let unrec = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["unrecoverable:nope"]}"#,
-            opts: r#"{"attempts":5}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let bad = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: "{not json",
-            ..Default::default()
-        },
-    )
-    .await;
+    // name, data, opts (empty: the defaults), the state the job ends in
+    let jobs = [
+        ("plain", "", "", "completed"),
+        (
+            "value",
+            r#"{"script":["complete:{\"x\":1}"]}"#,
+            "",
+            "completed",
+        ),
+        (
+            "retried",
+            r#"{"script":["fail:boom","complete"]}"#,
+            r#"{"attempts":2,"backoff":{"type":"fixed","delay":50}}"#,
+            "completed",
+        ),
+        (
+            "immediate",
+            r#"{"script":["fail:once","complete"]}"#,
+            r#"{"attempts":3}"#,
+            "completed",
+        ),
+        (
+            "failed",
+            r#"{"script":["fail:boom"]}"#,
+            r#"{"attempts":2}"#,
+            "failed",
+        ),
+        (
+            "unrec",
+            r#"{"script":["unrecoverable:nope"]}"#,
+            r#"{"attempts":5}"#,
+            "failed",
+        ),
+        ("bad", "{not json", "", "failed"),
+    ];
+    let mut ids = HashMap::new();
+    for (name, data, opts, _) in jobs {
+        ids.insert(name, add(&mut c, &k, data, opts).await);
+    }
 
     let w = Running::start(config(&server, &q));
-    for id in [&plain, &value, &retried, &immediate] {
-        assert_eq!(finished(&mut c, &k, id).await, "completed", "job {id}");
-    }
-    for id in [&failed, &unrec, &bad] {
-        assert_eq!(finished(&mut c, &k, id).await, "failed", "job {id}");
+    for (name, _, _, end) in jobs {
+        let id = &ids[name];
+        assert_eq!(finished(&mut c, &k, id).await, end, "job {id}");
     }
     w.stop().await;
 
-    let h = job_hash(&mut c, &k, &plain).await;
+    let h = job_hash(&mut c, &k, &ids["plain"]).await;
     assert_eq!(h["returnvalue"], "null");
     assert_eq!(h["atm"], "1");
     assert_eq!(h["ats"], "1");
     assert!(h["finishedOn"].parse::<i64>().unwrap() >= h["processedOn"].parse::<i64>().unwrap());
     assert_eq!(
-        job_hash(&mut c, &k, &value).await["returnvalue"],
+        job_hash(&mut c, &k, &ids["value"]).await["returnvalue"],
         r#"{"x":1}"#
     );
 
-    let h = job_hash(&mut c, &k, &retried).await;
+    let h = job_hash(&mut c, &k, &ids["retried"]).await;
     assert_eq!(h["returnvalue"], r#"{"ok":true,"attempt":2}"#);
     assert_eq!(
         (h["atm"].as_str(), h["ats"].as_str(), h["delay"].as_str()),
@@ -179,20 +176,20 @@ async fn completes_fails_and_retries_like_node() {
         "the last failure stays recorded, as in Node"
     );
     assert_eq!(h["stacktrace"], r#"["Error: boom"]"#);
-    assert_eq!(job_hash(&mut c, &k, &immediate).await["atm"], "2");
+    assert_eq!(job_hash(&mut c, &k, &ids["immediate"]).await["atm"], "2");
 
-    let h = job_hash(&mut c, &k, &failed).await;
+    let h = job_hash(&mut c, &k, &ids["failed"]).await;
     assert_eq!(
         (h["failedReason"].as_str(), h["atm"].as_str()),
         ("boom", "2")
     );
     assert_eq!(h["stacktrace"], r#"["Error: boom","Error: boom"]"#);
-    let h = job_hash(&mut c, &k, &unrec).await;
+    let h = job_hash(&mut c, &k, &ids["unrec"]).await;
     assert_eq!(
         (h["failedReason"].as_str(), h["atm"].as_str()),
         ("nope", "1")
     );
-    let h = job_hash(&mut c, &k, &bad).await;
+    let h = job_hash(&mut c, &k, &ids["bad"]).await;
     assert!(
         h["failedReason"].starts_with("job data is not valid JSON"),
         "{}",
@@ -202,20 +199,20 @@ async fn completes_fails_and_retries_like_node() {
 
     let ev = events(&mut c, &k).await;
     let has = |e: &str, id: &str| ev.iter().any(|(a, b)| a == e && b == id);
-    assert!(has("active", &plain) && has("completed", &plain));
+    assert!(has("active", &ids["plain"]) && has("completed", &ids["plain"]));
     assert!(
-        has("delayed", &retried),
+        has("delayed", &ids["retried"]),
         "backoff retry goes through delayed"
     );
     assert!(
         ev.iter()
-            .filter(|(e, id)| e == "waiting" && id == &immediate)
+            .filter(|(e, id)| e == "waiting" && id == &ids["immediate"])
             .count()
             >= 1
     );
-    assert!(has("failed", &failed) && has("retries-exhausted", &failed));
+    assert!(has("failed", &ids["failed"]) && has("retries-exhausted", &ids["failed"]));
     assert!(
-        has("failed", &unrec) && !has("retries-exhausted", &unrec),
+        has("failed", &ids["unrec"]) && !has("retries-exhausted", &ids["unrec"]),
         "1 of 5 attempts used"
     );
     assert!(ev.iter().any(|(e, _)| e == "drained"));
@@ -229,60 +226,47 @@ async fn delays_priorities_lifo_and_removal() {
     let q = queue_name("order");
     let k = QueueKeys::new("bull", &q);
     let mut c = server.conn().await;
-    let delayed = add_job(
-        &mut c,
-        &k,
-        Add {
-            delay_ms: 300,
+    // name, data, opts (empty: the defaults), priority, delay (ms)
+    let jobs = [
+        ("delayed", "", "", 0, 300),
+        (
+            "self_delay",
+            r#"{"script":["delay:200","complete"]}"#,
+            "",
+            0,
+            0,
+        ),
+        ("low", "", "", 5, 0),
+        ("high", "", "", 1, 0),
+        ("plain", "", "", 0, 0),
+        (
+            "removed",
+            "",
+            r#"{"attempts":0,"removeOnComplete":true}"#,
+            0,
+            0,
+        ),
+    ];
+    let mut ids = HashMap::new();
+    for (name, data, opts, priority, delay_ms) in jobs {
+        let job = Add {
+            data,
+            opts,
+            priority,
+            delay_ms,
             ..Default::default()
-        },
-    )
-    .await;
-    let self_delay = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["delay:200","complete"]}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let low = add_job(
-        &mut c,
-        &k,
-        Add {
-            priority: 5,
-            ..Default::default()
-        },
-    )
-    .await;
-    let high = add_job(
-        &mut c,
-        &k,
-        Add {
-            priority: 1,
-            ..Default::default()
-        },
-    )
-    .await;
-    let plain = add_job(&mut c, &k, Add::default()).await;
-    let removed = add_job(
-        &mut c,
-        &k,
-        Add {
-            opts: r#"{"attempts":0,"removeOnComplete":true}"#,
-            ..Default::default()
-        },
-    )
-    .await;
+        };
+        ids.insert(name, add_job(&mut c, &k, job).await);
+    }
 
     let mut cfg = config(&server, &q);
     cfg.concurrency = 1;
     let w = Running::start(cfg);
-    for id in [&delayed, &self_delay, &low, &high, &plain] {
-        assert_eq!(finished(&mut c, &k, id).await, "completed");
+    for name in ["delayed", "self_delay", "low", "high", "plain"] {
+        assert_eq!(finished(&mut c, &k, &ids[name]).await, "completed");
     }
-    let gone: HashMap<String, String> = c.hgetall(k.job(&removed)).await.unwrap();
+    let removed = &ids["removed"];
+    let gone: HashMap<String, String> = c.hgetall(k.job(removed)).await.unwrap();
     wait_for(T, "removed job to vanish", || {
         let mut c = c.clone();
         let k = k.clone();
@@ -293,7 +277,7 @@ async fn delays_priorities_lifo_and_removal() {
     let _ = gone;
     w.stop().await;
 
-    let h = job_hash(&mut c, &k, &self_delay).await;
+    let h = job_hash(&mut c, &k, &ids["self_delay"]).await;
     assert_eq!(
         (h["atm"].as_str(), h["ats"].as_str()),
         ("1", "2"),
@@ -308,14 +292,18 @@ async fn delays_priorities_lifo_and_removal() {
         .collect();
     let pos = |id: &str| order.iter().position(|x| *x == id).unwrap();
     assert!(
-        pos(&plain) < pos(&high) && pos(&high) < pos(&low),
+        pos(&ids["plain"]) < pos(&ids["high"]) && pos(&ids["high"]) < pos(&ids["low"]),
         "{order:?}"
     );
     assert!(
-        ev.iter().any(|(e, id)| e == "waiting" && id == &delayed),
+        ev.iter()
+            .any(|(e, id)| e == "waiting" && id == &ids["delayed"]),
         "promotion emits waiting"
     );
-    assert!(ev.iter().any(|(e, id)| e == "delayed" && id == &self_delay));
+    assert!(
+        ev.iter()
+            .any(|(e, id)| e == "delayed" && id == &ids["self_delay"])
+    );
 }
 
 #[tokio::test]
@@ -326,17 +314,7 @@ async fn keeps_only_what_remove_on_complete_allows() {
     let mut c = server.conn().await;
     let mut ids = vec![];
     for _ in 0..5 {
-        ids.push(
-            add_job(
-                &mut c,
-                &k,
-                Add {
-                    opts: r#"{"attempts":0,"removeOnComplete":2}"#,
-                    ..Default::default()
-                },
-            )
-            .await,
-        );
+        ids.push(add(&mut c, &k, "", r#"{"attempts":0,"removeOnComplete":2}"#).await);
     }
     let mut cfg = config(&server, &q);
     cfg.concurrency = 1;
@@ -412,15 +390,7 @@ async fn a_job_whose_lock_was_taken_is_left_alone() {
     let q = queue_name("lock");
     let k = QueueKeys::new("bull", &q);
     let mut c = server.conn().await;
-    let id = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["sleep:700"]}"#,
-            ..Default::default()
-        },
-    )
-    .await;
+    let id = add(&mut c, &k, r#"{"script":["sleep:700"]}"#, "").await;
     let w = Running::start(config(&server, &q));
     locked(&c, &k, &id, "job active").await;
     // Another worker now owns it (as after a stall recovery and re-fetch).
@@ -441,15 +411,7 @@ async fn graceful_stop_finishes_running_jobs_and_abandons_at_the_deadline() {
     let q = queue_name("stop");
     let k = QueueKeys::new("bull", &q);
     let mut c = server.conn().await;
-    let short = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["sleep:400"]}"#,
-            ..Default::default()
-        },
-    )
-    .await;
+    let short = add(&mut c, &k, r#"{"script":["sleep:400"]}"#, "").await;
     let w = Running::start(config(&server, &q));
     locked(&c, &k, &short, "job active").await;
     let queued = add_job(
@@ -472,15 +434,7 @@ async fn graceful_stop_finishes_running_jobs_and_abandons_at_the_deadline() {
     assert_eq!(state_of(&mut c, &k, &short).await, Some("completed"));
     assert_eq!(state_of(&mut c, &k, &queued).await, None);
 
-    let long = add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["sleep:5000"]}"#,
-            ..Default::default()
-        },
-    )
-    .await;
+    let long = add(&mut c, &k, r#"{"script":["sleep:5000"]}"#, "").await;
     let mut cfg = config(&server, &q);
     cfg.shutdown_grace = Duration::from_millis(300);
     let w = Running::start(cfg);
@@ -516,16 +470,7 @@ async fn paused_queue_waits_and_v5_promotions_go_to_the_paused_list() {
     // v5: a job whose backoff ends while the queue is paused is promoted into the `paused` list.
     let _: () = c.hset(k.meta(), "version", "bullmq:5.81.5").await.unwrap();
     let opts = r#"{"attempts":2,"backoff":{"type":"fixed","delay":300}}"#;
-    add_job(
-        &mut c,
-        &k,
-        Add {
-            data: r#"{"script":["fail:x"]}"#,
-            opts,
-            ..Default::default()
-        },
-    )
-    .await;
+    add(&mut c, &k, r#"{"script":["fail:x"]}"#, opts).await;
     wait_for(T, "job in delayed after its failed attempt", || {
         let mut c = c.clone();
         let k = k.clone();
@@ -557,17 +502,7 @@ async fn global_concurrency_and_rate_limit_from_meta() {
         .unwrap();
     let mut ids = vec![];
     for _ in 0..4 {
-        ids.push(
-            add_job(
-                &mut c,
-                &k,
-                Add {
-                    data: r#"{"script":["sleep:50"]}"#,
-                    ..Default::default()
-                },
-            )
-            .await,
-        );
+        ids.push(add(&mut c, &k, r#"{"script":["sleep:50"]}"#, "").await);
     }
     let mut cfg = config(&server, &q);
     cfg.concurrency = 4;
@@ -610,14 +545,11 @@ async fn scripts_survive_a_flushed_cache_and_a_redis_restart() {
         .query_async(&mut c)
         .await
         .unwrap();
-    let b = add_job(
+    let b = add(
         &mut c,
         &k,
-        Add {
-            data: r#"{"script":["fail:x","complete"]}"#,
-            opts: r#"{"attempts":2}"#,
-            ..Default::default()
-        },
+        r#"{"script":["fail:x","complete"]}"#,
+        r#"{"attempts":2}"#,
     )
     .await;
     assert_eq!(finished(&mut c, &k, &b).await, "completed");
@@ -1016,83 +948,62 @@ async fn every_and_cron_schedulers_get_their_next_iteration_and_unreadable_patte
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     };
     let slot = now - now % 1000;
-    // A scheduler as upsertJobScheduler stores it, and its current iteration's job.
-    let _: () = redis::pipe()
-        .hset_multiple(
-            format!("{}:every-1s", k.repeat()),
+    // key, the scheduler's fields, its current iteration job's opts, the state that job ends in
+    let schedulers: [(&str, &[(&str, &str)], &str, &str); 3] = [
+        // A scheduler as upsertJobScheduler stores it, and its current iteration's job.
+        (
+            "every-1s",
             &[
                 ("name", "tick"),
                 ("data", "{}"),
                 ("every", "1000"),
                 ("ic", "1"),
             ],
-        )
-        .zadd(k.repeat(), "every-1s", slot)
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    let id = format!("repeat:every-1s:{slot}");
-    let opts = r#"{"repeat":{"every":1000,"count":1},"repeatJobKey":"every-1s","attempts":0}"#;
-    add_job(
-        &mut c,
-        &k,
-        Add {
-            id: Some(&id),
-            opts,
-            ..Default::default()
-        },
-    )
-    .await;
-    let _: () = c.hset(k.job(&id), "rjk", "every-1s").await.unwrap();
-    // A cron scheduler's job.
-    let _: () = redis::pipe()
-        .hset_multiple(
-            format!("{}:cron", k.repeat()),
+            r#"{"repeat":{"every":1000,"count":1},"repeatJobKey":"every-1s","attempts":0}"#,
+            "completed",
+        ),
+        // A cron scheduler's job.
+        (
+            "cron",
             &[("name", "c"), ("pattern", "* * * * *")],
-        )
-        .zadd(k.repeat(), "cron", slot)
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    let cron_id = format!("repeat:cron:{slot}");
-    add_job(
-        &mut c,
-        &k,
-        Add {
-            id: Some(&cron_id),
-            opts: r#"{"repeat":{"pattern":"* * * * *"},"attempts":0}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let _: () = c.hset(k.job(&cron_id), "rjk", "cron").await.unwrap();
-    // A cron scheduler whose pattern Node could not parse either (hand-made data).
-    let _: () = redis::pipe()
-        .hset_multiple(
-            format!("{}:bad", k.repeat()),
+            r#"{"repeat":{"pattern":"* * * * *"},"attempts":0}"#,
+            "completed",
+        ),
+        // A cron scheduler whose pattern Node could not parse either (hand-made data).
+        (
+            "bad",
             &[("name", "b"), ("pattern", "61 * * * *")],
+            r#"{"repeat":{"pattern":"61 * * * *"},"attempts":0}"#,
+            "failed",
+        ),
+    ];
+    let mut ids = HashMap::new();
+    for (key, fields, opts, _) in schedulers {
+        let _: () = redis::pipe()
+            .hset_multiple(format!("{}:{key}", k.repeat()), fields)
+            .zadd(k.repeat(), key, slot)
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let id = format!("repeat:{key}:{slot}");
+        add_job(
+            &mut c,
+            &k,
+            Add {
+                id: Some(&id),
+                opts,
+                ..Default::default()
+            },
         )
-        .zadd(k.repeat(), "bad", slot)
-        .query_async(&mut c)
-        .await
-        .unwrap();
-    let bad_id = format!("repeat:bad:{slot}");
-    add_job(
-        &mut c,
-        &k,
-        Add {
-            id: Some(&bad_id),
-            opts: r#"{"repeat":{"pattern":"61 * * * *"},"attempts":0}"#,
-            ..Default::default()
-        },
-    )
-    .await;
-    let _: () = c.hset(k.job(&bad_id), "rjk", "bad").await.unwrap();
+        .await;
+        let _: () = c.hset(k.job(&id), "rjk", key).await.unwrap();
+        ids.insert(key, id);
+    }
 
     let w = Running::start(config(&server, &q));
-    assert_eq!(finished(&mut c, &k, &id).await, "completed");
-    assert_eq!(finished(&mut c, &k, &cron_id).await, "completed");
-    assert_eq!(finished(&mut c, &k, &bad_id).await, "failed");
+    for (key, _, _, end) in schedulers {
+        assert_eq!(finished(&mut c, &k, &ids[key]).await, end);
+    }
     w.stop().await;
     // The next slot is slot + 1s, or a later aligned one when the worker started after it passed
     // (Node skips missed slots the same way).
@@ -1127,7 +1038,7 @@ async fn every_and_cron_schedulers_get_their_next_iteration_and_unreadable_patte
     let h = job_hash(&mut c, &k, &format!("repeat:cron:{cron_next}")).await;
     let opts: serde_json::Value = serde_json::from_str(&h["opts"]).unwrap();
     assert_eq!(opts["prevMillis"], cron_next, "{opts}");
-    let reason: String = c.hget(k.job(&bad_id), "failedReason").await.unwrap();
+    let reason: String = c.hget(k.job(&ids["bad"]), "failedReason").await.unwrap();
     assert!(
         reason.contains("Constraint error, got value 61 expected range 0-59"),
         "{reason}"
