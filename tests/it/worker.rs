@@ -637,9 +637,46 @@ async fn every_script_runs_after_script_flush() {
         assert_eq!(r.unwrap_err(), ringback::ScriptCode::JobMissing);
     }
     // the fused SMS finish (one Redis): nothing to mark, no claim asked, the job is missing
-    let step_keys: Vec<String> = (0..8).map(|i| format!("flush-step:{i}")).collect();
-    let mut step_args: Vec<String> = vec!["0".into(), String::new(), String::new(), "1000".into()];
-    step_args.resize(16, String::new());
+    let mut step = ringback::store::scripts::scripts()
+        .finish_sent
+        .call_after(14, 17);
+    for name in [
+        "claim key (this run)",
+        "attempt record",
+        "open-attempts index",
+        "message link",
+        "callback record",
+        "its history",
+        "the reconcile set",
+        "recent-runs index",
+        "where it is kept",
+    ] {
+        step = step.key(name, format!("flush-step:{name}"));
+    }
+    step = step
+        .arg("\"1\" write the sent marker", "0")
+        .arg("attempt token", "")
+        .arg("MessageSid", "")
+        .arg("sent TTL (ms)", "1000");
+    for name in [
+        "runId",
+        "the status Twilio answered",
+        "poll the message after (ms)",
+        "claim key template",
+        "attempt record template",
+        "callback record template",
+        "new attempt token",
+        "worker id",
+        "pending TTL (ms)",
+        "hold (ms)",
+        "claim lease (ms)",
+        "recent-runs cap",
+    ] {
+        step = step.arg(name, "");
+    }
+    step = step
+        .arg("how long the call's answer is kept", "1000")
+        .arg("the callback job names", "");
     let answer = cmds
         .complete_with_step(
             &job,
@@ -648,11 +685,7 @@ async fn every_script_runs_after_script_flush() {
             ringback::queue::job::KeepJobs::KEEP_ALL,
             None,
             None,
-            (
-                &ringback::store::scripts::scripts().finish_sent,
-                &step_keys,
-                &step_args,
-            ),
+            &step,
             None,
         )
         .await
@@ -931,6 +964,9 @@ async fn the_binary_reports_metrics_and_readiness() {
     assert_eq!(ready.status(), 200);
 }
 
+/// A scheduler row: its key, its hash's fields, its job's options, the state the job ends in.
+type Scheduler<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str, &'a str);
+
 #[tokio::test]
 async fn every_and_cron_schedulers_get_their_next_iteration_and_unreadable_patterns_fail() {
     let server = RedisServer::start();
@@ -949,7 +985,7 @@ async fn every_and_cron_schedulers_get_their_next_iteration_and_unreadable_patte
     };
     let slot = now - now % 1000;
     // key, the scheduler's fields, its current iteration job's opts, the state that job ends in
-    let schedulers: [(&str, &[(&str, &str)], &str, &str); 3] = [
+    let schedulers: [Scheduler; 3] = [
         // A scheduler as upsertJobScheduler stores it, and its current iteration's job.
         (
             "every-1s",

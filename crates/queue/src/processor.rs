@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::commands::Commands;
 use crate::job::Job;
 use ringback_shared::error::Error;
+use ringback_store::call::Call;
 use ringback_store::scripts::LuaScript;
 
 /// How one attempt ended.
@@ -95,7 +96,7 @@ pub struct JobContext {
     /// record.
     pub(crate) waiting_children: Arc<AtomicBool>,
     /// What the finishing call that fetched this job prepared for it (see [`FinishStep`]).
-    pub(crate) prepared: Option<redis::Value>,
+    pub(crate) prepared: Option<Prepared>,
     /// Set by [`JobContext::finish_with`].
     pub(crate) finish_step: Arc<Mutex<Option<FinishStep>>>,
     /// The span the job is processed in (a no-op when traces are off).
@@ -109,27 +110,25 @@ pub struct JobContext {
 /// the next job, folded into the same call's fetch: one Redis round trip per job.
 ///
 /// When an attempt completes and its processor gave a step ([`JobContext::finish_with`]), the
-/// worker runs `script` in place of `move_to_finished.lua`: it takes that script's KEYS\[1..14\]
-/// and ARGV\[1..17\] (the same contract, so Node sees the same completion), then `keys` and
-/// `args`, and answers `{finish, own, next}`: move_to_finished's answer, the step's own answer
-/// (handed to `done`, whatever became of the job: the step's write is not the job's), and what it
-/// prepared for the job it fetched, if any (that job's [`JobContext::prepared`]). The worker
-/// knows nothing of what the step does; a step is only given where one script can reach all
-/// its keys (a single Redis, not a Cluster).
+/// worker runs the step's script in place of `move_to_finished.lua`: the script takes that
+/// script's KEYS\[1..14\] and ARGV\[1..17\] (the same contract, so Node sees the same
+/// completion), then the step's own part, named as its header names it
+/// ([`LuaScript::call_after`]), and answers `{finish, own, next}`: move_to_finished's answer,
+/// the step's own answer (a [`StepReply`] handed to `done`, whatever became of the job: the
+/// step's write is not the job's), and what it prepared for the job it fetched, if any (that
+/// job's [`Prepared`]). The worker knows nothing of what the step does; a step is only given
+/// where one script can reach all its keys (a single Redis, not a Cluster).
 pub struct FinishStep {
-    /// The script run in place of `move_to_finished.lua`: its contract, then the step.
-    pub script: &'static LuaScript,
-    /// `script`'s batch counterpart, when it has one: several jobs' calls of `script` in one, in
-    /// the group commit's layout (`ringback_store::group_commit::batch_layout`: each job's KEYS and ARGV as
-    /// `script` takes them, a later job's as what differs from the one before). Finishing calls
-    /// that queue up together are then sent as one.
+    /// The step's part of the call: its script, and the keys and arguments it names after
+    /// move_to_finished's contract (`script.call_after(14, 17)…`).
+    pub call: Call<'static>,
+    /// The script's batch counterpart, when it has one: several jobs' calls of the script in
+    /// one, in the group commit's layout (`ringback_store::group_commit::batch_layout`: each
+    /// job's KEYS and ARGV as the script takes them, a later job's as what differs from the one
+    /// before). Finishing calls that queue up together are then sent as one.
     pub batch: Option<&'static LuaScript>,
-    /// The step's own KEYS (Redis key names), appended after move_to_finished's `KEYS[1..14]`.
-    pub keys: Vec<String>,
-    /// The step's own ARGV, appended after move_to_finished's `ARGV[1..17]`.
-    pub args: Vec<String>,
     /// Called with the step's own answer once the call answered.
-    pub done: Box<dyn FnOnce(&redis::Value) + Send>,
+    pub done: Box<dyn FnOnce(StepReply) + Send>,
     /// What the step prepared is usable this long after the call was first sent: an answer
     /// that came later (a reply lost and the call sent again, a slow Redis) has its preparation
     /// given back ([`Processor::unprepared`]) and the fetched job runs without it. `None`: no
@@ -141,9 +140,39 @@ pub struct FinishStep {
 impl std::fmt::Debug for FinishStep {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FinishStep")
-            .field("script", &self.script.name)
-            .field("keys", &self.keys)
+            .field("script", &self.call.script().name)
+            .field("keys", &self.call.keys())
             .finish_non_exhaustive()
+    }
+}
+
+/// A [`FinishStep`]'s own answer, as its script gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepReply {
+    /// Nothing (`nil` or `false`).
+    Nothing,
+    /// A number.
+    Number(i64),
+    /// A list of strings (or one string).
+    Words(Vec<String>),
+}
+
+/// What a [`FinishStep`] prepared for the job its call fetched: the strings its script answered
+/// for that job, in the step's own order (the SMS window's: the claim, then the runId it is
+/// for). Handed to the fetched job's processor ([`JobContext::prepared`]), or given back when
+/// that job ends without it running ([`Processor::unprepared`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared(Vec<String>);
+
+impl Prepared {
+    /// What was prepared, as `words` (none: nothing was prepared, and there is no `Prepared`).
+    pub fn new(words: Vec<String>) -> Option<Self> {
+        (!words.is_empty()).then_some(Self(words))
+    }
+
+    /// The strings, in the step's order.
+    pub fn words(&self) -> &[String] {
+        &self.0
     }
 }
 
@@ -181,10 +210,8 @@ impl JobContext {
 
     /// What the previous job's [`FinishStep`] prepared for this job when its finishing call
     /// fetched it (`None`: fetched by a plain call, or the step prepared nothing).
-    pub fn prepared(&self) -> Option<&redis::Value> {
-        self.prepared
-            .as_ref()
-            .filter(|v| !matches!(v, redis::Value::Nil))
+    pub fn prepared(&self) -> Option<&Prepared> {
+        self.prepared.as_ref()
     }
 
     /// Fold `step` into this job's finishing call. Only used when the attempt completes (an
@@ -260,7 +287,7 @@ pub trait Processor: Send + Sync + 'static {
     /// The previous job's [`FinishStep`] prepared `prepared` for `job`, but the job ends without
     /// the processor running (a deferred failure, unreadable options, the started limit): undo
     /// what needs undoing. Nothing by default.
-    fn unprepared(&self, job: &Job, prepared: redis::Value) -> impl Future<Output = ()> + Send {
+    fn unprepared(&self, job: &Job, prepared: Prepared) -> impl Future<Output = ()> + Send {
         let _ = (job, prepared);
         async {}
     }

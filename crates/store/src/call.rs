@@ -140,6 +140,16 @@ impl<'s> Call<'s> {
         &self.keys
     }
 
+    /// The arguments so far.
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    /// The script this call runs.
+    pub fn script(&self) -> &'s LuaScript {
+        self.script
+    }
+
     /// Run it ([`LuaScript::run`]).
     pub async fn run<T: FromRedisValue>(
         self,

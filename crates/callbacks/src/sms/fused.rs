@@ -9,14 +9,12 @@
 
 use std::time::Duration;
 
-use redis::Value;
-
 use super::config::SAFETY_MARGIN;
 use super::crash::{self, CrashPoint};
 use super::{SmsEvent, SmsProcessor};
 use crate::callback::CallbackRequest;
 use crate::window::Claim;
-use ringback_queue::processor::{FinishStep, JobContext};
+use ringback_queue::processor::{FinishStep, JobContext, Prepared, StepReply};
 use ringback_shared::redact::mask;
 use ringback_store::keys::WindowKeys;
 use ringback_store::scripts::scripts;
@@ -77,10 +75,9 @@ impl SmsProcessor {
             Mark::Sent { token, sid, status } => ("1", token, sid, status),
             Mark::Nothing => ("0", "", "", ""),
         };
-        // KEYS[15..22], in finish_sent.lua's order
         let template = WindowKeys::new(prefix, RUN_ID_SLOT);
         // finish_sent.lua's own part, after move_to_finished's KEYS[1..14] and ARGV[1..17]
-        let (keys, args) = scripts()
+        let call = scripts()
             .finish_sent
             .call_after(14, 17)
             .key("claim key (this run)", k.claim)
@@ -133,15 +130,14 @@ impl SmsProcessor {
             .arg(
                 "the callback job names",
                 format!("\n{}\n", self.config.callback_job_names.join("\n")),
-            )
-            .into_parts();
-        let done: Box<dyn FnOnce(&Value) + Send> = match flag {
+            );
+        let done: Box<dyn FnOnce(StepReply) + Send> = match flag {
             "0" => Box::new(|_| {}),
             _ => {
                 let (stats, crash_at) = (self.stats.clone(), self.config.crash_at);
                 let (run_id, sid, to) = (req.run_id.clone(), sid.to_string(), mask(&req.to));
                 Box::new(move |own| {
-                    if matches!(own, Value::Int(1)) {
+                    if own == StepReply::Number(1) {
                         crate::window::note_overrun();
                         tracing::warn!(%sid, "sent marker written after the claim changed hands (window overrun)");
                     }
@@ -152,10 +148,8 @@ impl SmsProcessor {
             }
         };
         FinishStep {
-            script: &scripts().finish_sent,
+            call,
             batch: Some(&scripts().finish_sent_batch),
-            keys,
-            args,
             done,
             fresh_for: Some(times.replay_for),
         }
@@ -187,7 +181,7 @@ impl SmsProcessor {
     /// Give back a claim prepared for a job that will not send (it fails before the attempt):
     /// a fresh claim becomes `retry` (Twilio took nothing; the next attempt or the orphan sweep
     /// sends), anything else stays as the window left it.
-    pub(super) async fn hand_back_prepared(&self, prepared: &Value) {
+    pub(super) async fn hand_back_prepared(&self, prepared: &Prepared) {
         if let Some((run_id, claim)) = self.read_prepared(prepared) {
             let reason = "claimed for a job that did not run";
             self.hand_back(&run_id, &claim, self.config.retry_later_default, reason)
@@ -197,7 +191,7 @@ impl SmsProcessor {
 
     /// Close a claim prepared for a job that is invalid (escalated, never texted): the
     /// attempt ends `send-failed` with `reason`, so no sweep sends it.
-    pub(super) async fn close_prepared(&self, prepared: &Value, reason: &str) {
+    pub(super) async fn close_prepared(&self, prepared: &Prepared, reason: &str) {
         if let Some((run_id, Claim::Claimed { token })) = self.read_prepared(prepared) {
             let reason = format!("invalid callback job: {reason}");
             if let Err(e) = self
@@ -215,7 +209,7 @@ impl SmsProcessor {
     /// sweep, which rebuilds the request from the attempt record alone, cannot send it inside
     /// them; the job itself comes back from delayed at the same time, and the window lets one
     /// of the two send.
-    pub(super) async fn hand_back_prepared_until(&self, prepared: &Value, opens_at: i64) {
+    pub(super) async fn hand_back_prepared_until(&self, prepared: &Prepared, opens_at: i64) {
         if let Some((run_id, claim)) = self.read_prepared(prepared) {
             let wait = (opens_at - self.window.now()).max(0) as u64;
             let wait = Duration::from_millis(wait).max(self.config.retry_later_default);
@@ -240,10 +234,10 @@ impl SmsProcessor {
     }
 
     /// `finish_sent.lua`'s claim reply: window_claim's reply followed by the runId.
-    fn read_prepared(&self, prepared: &Value) -> Option<(String, Claim)> {
-        let mut reply: Vec<String> = redis::from_redis_value(prepared.clone()).ok()?;
-        let run_id = reply.pop()?;
-        match self.window.read_claim(&reply) {
+    fn read_prepared(&self, prepared: &Prepared) -> Option<(String, Claim)> {
+        let (run_id, reply) = prepared.words().split_last()?;
+        let run_id = run_id.clone();
+        match self.window.read_claim(reply) {
             Ok(claim) => Some((run_id, claim)),
             Err(e) => {
                 tracing::warn!(error = %e, "unreadable prepared claim; claiming as usual");

@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::callback::CallbackRequest;
 use crate::window::Window;
 use ringback_queue::job::Job;
-use ringback_queue::processor::{JobContext, Outcome, Processor};
+use ringback_queue::processor::{JobContext, Outcome, Prepared, Processor};
 use ringback_shared::clock::now_ms;
 use ringback_twilio::TwilioClient;
 use std::sync::atomic::Ordering;
@@ -323,7 +323,7 @@ impl Processor for SmsProcessor {
         Some(OTHER_JOB_DELAY)
     }
 
-    async fn unprepared(&self, _job: &Job, prepared: redis::Value) {
+    async fn unprepared(&self, _job: &Job, prepared: Prepared) {
         self.hand_back_prepared(&prepared).await;
     }
 

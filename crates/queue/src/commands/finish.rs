@@ -5,9 +5,11 @@ use super::{
     Commands, FetchArgs, Fetched, Finish, StepFinished, code_or, finished_reply, parse_fetched,
 };
 use crate::job::{Job, KeepJobs};
+use crate::processor::{Prepared, StepReply};
 use redis::Value;
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::{Error, ScriptCode};
+use ringback_store::call::Call;
 use ringback_store::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};
 use ringback_store::scripts::{LuaScript, scripts};
 
@@ -187,9 +189,10 @@ impl Commands {
         keep: KeepJobs,
         metrics_max: Option<u32>,
         fetch: Option<&FetchArgs>,
-        step: (&'static LuaScript, &[String], &[String]),
+        step: &Call<'static>,
         batch: Option<&'static LuaScript>,
     ) -> Result<StepFinished, Error> {
+        let step = (step.script(), step.keys(), step.args());
         let finish = Finish::Completed {
             returnvalue: returnvalue.to_string(),
         };
@@ -216,8 +219,8 @@ impl Commands {
         let finished = finished_reply(script.name, items.next().unwrap_or(Value::Nil))?;
         Ok(StepFinished {
             finished,
-            own: items.next().unwrap_or(Value::Nil),
-            prepared: items.next().unwrap_or(Value::Nil),
+            own: step_reply(items.next().unwrap_or(Value::Nil)),
+            prepared: prepared(script.name, items.next().unwrap_or(Value::Nil)),
         })
     }
 
@@ -309,4 +312,32 @@ fn failure_fields(reason: &str, stacktrace: &str, tm: Option<&str>) -> Vec<Strin
         fields.extend(["tm".to_string(), tm.to_string()]);
     }
     fields
+}
+
+/// A step's own answer in the worker's terms.
+fn step_reply(v: Value) -> StepReply {
+    match v {
+        Value::Nil | Value::Boolean(false) => StepReply::Nothing,
+        Value::Int(n) => StepReply::Number(n),
+        other => match redis::from_redis_value::<Vec<String>>(other) {
+            Ok(words) => StepReply::Words(words),
+            Err(_) => StepReply::Nothing,
+        },
+    }
+}
+
+/// What a step prepared for the fetched job: strings, or nothing (`nil`, `false`, an empty
+/// list). An answer of another shape is logged and taken as nothing: the fetched job's
+/// processor then does its first step itself.
+fn prepared(script: &'static str, v: Value) -> Option<Prepared> {
+    match v {
+        Value::Nil | Value::Boolean(false) => None,
+        other => match redis::from_redis_value::<Vec<String>>(other) {
+            Ok(words) => Prepared::new(words),
+            Err(e) => {
+                tracing::warn!(script, error = %e, "unreadable preparation; the job runs without it");
+                None
+            }
+        },
+    }
 }

@@ -4,6 +4,8 @@
 use std::sync::{Arc, OnceLock};
 
 use redis::Value;
+
+use crate::processor::{Prepared, StepReply};
 use ringback_store::call::Call;
 use ringback_store::connection::Conn;
 use ringback_store::group_commit::GroupCommit;
@@ -104,9 +106,9 @@ pub struct StepFinished {
     /// As [`Commands::finish`] answers.
     pub finished: Result<Fetched, ScriptCode>,
     /// The step's own answer.
-    pub own: Value,
-    /// What the step prepared for the fetched job (`Nil`: nothing).
-    pub prepared: Value,
+    pub own: StepReply,
+    /// What the step prepared for the fetched job, if anything.
+    pub prepared: Option<Prepared>,
 }
 
 /// Redis commands of one queue, over the shared multiplexed connection.

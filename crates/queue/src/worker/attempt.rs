@@ -6,7 +6,7 @@ use super::{Shared, decide};
 use crate::commands::{FetchArgs, Fetched, Finish};
 use crate::cron;
 use crate::job::{Job, KeepJobs};
-use crate::processor::{JobContext, Outcome, Processor};
+use crate::processor::{JobContext, Outcome, Prepared, Processor};
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::ScriptCode;
 use ringback_shared::redact::redact;
@@ -22,7 +22,7 @@ use tracing::Instrument;
 /// [`FinishStep`]: crate::processor::FinishStep
 pub(super) struct NextJob {
     job: Job,
-    prepared: Option<redis::Value>,
+    prepared: Option<Prepared>,
 }
 
 /// Run a job, then whatever job its finishing call fetched next, on one permit.
@@ -95,7 +95,7 @@ async fn run_attempt<P: Processor>(
         .or_else(too_many_starts)
     {
         Some(outcome) => {
-            if let Some(prepared) = prepared.filter(|p| !matches!(p, redis::Value::Nil)) {
+            if let Some(prepared) = prepared {
                 shared.processor.unprepared(&job, prepared).await;
             }
             match unreadable(&job).filter(|_| job.deferred_failure.is_none() && declined.is_none())
@@ -209,16 +209,16 @@ async fn run_attempt<P: Processor>(
                     keep_for(&finish),
                     shared.config.metrics_max_data_points,
                     fetch.as_ref(),
-                    (s.script, &s.keys, &s.args),
+                    &s.call,
                     s.batch,
                 )
                 .await
                 .map(|answer| {
                     if let Some(s) = step.take() {
-                        (s.done)(&answer.own);
+                        (s.done)(answer.own);
                         finishing.event("step written");
                     }
-                    prepared = Some(answer.prepared);
+                    prepared = answer.prepared;
                     answer.finished
                 }),
             _ => {
@@ -259,7 +259,7 @@ async fn run_attempt<P: Processor>(
                 };
                 finishing.event("next job fetched");
                 let stale = fresh_for.is_some_and(|f| first_sent.elapsed() > f);
-                if let Some(p) = prepared.take_if(|p| stale && !matches!(p, redis::Value::Nil)) {
+                if let Some(p) = prepared.take_if(|_| stale) {
                     tracing::warn!(
                         elapsed_ms = first_sent.elapsed().as_millis() as u64,
                         "the finishing call answered too late for what it prepared; giving it back"
