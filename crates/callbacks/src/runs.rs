@@ -1,14 +1,14 @@
-//! What the console shows, read from the records the API and the worker keep: the recent-runs
-//! index, callback records and their history, attempt records, the open-attempts index and the
-//! job's BullMQ state. Reads only; a page costs a few pipelined round trips whatever the number
-//! of runs it looks at.
+//! The runs as their records tell them, for the console: the recent-runs index, callback
+//! records and their history, attempt records, the open-attempts index and the job's BullMQ
+//! state. Reads only; a page costs a few pipelined round trips whatever the number of runs it
+//! looks at. Kept on this floor, beside the records it reads, so the edge names no key.
 
 use std::collections::HashMap;
 
-use crate::store::connection::Conn;
+use ringback_store::connection::Conn;
 
-use crate::error::Error;
-use crate::store::keys::{self, QueueKeys, WindowKeys};
+use ringback_shared::error::Error;
+use ringback_store::keys::{self, QueueKeys, WindowKeys};
 
 /// The states the Callbacks page filters by.
 pub const FILTERS: [&str; 9] = [
@@ -196,12 +196,7 @@ impl Reads {
             };
             let record = map(&RECORD_FIELDS, rec);
             let attempt = map(&ATTEMPT_FIELDS, att);
-            let state = crate::callbacks::receipts::derive_state(
-                &record,
-                &attempt,
-                claim.as_deref(),
-                false,
-            );
+            let state = crate::receipts::derive_state(&record, &attempt, claim.as_deref(), false);
             rows.push(RunRow {
                 run_id: id.clone(),
                 state,
@@ -214,7 +209,7 @@ impl Reads {
                 attempt_state: attempt.get("state").cloned(),
                 to: att[4]
                     .as_deref()
-                    .map(crate::redact::mask)
+                    .map(ringback_shared::redact::mask)
                     .unwrap_or_default(),
                 worker: attempt.get("worker").cloned(),
                 since: int(&att[3]).or(int(&att[2])),
@@ -268,7 +263,7 @@ impl Reads {
             .cloned()
             .unwrap_or_else(|| run_id.to_string());
         let job = self.job(&job_id).await?;
-        let state = crate::callbacks::receipts::derive_state(
+        let state = crate::receipts::derive_state(
             &record,
             &attempt,
             claim.as_deref(),
@@ -285,7 +280,7 @@ impl Reads {
             workers.into_iter().find(|w| w.ends_with(&tail))
         });
         let known = !record.is_empty() || !attempt.is_empty() || job.is_some() || claim.is_some();
-        let history = crate::callbacks::receipts::history_of(&record, &history);
+        let history = crate::receipts::history_of(&record, &history);
         Ok(RunDetail {
             run_id: run_id.to_string(),
             known,
@@ -373,7 +368,9 @@ impl Reads {
             attempts_made: get("attemptsMade").or(get("atm")).unwrap_or(0),
             attempts_started: get("ats"),
             stalled: get("stc"),
-            failed_reason: hash.get("failedReason").map(|r| crate::redact::redact(r)),
+            failed_reason: hash
+                .get("failedReason")
+                .map(|r| ringback_shared::redact::redact(r)),
             attempts_allowed: hash
                 .get("opts")
                 .and_then(|o| serde_json::from_str::<serde_json::Value>(o).ok())
@@ -410,9 +407,9 @@ pub struct RunDetail {
     /// That job as BullMQ keeps it; `None` when it is gone (removed or never added).
     pub job: Option<JobView>,
     /// The question the run asked, if it asked one.
-    pub question: Option<crate::callbacks::replies::Question>,
+    pub question: Option<crate::replies::Question>,
     /// Its replies, oldest first, each with the replies-queue job that carries it.
-    pub replies: Vec<(crate::callbacks::replies::ReplyView, Option<JobView>)>,
+    pub replies: Vec<(crate::replies::ReplyView, Option<JobView>)>,
 }
 
 /// The job as BullMQ keeps it.

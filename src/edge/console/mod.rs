@@ -17,7 +17,6 @@
 //! It uses the floors below (records, keys, the access tokens) and nothing uses it but
 //! [`crate::edge::api::app`], which merges [`routes`].
 
-pub mod data;
 pub mod drills;
 mod now;
 pub mod pages;
@@ -34,6 +33,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use maud::Markup;
 
+use crate::callbacks::runs;
 use crate::clock::now_ms;
 use crate::edge::api::ApiState;
 use session::{Caller, Sessions};
@@ -160,8 +160,8 @@ fn unavailable(e: crate::error::Error) -> Response {
     res
 }
 
-fn reads(s: &ApiState) -> data::Reads {
-    data::Reads::new(
+fn reads(s: &ApiState) -> runs::Reads {
+    runs::Reads::new(
         s.queue.connection(),
         s.receipts.claim_prefix(),
         s.queue.keys().clone(),
@@ -285,12 +285,12 @@ async fn callbacks(
         );
     }
     let state = p.state.unwrap_or_default();
-    if !state.is_empty() && !data::FILTERS.contains(&state.as_str()) {
+    if !state.is_empty() && !runs::FILTERS.contains(&state.as_str()) {
         return html(
             StatusCode::BAD_REQUEST,
             pages::message(
                 "Unknown state",
-                &format!("Filter by one of: {}.", data::FILTERS.join(", ")),
+                &format!("Filter by one of: {}.", runs::FILTERS.join(", ")),
                 true,
             ),
         );
@@ -315,9 +315,9 @@ async fn callbacks(
 
 /// The page's rows, how many match, and how many runs the index holds.
 async fn list(
-    r: &data::Reads,
+    r: &runs::Reads,
     query: &pages::ListQuery,
-) -> Result<(Vec<data::RunRow>, usize, u64), crate::error::Error> {
+) -> Result<(Vec<runs::RunRow>, usize, u64), crate::error::Error> {
     r.hide_fallbacks().await?;
     let indexed = r.recent_count().await?;
     let skip = (query.page - 1) * PAGE_SIZE;
@@ -415,7 +415,7 @@ async fn run(
 }
 
 /// A run's records, its question and its replies with the replies-queue job of each.
-async fn run_detail(s: &ApiState, run_id: &str) -> Result<data::RunDetail, crate::error::Error> {
+async fn run_detail(s: &ApiState, run_id: &str) -> Result<runs::RunDetail, crate::error::Error> {
     let reads = reads(s);
     let mut d = reads.run(run_id).await?;
     d.question = s.replies.question_of(run_id).await?;

@@ -7,7 +7,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-use super::{SCAN_BATCH, data, html, pages, reads, refused, unavailable};
+use super::{SCAN_BATCH, html, pages, reads, refused, unavailable};
+use crate::callbacks::runs;
 use crate::clock::now_ms;
 use crate::edge::api::ApiState;
 
@@ -49,7 +50,7 @@ async fn now_figures(s: &ApiState) -> Result<pages::Now, crate::error::Error> {
             delivered[minute(t)] += 1;
         }
     }
-    let escalated_at = |row: &data::RunRow| {
+    let escalated_at = |row: &runs::RunRow| {
         row.escalated
             .as_deref()
             .and_then(|e| e.split(':').next())

@@ -4,7 +4,7 @@
 
 use maud::{DOCTYPE, Markup, html};
 
-use crate::edge::console::data::{FILTERS, RunRow};
+use crate::callbacks::runs::{FILTERS, RunRow};
 use crate::edge::console::drills::ReportFile;
 
 mod replies;

@@ -7,7 +7,7 @@ use maud::{Markup, html};
 
 use crate::callbacks::replies::optouts::OptOut;
 use crate::callbacks::replies::{Question, ReplyView};
-use crate::edge::console::data::JobView;
+use crate::callbacks::runs::JobView;
 
 fn media(r: &ReplyView) -> Markup {
     html! {

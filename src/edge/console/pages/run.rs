@@ -4,7 +4,7 @@
 use super::{age, at, layout, run_href, state_badge};
 use maud::{Markup, html};
 
-use crate::edge::console::data::{JobView, RunDetail};
+use crate::callbacks::runs::{JobView, RunDetail};
 use crate::twilio::message::status_rank as rank;
 
 /// One receipt, judged against the ones before it.
