@@ -7,6 +7,7 @@
 //! they stand on the queue floor (`ringback_queue::commands`); a new Lua script goes in `lua/`,
 //! its entry in `scripts`, its typed function on the floor whose types it speaks.
 
+pub mod answer;
 pub mod call;
 pub mod cluster;
 pub mod command;

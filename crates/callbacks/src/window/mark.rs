@@ -7,6 +7,18 @@ use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 use std::sync::atomic::Ordering;
 
+ringback_store::coded_answer! {
+    /// What `window_mark_sent.lua` wrote.
+    enum MarkCode("window_mark_sent.lua") {
+        /// Marked within the window.
+        Marked = 0,
+        /// Marked after a window overrun (the claim had changed hands).
+        Overrun = 1,
+        /// Refused: the message is another run's.
+        Refused = 2,
+    }
+}
+
 impl Window {
     /// Record that `sid` was sent for the run (Twilio answered this attempt, or a lookup found it)
     /// with `status`, and start the callback record with it (one call).
@@ -49,7 +61,7 @@ impl Window {
                 )
         };
         // a short wait is counted and logged where it came back; the text is out either way
-        let (code, _durability): (i64, _) = call
+        let (code, _durability): (MarkCode, _) = call
             .arg("attempt token", token)
             .arg("MessageSid", sid)
             .arg("sent TTL (ms)", ms(self.times.sent_ttl))
@@ -67,16 +79,16 @@ impl Window {
                 },
             )
             .await?;
-        if self.per_slot() && code != 2 {
+        if self.per_slot() && code != MarkCode::Refused {
             self.index_rem(run_id).await?;
         }
         Ok(match code {
-            0 => MarkSent::Marked,
-            1 => {
+            MarkCode::Marked => MarkSent::Marked,
+            MarkCode::Overrun => {
                 WINDOW_OVERRUNS.fetch_add(1, Ordering::Relaxed);
                 MarkSent::Overrun
             }
-            _ => MarkSent::OtherRun,
+            MarkCode::Refused => MarkSent::OtherRun,
         })
     }
 

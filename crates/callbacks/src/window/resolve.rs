@@ -130,6 +130,28 @@ impl Window {
     }
 }
 
+ringback_store::coded_answer! {
+    /// What `window_adopt.lua` made of a run whose job ended unresolved.
+    pub enum Adoption("window_adopt.lua") {
+        /// Adopted now: an open attempt of the orphan sweep's.
+        Now = 1,
+        /// Already open (indexed again).
+        AlreadyOpen = 2,
+        /// Nothing to do: sent, or failed for good.
+        Nothing = 0,
+    }
+}
+
+ringback_store::coded_answer! {
+    /// What `window_settle_unknown.lua` did with an attempt whose send cannot be proven.
+    pub enum Settlement("window_settle_unknown.lua") {
+        /// Settled as unknown: never resent.
+        Settled = 1,
+        /// The claim belongs to someone else now: left alone.
+        NotOurs = 0,
+    }
+}
+
 impl Window {
     /// Make a callback whose job ended unresolved an open attempt of the orphan sweep's (see
     /// `lua/window_adopt.lua`). Returns true when it was adopted now.
@@ -143,7 +165,7 @@ impl Window {
             // first: an attempt adopted now is due now, and indexed before it exists
             self.index_add(&req.run_id, self.now()).await?;
         }
-        let adopted: i64 = scripts()
+        let adopted: Adoption = scripts()
             .window_adopt
             .call()
             .key("claim key", k.claim)
@@ -160,7 +182,7 @@ impl Window {
             .arg("time zone", req.time_zone.as_deref().unwrap_or(""))
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
-        Ok(adopted == 1)
+        Ok(adopted == Adoption::Now)
     }
 
     /// Settle an attempt whose send cannot be proven either way (escalated before): never resent.
@@ -171,7 +193,7 @@ impl Window {
         reason: &str,
     ) -> Result<bool, Error> {
         let k = self.keys(run_id);
-        let settled: i64 = scripts()
+        let settled: Settlement = scripts()
             .window_settle_unknown
             .call()
             .key("claim key", k.claim)
@@ -183,10 +205,10 @@ impl Window {
             .arg("reason", reason)
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
-        if self.per_slot() && settled == 1 {
+        if self.per_slot() && settled == Settlement::Settled {
             self.index_rem(run_id).await?;
         }
-        Ok(settled == 1)
+        Ok(settled == Settlement::Settled)
     }
 
     /// Mark the attempt's unknown outcome as escalated; true for the first caller only.
