@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use redis::Value;
-use ringback::queue::commands::{Commands, FetchArgs, Fetched, Finish};
+use ringback::queue::calls::{Calls, FetchArgs, Fetched, Finish};
 use ringback::queue::job::KeepJobs;
 use ringback::queue::processor::{JobContext, Outcome, Processor};
 use ringback::store::keys::{QueueKeys, WindowKeys};
@@ -89,10 +89,10 @@ fn cpu(c: &mut Criterion) {
     g.finish();
 }
 
-/// The finishing call of an SMS job, packed and parsed: the EVALSHA invocation as `Commands`
+/// The finishing call of an SMS job, packed and parsed: the EVALSHA invocation as `Calls`
 /// builds it (move_to_finished alone, and with the fused finish_sent step appended) down to the
 /// bytes on the wire, and the replies that come back (the next job's 4-tuple, the prepared
-/// claim). `Commands` and `Window` want a connection, so a Redis is started; nothing measured
+/// claim). `Calls` and `Window` want a connection, so a Redis is started; nothing measured
 /// here talks to it.
 fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
     let server = common::RedisServer::start();
@@ -101,7 +101,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     let conn = rt
         .block_on(ringback::store::connection::commands(&client))
         .unwrap();
-    let cmds = Commands::new(
+    let cmds = Calls::new(
         conn.clone(),
         QueueKeys::new("bull", "agent-callback"),
         Default::default(),
@@ -123,7 +123,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
         limiter_max: String::new(),
         limiter_duration: String::new(),
     };
-    // what the worker does per finishing call: KEYS and ARGV as `Commands` builds them (a step's
+    // what the worker does per finishing call: KEYS and ARGV as `Calls` builds them (a step's
     // appended), then the EVALSHA command down to its bytes on the wire
     type Step<'a> = Option<(
         &'static ringback::store::scripts::LuaScript,
@@ -144,7 +144,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     };
     g.bench_function("pack_finish_args", |b| b.iter(|| pack(None)));
     // finish_sent's own keys and arguments (KEYS[15..22], ARGV[18..33]), as the SMS processor
-    // hands them over; `Commands` appends them to move_to_finished's
+    // hands them over; `Calls` appends them to move_to_finished's
     let prefix = "agent-callback:";
     let run = WindowKeys::new(prefix, "run-123");
     let sid = "SM0123456789abcdef0123456789abcdef";
@@ -233,7 +233,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
         b.iter_batched(
             || reply.clone(),
             |reply| {
-                let fetched = ringback::queue::commands::finished_reply("move_to_finished", reply);
+                let fetched = ringback::queue::calls::finished_reply("move_to_finished", reply);
                 assert!(matches!(fetched, Ok(Ok(Fetched::Job(_)))));
             },
             BatchSize::SmallInput,
@@ -251,7 +251,7 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
             hold: Duration::from_secs(120),
             poll_after: Duration::from_secs(60),
             replay_for: Duration::from_millis(500),
-            loss_window: Duration::from_secs(120),
+            lost_writes_window: Duration::from_secs(120),
         },
     );
     let claim = Value::Array(

@@ -26,7 +26,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::callbacks::sms::{SmsEvent, SmsStats};
-use crate::queue::commands::Commands;
+use crate::queue::calls::Calls;
 use crate::queue::worker::WorkerStats;
 use crate::store::scripts::RoundTrips;
 
@@ -323,7 +323,7 @@ pub struct Metrics {
     /// Redis round trips of the queue core.
     pub trips: Arc<RoundTrips>,
     /// For `/readyz`.
-    pub commands: Commands,
+    pub commands: Calls,
     /// The SMS processor's attempt counters, when it is the processor.
     pub sms: Option<Arc<SmsStats>>,
     /// When a readiness failure was last logged (ms).
@@ -336,7 +336,7 @@ impl Metrics {
         queue: String,
         stats: Arc<WorkerStats>,
         trips: Arc<RoundTrips>,
-        commands: Commands,
+        commands: Calls,
         sms: Option<Arc<SmsStats>>,
     ) -> Self {
         Self {

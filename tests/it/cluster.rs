@@ -317,8 +317,7 @@ async fn worker_on_a_cluster_processes_node_produced_jobs_and_survives_empty_scr
     completed(&mut c, &k, 71, Duration::from_secs(20)).await;
     // readiness loads every script on every node (SCRIPT LOAD goes to all of them)
     flush_all();
-    let commands =
-        ringback::queue::commands::Commands::new(c.clone(), k.clone(), Default::default());
+    let commands = ringback::queue::calls::Calls::new(c.clone(), k.clone(), Default::default());
     commands.ensure_scripts().await.unwrap();
     let hashes: Vec<&str> = ringback::store::scripts::scripts()
         .all()
@@ -905,8 +904,7 @@ async fn braced_runids_keep_every_record_in_the_claim_keys_slot() {
     let q = queue_name("cluster-braces");
     let k = QueueKeys::new(PREFIX, &q);
     let c = conn(&cluster).await;
-    let commands =
-        ringback::queue::commands::Commands::new(c.clone(), k.clone(), Default::default());
+    let commands = ringback::queue::calls::Calls::new(c.clone(), k.clone(), Default::default());
     let runs = ["a{b}c", "{}", "}{", "a}b", "plain"];
     for (i, run) in runs.iter().enumerate() {
         let data = serde_json::json!({"runId": run, "to": "+15558675310", "body": format!("braces case {i}")});

@@ -352,17 +352,13 @@ async fn activate_and_abandon(e: &Env, lock_ms: u64) -> String {
         lock_duration: Duration::from_millis(lock_ms),
         ..Default::default()
     };
-    let commands =
-        ringback::queue::commands::Commands::new(conn, e.keys.clone(), Default::default());
+    let commands = ringback::queue::calls::Calls::new(conn, e.keys.clone(), Default::default());
     let fetched = commands
-        .move_to_active(&ringback::queue::commands::FetchArgs::new(
-            &cfg,
-            "dead-token",
-        ))
+        .move_to_active(&ringback::queue::calls::FetchArgs::new(&cfg, "dead-token"))
         .await
         .unwrap();
     assert!(
-        matches!(&fetched, ringback::queue::commands::Fetched::Job(j) if j.id == id),
+        matches!(&fetched, ringback::queue::calls::Fetched::Job(j) if j.id == id),
         "{fetched:?}"
     );
     id

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use common::{Add, RedisServer, add_job};
 use redis::AsyncCommands;
-use ringback::queue::commands::{Commands, FetchArgs, Fetched, Finish};
+use ringback::queue::calls::{Calls, FetchArgs, Fetched, Finish};
 use ringback::queue::job::KeepJobs;
 use ringback::store::group_commit::batch_layout;
 use ringback::store::keys::{QueueKeys, WindowKeys};
@@ -23,7 +23,7 @@ const NOW: &str = "1764567890123";
 
 /// One side: its queue `q<side>` and claim prefix `<side>:`, jobs added and three of them taken.
 struct Side {
-    cmds: Commands,
+    cmds: Calls,
     prefix: String,
     active: Vec<(ringback::Job, String)>,
 }
@@ -51,7 +51,7 @@ async fn side(server: &RedisServer, name: &str) -> Side {
     let conn = ringback::store::connection::commands(&client)
         .await
         .unwrap();
-    let cmds = Commands::new(conn, keys, Default::default());
+    let cmds = Calls::new(conn, keys, Default::default());
     let mut active = vec![];
     for i in 0..FINISHING {
         let token = format!("t:{i}");
@@ -330,7 +330,7 @@ async fn a_failed_group_call_sends_each_job_on_its_own() {
     let conn = ringback::store::connection::commands(&client)
         .await
         .unwrap();
-    let cmds = Commands::new(
+    let cmds = Calls::new(
         conn.clone(),
         QueueKeys::new("bull", "qfallback"),
         Default::default(),

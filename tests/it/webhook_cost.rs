@@ -59,7 +59,7 @@ async fn webhook_redis_cost() {
             hold: std::time::Duration::from_secs(120),
             poll_after: std::time::Duration::from_secs(60),
             replay_for: std::time::Duration::from_millis(500),
-            loss_window: std::time::Duration::from_secs(120),
+            lost_writes_window: std::time::Duration::from_secs(120),
         },
     );
     for i in 0..runs {

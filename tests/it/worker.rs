@@ -570,14 +570,14 @@ async fn every_script_runs_after_script_flush() {
         .await
         .unwrap();
     let trips = std::sync::Arc::new(ringback::store::scripts::RoundTrips::default());
-    let cmds = ringback::queue::commands::Commands::new(conn, k.clone(), trips.clone());
+    let cmds = ringback::queue::calls::Calls::new(conn, k.clone(), trips.clone());
     let mut c = server.conn().await;
     let _: () = redis::cmd("SCRIPT")
         .arg("FLUSH")
         .query_async(&mut c)
         .await
         .unwrap();
-    let fetch = ringback::queue::commands::FetchArgs {
+    let fetch = ringback::queue::calls::FetchArgs {
         token: "t:1".into(),
         lock_ms: "1000".into(),
         name: String::new(),
@@ -586,7 +586,7 @@ async fn every_script_runs_after_script_flush() {
     };
     assert!(matches!(
         cmds.move_to_active(&fetch).await.unwrap(),
-        ringback::queue::commands::Fetched::Empty
+        ringback::queue::calls::Fetched::Empty
     ));
     assert_eq!(
         cmds.extend_locks(&[("1".into(), "t:1".into())], 1000)
@@ -608,15 +608,15 @@ async fn every_script_runs_after_script_flush() {
     );
     let job = ringback::Job::from_fields("nope".into(), vec![]);
     for finish in [
-        ringback::queue::commands::Finish::Completed {
+        ringback::queue::calls::Finish::Completed {
             returnvalue: "null".into(),
         },
-        ringback::queue::commands::Finish::RetryNow {
+        ringback::queue::calls::Finish::RetryNow {
             reason: "r".into(),
             stacktrace: "[]".into(),
             lifo: false,
         },
-        ringback::queue::commands::Finish::Delay {
+        ringback::queue::calls::Finish::Delay {
             delay_ms: 5,
             skip_attempt: true,
             failure: None,
@@ -745,7 +745,7 @@ async fn every_script_runs_after_script_flush() {
             hold: Duration::from_secs(10),
             poll_after: Duration::from_secs(60),
             replay_for: Duration::from_millis(500),
-            loss_window: Duration::from_secs(120),
+            lost_writes_window: Duration::from_secs(120),
         },
     );
     let claim = window

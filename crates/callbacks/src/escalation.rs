@@ -8,7 +8,7 @@
 
 use crate::callback::CALLBACK_JOB_OPTS;
 use crate::receipts::Receipts;
-use ringback_queue::commands::Commands;
+use ringback_queue::calls::Calls;
 use ringback_shared::error::Error;
 
 /// Why a callback was escalated: the `reason` label of `ringback_escalations_total`.
@@ -71,9 +71,9 @@ const ESCALATION_JOB_OPTS: &str = r#"{"attempts":5,"backoff":{"type":"exponentia
 #[derive(Clone, Debug)]
 pub struct Escalator {
     /// The escalations queue (`RINGBACK_ESCALATION_QUEUE`, `<queue>-escalations` by default).
-    pub escalations: Commands,
+    pub escalations: Calls,
     /// The callbacks queue, where a fallback text is enqueued as a callback job of its own.
-    pub callbacks: Commands,
+    pub callbacks: Calls,
     /// The run records: the escalation markers, and which runs are fallbacks themselves.
     pub receipts: Receipts,
     /// `RINGBACK_FALLBACK_TO`: the number also texted on an escalation; `None`: jobs only.

@@ -92,10 +92,10 @@ fn read_cursor(raw: Option<&str>) -> Option<(f64, usize)> {
 pub async fn adopt_stall_failures(
     processor: &SmsProcessor,
 ) -> Result<usize, ringback_shared::error::Error> {
-    let commands = processor.queue_commands();
-    let keys = commands.keys();
+    let calls = processor.queue_calls();
+    let keys = calls.keys();
     let cursor_key = ringback_store::keys::stall_scan_cursor(keys.base());
-    let mut conn = commands.connection();
+    let mut conn = calls.connection();
     let raw: Option<String> = redis::cmd("GET")
         .arg(&cursor_key)
         .query_async(&mut conn)
@@ -217,7 +217,7 @@ async fn gauges(processor: &SmsProcessor) -> Result<(), ringback_shared::error::
     stats.oldest_open_ms.store(age, Ordering::Relaxed);
     stats.open_retry.store(open.retry, Ordering::Relaxed);
     stats.open_in_doubt.store(open.in_doubt, Ordering::Relaxed);
-    let delayed = processor.queue_commands().delayed_count().await?;
+    let delayed = processor.queue_calls().delayed_count().await?;
     stats.delayed.store(delayed, Ordering::Relaxed);
     let (backlog, missing) = processor
         .receipts()

@@ -69,7 +69,7 @@ pub async fn resend(processor: &SmsProcessor, run_id: &str) -> Result<Resent, Re
     let attempt = processor.window().attempt_record(run_id).await?;
     let record = processor
         .receipts()
-        .record(run_id, Some(processor.queue_commands()))
+        .record(run_id, Some(processor.queue_calls()))
         .await?;
     let attempt_state = attempt.get("state").map(String::as_str).unwrap_or("");
     match attempt_state {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use ringback_store::connection::{Client, Conn};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::{Commands, Fetched};
+use crate::calls::{Calls, Fetched};
 use crate::config::WorkerConfig;
 use crate::job::Job;
 use ringback_shared::clock::now_ms;
@@ -28,7 +28,7 @@ const MIN_BLOCK: Duration = Duration::from_millis(1);
 #[derive(Debug)]
 pub struct Fetcher {
     client: Client,
-    commands: Commands,
+    calls: Calls,
     blocking: Option<Conn>,
     config: WorkerConfig,
     worker_id: String,
@@ -39,17 +39,17 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
-    /// A fetcher running `commands`, its blocking connection opened from `client`; a
+    /// A fetcher running `calls`, its blocking connection opened from `client`; a
     /// processor's rate limit reaches it through `limit_until` (ms since the epoch, 0 = none).
     pub fn new(
         client: Client,
-        commands: Commands,
+        calls: Calls,
         config: &WorkerConfig,
         limit_until: Arc<AtomicI64>,
     ) -> Self {
         Self {
             client,
-            commands,
+            calls,
             blocking: None,
             config: config.clone(),
             // unique per process: replicas must never share an identity (apalis #504)
@@ -94,8 +94,8 @@ impl Fetcher {
             }
             self.fetches += 1;
             let token = format!("{}:{}", self.worker_id, self.fetches);
-            let args = crate::commands::FetchArgs::new(&self.config, &token);
-            let wait = match self.commands.move_to_active(&args).await {
+            let args = crate::calls::FetchArgs::new(&self.config, &token);
+            let wait = match self.calls.move_to_active(&args).await {
                 Ok(Fetched::Job(job)) => {
                     self.error_delay = Duration::ZERO;
                     return Some((job, token));
@@ -149,9 +149,9 @@ impl Fetcher {
             },
         };
         let mut cmd = redis::cmd("BZPOPMIN");
-        cmd.arg(self.commands.keys().marker())
+        cmd.arg(self.calls.keys().marker())
             .arg(timeout.as_secs_f64());
-        self.commands.round_trips().add(1);
+        self.calls.round_trips().add(1);
         let reply = tokio::select! {
             _ = cancel.cancelled() => return,
             r = tokio::time::timeout(timeout + Duration::from_secs(1), cmd.query_async::<redis::Value>(&mut conn)) => r,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::Commands;
+use crate::calls::Calls;
 
 #[derive(Debug)]
 struct Tracked {
@@ -24,7 +24,7 @@ struct Tracked {
 #[derive(Debug)]
 pub struct LockManager {
     jobs: Mutex<HashMap<String, Tracked>>,
-    commands: Commands,
+    calls: Calls,
     lock_duration: Duration,
     renew_time: Duration,
 }
@@ -32,10 +32,10 @@ pub struct LockManager {
 impl LockManager {
     /// Tracks no job yet; `run` extends each tracked lock to `lock_duration` once it is
     /// `renew_time / 2` old.
-    pub fn new(commands: Commands, lock_duration: Duration, renew_time: Duration) -> Self {
+    pub fn new(calls: Calls, lock_duration: Duration, renew_time: Duration) -> Self {
         Self {
             jobs: Mutex::new(HashMap::new()),
-            commands,
+            calls,
             lock_duration,
             renew_time,
         }
@@ -93,7 +93,7 @@ impl LockManager {
             return;
         }
         match self
-            .commands
+            .calls
             .extend_locks(&due, self.lock_duration.as_millis() as u64)
             .await
         {

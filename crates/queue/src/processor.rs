@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::commands::Commands;
+use crate::calls::Calls;
 use crate::job::Job;
 use ringback_shared::error::Error;
 use ringback_store::call::Call;
@@ -84,7 +84,7 @@ impl Failure {
 /// the queue.
 #[derive(Clone, Debug)]
 pub struct JobContext {
-    pub(crate) commands: Commands,
+    pub(crate) calls: Calls,
     pub(crate) job_id: String,
     /// The job's `keepLogs`.
     pub(crate) keep_logs: Option<u64>,
@@ -178,9 +178,9 @@ impl Prepared {
 
 impl JobContext {
     /// A context with no finishing step and nothing prepared.
-    pub(crate) fn new(commands: Commands, job: &Job, token: &str) -> Self {
+    pub(crate) fn new(calls: Calls, job: &Job, token: &str) -> Self {
         Self {
-            commands,
+            calls,
             job_id: job.id.clone(),
             keep_logs: job.opts.keep_logs,
             rate_limited: Arc::new(AtomicBool::new(false)),
@@ -228,7 +228,7 @@ impl JobContext {
 
     /// Store progress on the job and emit the `progress` event QueueEvents listens for.
     pub async fn update_progress(&self, progress: &serde_json::Value) -> Result<(), Error> {
-        self.commands.update_progress(&self.job_id, progress).await
+        self.calls.update_progress(&self.job_id, progress).await
     }
 
     /// Rate-limit the queue for `ms` and put this job back to wait without using an attempt,
@@ -236,7 +236,7 @@ impl JobContext {
     /// it gives (the worker ignores it once the queue is limited). On a Redis error the job
     /// fails this attempt with the error.
     pub async fn rate_limit(&self, ms: u64) -> Outcome {
-        match self.commands.set_rate_limit(ms).await {
+        match self.calls.set_rate_limit(ms).await {
             Ok(()) => {
                 self.rate_limited.store(true, Ordering::Relaxed);
                 Outcome::DelayUntil(0)
@@ -248,9 +248,7 @@ impl JobContext {
     /// Add a child job of this job on the same queue (Node's `Queue.add` with `opts.parent`):
     /// `opts` as Node stores them (must hold `attempts`). Returns the child's id.
     pub async fn add_child(&self, name: &str, data: &str, opts: &str) -> Result<String, Error> {
-        self.commands
-            .add_child(&self.job_id, name, data, opts)
-            .await
+        self.calls.add_child(&self.job_id, name, data, opts).await
     }
 
     /// Wait for this job's children (Node's `job.moveToWaitingChildren(token)` +
@@ -259,7 +257,7 @@ impl JobContext {
     /// are done), `Ok(None)` when no child is pending (go on processing).
     pub async fn wait_for_children(&self) -> Result<Option<Outcome>, Error> {
         if self
-            .commands
+            .calls
             .move_to_waiting_children(&self.job_id, &self.token)
             .await?
         {
@@ -272,9 +270,7 @@ impl JobContext {
     /// Append a row to the job's log (Node's `job.log`), keeping the job's `keepLogs` last rows.
     /// Returns the number of rows kept.
     pub async fn log(&self, row: &str) -> Result<i64, Error> {
-        self.commands
-            .add_log(&self.job_id, row, self.keep_logs)
-            .await
+        self.calls.add_log(&self.job_id, row, self.keep_logs).await
     }
 }
 

@@ -4,7 +4,7 @@
 //! header names it), the command and blocking connections, Redis Cluster's slots and `WAIT`,
 //! JSON as JavaScript writes it. Depends only on `ringback-shared`.
 //! The typed functions of the queue's scripts speak the queue's types (`Job`, `KeepJobs`), so
-//! they stand on the queue floor (`ringback_queue::commands`); a new Lua script goes in `lua/`,
+//! they stand on the queue floor (`ringback_queue::calls`); a new Lua script goes in `lua/`,
 //! its entry in `scripts`, its typed function on the floor whose types it speaks.
 
 pub mod answer;

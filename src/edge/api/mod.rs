@@ -32,7 +32,7 @@ use crate::callbacks::callback::CallbackRequest;
 use crate::callbacks::escalation::Escalator;
 use crate::callbacks::receipts::Receipts;
 use crate::edge::access::{Refusal, Role, SendPolicy, Tokens};
-use crate::queue::commands::Commands;
+use crate::queue::calls::Calls;
 use crate::twilio::Secret;
 
 pub mod inbound;
@@ -52,7 +52,7 @@ pub struct ApiState {
     /// The callback records: status callbacks are applied to them, `/callbacks` reads them.
     pub receipts: Receipts,
     /// The callback queue (for `/send`, and to tell a queued callback).
-    pub queue: Commands,
+    pub queue: Calls,
     /// The queue's name: the `queue` label of `/metrics`.
     pub queue_name: String,
     /// Escalates runs whose delivery ended failed; also names the job `/send` enqueues.
@@ -93,7 +93,7 @@ impl ApiState {
     /// The state from its parts and `serve`'s validated settings.
     pub fn new(
         receipts: Receipts,
-        queue: Commands,
+        queue: Calls,
         queue_name: &str,
         escalator: Escalator,
         replies: crate::callbacks::replies::Replies,

@@ -149,7 +149,7 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
         };
         let (receipts, _) = sms.after_send(conn.clone(), &queue.prefix, &queue.queue);
         let replies = sms.replies(conn.clone(), &queue.prefix, &queue.queue);
-        let q = crate::queue::commands::Commands::new(
+        let q = crate::queue::calls::Calls::new(
             conn,
             crate::store::keys::QueueKeys::new(&queue.prefix, &queue.queue),
             Default::default(),

@@ -207,7 +207,7 @@ fn validate(args: &RunArgs) -> Result<Validated, ConfigErrors> {
         ProcessorKind::Sms => {
             let mut twilio = errors.take(args.twilio.to_config());
             let sms = errors.take(args.sms.to_config()).map(|mut s| {
-                s.loss_window = s.loss_window_for(
+                s.lost_writes_window = s.lost_writes_window_for(
                     Duration::from_millis(args.worker.lock_duration_ms),
                     Duration::from_millis(args.worker.stalled_interval_ms),
                 );

@@ -333,7 +333,7 @@ impl SmsArgs {
             quiet: None,
             replies_queue: self.replies_queue.clone().filter(|q| !q.is_empty()),
             inbound_retention: Duration::from_millis(self.inbound_retention_ms),
-            loss_window: Duration::from_secs(120),
+            lost_writes_window: Duration::from_secs(120),
         }
     }
 

@@ -16,7 +16,7 @@ use crate::WorkerConfig;
 use crate::callbacks::sms::{SmsConfig, SmsProcessor};
 use crate::edge::cli::ServeConfig;
 use crate::error::Error;
-use crate::queue::commands::Commands;
+use crate::queue::calls::Calls;
 use crate::queue::processor::Processor;
 use crate::queue::worker::{Stopped, Worker};
 use crate::settings::ConfigError;
@@ -104,7 +104,7 @@ async fn serve_metrics<P: Processor>(
         config.queue.clone(),
         worker.stats(),
         worker.round_trips(),
-        Commands::new(
+        Calls::new(
             conn,
             QueueKeys::new(&config.prefix, &config.queue),
             Default::default(),
@@ -147,7 +147,7 @@ pub async fn serve(
                 )
             }));
         }
-        let commands = Commands::new(conn, QueueKeys::new(prefix, name), Default::default());
+        let commands = Calls::new(conn, QueueKeys::new(prefix, name), Default::default());
         let mut state =
             crate::edge::api::ApiState::new(receipts, commands, name, escalator, replies, &serve);
         state.console.delivery_deadline = sms.delivery_deadline;

@@ -381,7 +381,7 @@ pub(crate) fn window(
             hold: Duration::from_millis(2 * pending_ms),
             poll_after: Duration::from_secs(60),
             replay_for: Duration::from_millis(500),
-            loss_window: Duration::from_secs(120),
+            lost_writes_window: Duration::from_secs(120),
         },
     )
 }
@@ -415,7 +415,7 @@ pub(crate) async fn serve_receipts(
     };
     let state = Arc::new(ringback::edge::api::ApiState::new(
         receipts.clone(),
-        ringback::queue::commands::Commands::new(conn, e.keys.clone(), Default::default()),
+        ringback::queue::calls::Calls::new(conn, e.keys.clone(), Default::default()),
         &e.queue,
         escalator,
         replies,

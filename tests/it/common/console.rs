@@ -21,7 +21,7 @@ pub(crate) fn window(state: &ringback::edge::api::ApiState) -> Window {
             hold: Duration::from_secs(30),
             poll_after: Duration::from_secs(60),
             replay_for: Duration::from_millis(500),
-            loss_window: Duration::from_secs(120),
+            lost_writes_window: Duration::from_secs(120),
         },
     )
 }

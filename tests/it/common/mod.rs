@@ -452,14 +452,11 @@ pub(crate) async fn api_state_with(
         ringback::callbacks::sms::SmsConfig::default().after_send(conn.clone(), "bull", queue);
     let replies =
         ringback::callbacks::sms::SmsConfig::default().replies(conn.clone(), "bull", queue);
-    let queue_commands = ringback::queue::commands::Commands::new(
-        conn,
-        QueueKeys::new("bull", queue),
-        Default::default(),
-    );
+    let queue_calls =
+        ringback::queue::calls::Calls::new(conn, QueueKeys::new("bull", queue), Default::default());
     std::sync::Arc::new(ringback::edge::api::ApiState::new(
         receipts,
-        queue_commands,
+        queue_calls,
         queue,
         escalator,
         replies,

@@ -15,7 +15,7 @@ impl Receipts {
     pub async fn record(
         &self,
         run_id: &str,
-        queue: Option<&ringback_queue::commands::Commands>,
+        queue: Option<&ringback_queue::calls::Calls>,
     ) -> Result<CallbackRecord, Error> {
         let w = WindowKeys::new(&self.claim_prefix, run_id);
         let (fields, attempt, history, claim): RecordParts = redis::pipe()

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use ringback_queue::commands::Commands;
+use ringback_queue::calls::Calls;
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::Error;
 use ringback_store::connection::Conn;
@@ -231,9 +231,9 @@ pub struct Replies {
     record_ttl: Duration,
     retention: Duration,
     /// The replies queue.
-    pub queue: Commands,
+    pub queue: Calls,
     /// The callback queue (the "which one?" texts) and its job name.
-    callbacks: Commands,
+    callbacks: Calls,
     callback_job_name: String,
     /// Who texted STOP (texts to them are refused until START).
     pub opt_outs: optouts::OptOuts,
@@ -269,8 +269,8 @@ impl Replies {
         claim_prefix: &str,
         record_ttl: Duration,
         retention: Duration,
-        queue: Commands,
-        callbacks: Commands,
+        queue: Calls,
+        callbacks: Calls,
         callback_job_name: &str,
     ) -> Self {
         Self {

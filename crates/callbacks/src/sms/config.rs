@@ -95,8 +95,8 @@ pub struct SmsConfig {
     /// How long inbound messages and their markers are kept (`RINGBACK_INBOUND_RETENTION_MS`).
     pub inbound_retention: Duration,
     /// How long after Redis is seen to have lost acknowledged writes (its server identity
-    /// changed) a fresh claim looks for evidence before it sends: [`SmsConfig::loss_window_for`].
-    pub loss_window: Duration,
+    /// changed) a fresh claim looks for evidence before it sends: [`SmsConfig::lost_writes_window_for`].
+    pub lost_writes_window: Duration,
 }
 
 /// The legacy workers' timings the window's invariants must cover (`RINGBACK_LEGACY_*`).
@@ -146,7 +146,7 @@ impl Default for SmsConfig {
             quiet: None,
             replies_queue: None,
             inbound_retention: crate::replies::DEFAULT_RETENTION,
-            loss_window: Duration::from_secs(120),
+            lost_writes_window: Duration::from_secs(120),
         }
     }
 }
@@ -157,7 +157,11 @@ impl SmsConfig {
     /// claim and completion Redis forgot runs again once its lock expired and a stall sweep
     /// found it, so within lock + stall interval of the loss; twice that, for a sweep that
     /// comes late and the retry's own wait for a worker. 2 min at the defaults.
-    pub fn loss_window_for(&self, lock_duration: Duration, stalled_interval: Duration) -> Duration {
+    pub fn lost_writes_window_for(
+        &self,
+        lock_duration: Duration,
+        stalled_interval: Duration,
+    ) -> Duration {
         let lock = self
             .legacy
             .lock_duration
@@ -386,16 +390,16 @@ impl SmsConfig {
             .escalation_queue
             .clone()
             .unwrap_or_else(|| format!("{queue}-escalations"));
-        let commands = |q: &str| {
-            ringback_queue::commands::Commands::new(
+        let calls = |q: &str| {
+            ringback_queue::calls::Calls::new(
                 conn.clone(),
                 ringback_store::keys::QueueKeys::new(prefix, q),
                 Default::default(),
             )
         };
         let escalator = crate::escalation::Escalator {
-            escalations: commands(&escalation_queue),
-            callbacks: commands(queue),
+            escalations: calls(&escalation_queue),
+            callbacks: calls(queue),
             receipts: receipts.clone(),
             fallback_to: self.fallback_to.clone(),
             callback_job_name: self
@@ -419,8 +423,8 @@ impl SmsConfig {
             .replies_queue
             .clone()
             .unwrap_or_else(|| format!("{queue}-replies"));
-        let commands = |q: &str| {
-            ringback_queue::commands::Commands::new(
+        let calls = |q: &str| {
+            ringback_queue::calls::Calls::new(
                 conn.clone(),
                 ringback_store::keys::QueueKeys::new(prefix, q),
                 Default::default(),
@@ -431,8 +435,8 @@ impl SmsConfig {
             &self.claim_prefix,
             self.sent_ttl,
             self.inbound_retention,
-            commands(&replies_queue),
-            commands(queue),
+            calls(&replies_queue),
+            calls(queue),
             self.callback_job_names
                 .first()
                 .map_or(crate::callback::CALLBACK_JOB_NAME, |n| n.as_str()),
@@ -461,7 +465,7 @@ impl SmsConfig {
             sent_ttl: self.sent_ttl,
             hold: self.reconcile_window + self.pending_ttl,
             poll_after: self.receipt_poll_after,
-            loss_window: self.loss_window,
+            lost_writes_window: self.lost_writes_window,
         }
     }
 }

@@ -141,14 +141,14 @@ impl SmsProcessor {
         self.config.reconcile_poll
     }
 
-    /// Commands on the callback queue (for the scan of its failed set).
+    /// Calls on the callback queue (for the scan of its failed set).
     /// How long a sent message may go without a final receipt before it is escalated.
     pub fn delivery_deadline(&self) -> Duration {
         self.config.delivery_deadline
     }
 
-    /// The callback queue's commands.
-    pub fn queue_commands(&self) -> &ringback_queue::commands::Commands {
+    /// The callback queue's script calls.
+    pub fn queue_calls(&self) -> &ringback_queue::calls::Calls {
         &self.escalator.callbacks
     }
 
@@ -379,7 +379,7 @@ mod tests {
         let s = Duration::from_secs;
         let ours = SmsConfig::default();
         assert_eq!(
-            ours.loss_window_for(s(30), s(30)),
+            ours.lost_writes_window_for(s(30), s(30)),
             s(120),
             "2 min at the defaults"
         );
@@ -391,7 +391,7 @@ mod tests {
             },
             ..SmsConfig::default()
         };
-        assert_eq!(slower_legacy.loss_window_for(s(30), s(30)), s(180));
+        assert_eq!(slower_legacy.lost_writes_window_for(s(30), s(30)), s(180));
     }
 
     #[test]

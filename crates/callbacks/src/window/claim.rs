@@ -117,7 +117,7 @@ impl Window {
                     "the callback's time zone",
                     facts.time_zone.as_deref().unwrap_or(""),
                 )
-                .arg("the lost-writes window", ms(self.times.loss_window))
+                .arg("the lost-writes window", ms(self.times.lost_writes_window))
                 .run_durably(
                     self.topology,
                     &mut self.conn.clone(),
@@ -223,7 +223,7 @@ impl Window {
             _ => return Err(bad()),
         };
         // said once per window: a Cluster's slots each notice their shard's change on their own
-        let window = self.times.loss_window.as_millis() as i64;
+        let window = self.times.lost_writes_window.as_millis() as i64;
         let last = self.loss_logged.load(std::sync::atomic::Ordering::Acquire);
         if let Claim::Resolve(u) = &claim
             && u.after_loss
@@ -240,7 +240,7 @@ impl Window {
         {
             tracing::warn!(
                 noticed_at_ms = u.since,
-                window_ms = self.times.loss_window.as_millis() as u64,
+                window_ms = self.times.lost_writes_window.as_millis() as u64,
                 "Redis is not the one that acknowledged ringback's writes (a restart, a failover): it may have lost the last ones, so each callback claimed afresh in this window looks for its text at Twilio before sending"
             );
         }

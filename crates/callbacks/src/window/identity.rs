@@ -39,7 +39,7 @@ impl Window {
         } else {
             vec![redis_identity()]
         };
-        let window = self.times.loss_window.as_millis().to_string();
+        let window = self.times.lost_writes_window.as_millis().to_string();
         let mut in_window = 0;
         for batch in keys.chunks(NOTES_IN_FLIGHT) {
             let mut notes = tokio::task::JoinSet::new();

@@ -128,7 +128,7 @@ pub struct WindowTimes {
     pub replay_for: Duration,
     /// How long after Redis is seen to have lost writes a fresh claim looks for evidence
     /// first (`window_claim.lua`'s ARGV[17]).
-    pub loss_window: Duration,
+    pub lost_writes_window: Duration,
 }
 
 /// Times a sent marker was written after the claim had expired or changed hands.

@@ -2,7 +2,7 @@
 //! step), which also fetches the next job in the same call.
 
 use super::{
-    Commands, FetchArgs, Fetched, Finish, StepFinished, code_or, finished_reply, parse_fetched,
+    Calls, FetchArgs, Fetched, Finish, StepFinished, code_or, finished_reply, parse_fetched,
 };
 use crate::job::{Job, KeepJobs};
 use crate::processor::{Prepared, StepReply};
@@ -13,7 +13,7 @@ use ringback_store::call::Call;
 use ringback_store::group_commit::{GroupCommit, IN_FLIGHT, IN_FLIGHT_STEP};
 use ringback_store::scripts::{LuaScript, scripts};
 
-impl Commands {
+impl Calls {
     /// Take the next ready job and lock it with `fetch.token` (BullMQ's moveToActive): promotes
     /// due delayed jobs first, and answers rate limited or empty when no job can be taken.
     pub async fn move_to_active(&self, fetch: &FetchArgs) -> Result<Fetched, Error> {
@@ -178,7 +178,7 @@ impl Commands {
     /// Complete `job` with a processor's step folded in (`crate::processor::FinishStep`):
     /// `script` runs move_to_finished's contract, then the step with `keys` and `args` appended.
     /// With a `batch` script, the call is grouped with other jobs' calls that queue up at the
-    /// same time ([`GroupCommit`]). Returns the finish (as [`Commands::finish`]), the step's own
+    /// same time ([`GroupCommit`]). Returns the finish (as [`Calls::finish`]), the step's own
     /// answer and what it prepared for the fetched job.
     #[allow(clippy::too_many_arguments)]
     pub async fn complete_with_step(

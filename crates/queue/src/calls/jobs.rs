@@ -1,7 +1,7 @@
 //! Adding and reading jobs: add, children, schedulers, progress, logs, the queue's meta and
 //! the scripts loaded on every node.
 
-use super::{Commands, code_or};
+use super::{Calls, code_or};
 use crate::job::Job;
 use redis::Value;
 use ringback_shared::clock::now_ms;
@@ -10,7 +10,7 @@ use ringback_store::call::Call;
 use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 
-impl Commands {
+impl Calls {
     /// The seven queue keys every adding script takes first (`add_job.lua`, `add_child.lua`).
     fn adding<'s>(&self, call: Call<'s>) -> Call<'s> {
         let k = &self.keys;
@@ -24,7 +24,7 @@ impl Commands {
     }
 }
 
-impl Commands {
+impl Calls {
     /// Add a standard job (as `Queue.add` stores it); a custom `job_id` that exists is not
     /// added again. Returns the job id and whether it was created.
     pub async fn add_job(
@@ -37,7 +37,7 @@ impl Commands {
         self.add_job_guarded(job_id, name, data, opts, None).await
     }
 
-    /// [`Commands::add_job`] guarded by a once-marker (`once`, kept `life`), set in the same
+    /// [`Calls::add_job`] guarded by a once-marker (`once`, kept `life`), set in the same
     /// script: while it exists the job is not added again, also after the job was removed.
     /// `once` must live in the queue's slot (`ringback_store::keys::reply_enqueued`).
     pub async fn add_job_once(
@@ -204,7 +204,7 @@ impl Commands {
     }
 }
 
-impl Commands {
+impl Calls {
     /// Add a child of `parent_id` (same queue), as Node's `Queue.add` with `opts.parent`.
     /// Returns the child's id.
     pub async fn add_child(

@@ -1,12 +1,12 @@
 //! Locks, stalls and the rate limit: lock renewal, stall recovery, `worker.rateLimit`.
 
-use super::Commands;
+use super::Calls;
 use ringback_shared::clock::now_ms;
 use ringback_shared::error::{Error, ScriptCode};
 use ringback_store::command::RoundTrip;
 use ringback_store::scripts::scripts;
 
-impl Commands {
+impl Calls {
     /// Renew the locks of `jobs` (id, token); returns the ids whose lock is no longer ours.
     pub async fn extend_locks(
         &self,
@@ -57,7 +57,7 @@ impl Commands {
     }
 }
 
-impl Commands {
+impl Calls {
     /// Rate-limit the queue for `ms` (Node's `worker.rateLimit`): the `limiter` key, set as Node
     /// sets it.
     pub async fn set_rate_limit(&self, ms: u64) -> Result<(), Error> {

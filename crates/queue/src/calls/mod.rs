@@ -103,7 +103,7 @@ pub enum Finish {
 /// The answer of a completion with a processor's step folded in.
 #[derive(Debug)]
 pub struct StepFinished {
-    /// As [`Commands::finish`] answers.
+    /// As [`Calls::finish`] answers.
     pub finished: Result<Fetched, ScriptCode>,
     /// The step's own answer.
     pub own: StepReply,
@@ -113,7 +113,7 @@ pub struct StepFinished {
 
 /// Redis commands of one queue, over the shared multiplexed connection.
 #[derive(Clone, Debug)]
-pub struct Commands {
+pub struct Calls {
     conn: Conn,
     keys: Arc<QueueKeys>,
     trips: Arc<RoundTrips>,
@@ -123,8 +123,8 @@ pub struct Commands {
     step_group: Arc<OnceLock<GroupCommit>>,
 }
 
-impl Commands {
-    /// Commands of the queue named by `keys` over `conn`, counting round trips in `trips`.
+impl Calls {
+    /// Calls of the queue named by `keys` over `conn`, counting round trips in `trips`.
     /// The finishing calls' group commits start lazily, on first use.
     pub fn new(conn: Conn, keys: QueueKeys, trips: Arc<RoundTrips>) -> Self {
         Self {

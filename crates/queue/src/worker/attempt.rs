@@ -3,7 +3,7 @@
 
 use super::schedule::schedule_next;
 use super::{Shared, decide};
-use crate::commands::{FetchArgs, Fetched, Finish};
+use crate::calls::{FetchArgs, Fetched, Finish};
 use crate::cron;
 use crate::job::{Job, KeepJobs};
 use crate::processor::{JobContext, Outcome, Prepared, Processor};
@@ -107,7 +107,7 @@ async fn run_attempt<P: Processor>(
             }
         }
         None => {
-            let mut ctx = JobContext::new(shared.commands.clone(), &job, token);
+            let mut ctx = JobContext::new(shared.calls.clone(), &job, token);
             ctx.prepared = prepared;
             ctx.trace = trace.share();
             ctx.resent_within = shared.config.lock_duration;
@@ -201,7 +201,7 @@ async fn run_attempt<P: Processor>(
         let mut prepared = None;
         let result = match (&step, &finish) {
             (Some(s), Finish::Completed { returnvalue }) => shared
-                .commands
+                .calls
                 .complete_with_step(
                     &job,
                     token,
@@ -223,7 +223,7 @@ async fn run_attempt<P: Processor>(
                 }),
             _ => {
                 shared
-                    .commands
+                    .calls
                     .finish(
                         &job,
                         token,
@@ -311,14 +311,14 @@ async fn run_attempt<P: Processor>(
 /// Whether a job started `maxStartedAttempts` times is no longer retried: bullmq 6's
 /// `shouldRetryJob` says so, 5.81.5's does not (it fails the job at its next activation).
 async fn started_limit_stops_retries<P: Processor>(shared: &Shared<P>) -> bool {
-    let version = shared.commands.meta_version().await.ok().flatten();
+    let version = shared.calls.meta_version().await.ok().flatten();
     cron::Dialect::for_meta_version(version.as_deref()) == cron::Dialect::CronParser5
 }
 
 /// The processor rate-limited the queue: the job goes back to wait without using an attempt,
 /// and this worker fetches nothing until the limit ends (Node's `RateLimitError`).
 async fn back_to_wait_limited<P: Processor>(shared: &Shared<P>, job: &Job, token: &str) {
-    match shared.commands.move_limited_to_wait(&job.id, token).await {
+    match shared.calls.move_limited_to_wait(&job.id, token).await {
         Ok(ttl) => {
             let until = if ttl > 0 { now_ms() + ttl as i64 } else { 0 };
             shared.limit_until.store(until, Ordering::Relaxed);

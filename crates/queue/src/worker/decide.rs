@@ -1,6 +1,6 @@
 //! An outcome turned into the finishing call, as Node's `handleCompleted` / `moveToFailed` do.
 
-use crate::commands::Finish;
+use crate::calls::Finish;
 use crate::job::Job;
 use crate::processor::{Failure, Outcome};
 use ringback_shared::clock::now_ms;

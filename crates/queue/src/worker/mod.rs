@@ -14,7 +14,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::commands::Commands;
+use crate::calls::Calls;
 use crate::config::WorkerConfig;
 use crate::fetcher::Fetcher;
 use crate::lock_manager::LockManager;
@@ -63,7 +63,7 @@ pub struct WorkerStats {
 struct Shared<P> {
     config: WorkerConfig,
     processor: Arc<P>,
-    commands: Commands,
+    calls: Calls,
     locks: Arc<LockManager>,
     stopping: CancellationToken,
     stats: Arc<WorkerStats>,
@@ -128,15 +128,15 @@ impl<P: Processor> Worker<P> {
             Err(e) => return Err(e),
         };
         let keys = ringback_store::keys::QueueKeys::new(&cfg.prefix, &cfg.queue);
-        let commands = Commands::new(conn, keys, self.trips.clone());
+        let calls = Calls::new(conn, keys, self.trips.clone());
         // Every script on every node now (on a cluster: every master), so the first jobs pay no
         // EVAL; a node that loses its cache later (restart, promoted replica) answers NOSCRIPT
         // and gets one EVAL from the wrapper.
-        if let Err(e) = commands.ensure_scripts().await {
+        if let Err(e) = calls.ensure_scripts().await {
             tracing::warn!(error = %e, "could not load the scripts at start; they load on first use");
         }
         let locks = Arc::new(LockManager::new(
-            commands.clone(),
+            calls.clone(),
             cfg.lock_duration,
             cfg.lock_renew_time,
         ));
@@ -148,7 +148,7 @@ impl<P: Processor> Worker<P> {
             let (locks, cancel) = (locks.clone(), background.clone());
             loops.spawn(async move { locks.run(cancel).await });
             loops.spawn(stalled_checker::run(
-                commands.clone(),
+                calls.clone(),
                 cfg.max_stalled_count,
                 cfg.stalled_interval,
                 background.clone(),
@@ -159,7 +159,7 @@ impl<P: Processor> Worker<P> {
         let shared = Arc::new(Shared {
             config: cfg.clone(),
             processor: self.processor,
-            commands: commands.clone(),
+            calls: calls.clone(),
             locks: locks.clone(),
             stopping: shutdown.clone(),
             stats: self.stats.clone(),
@@ -168,7 +168,7 @@ impl<P: Processor> Worker<P> {
         });
         let tracker = TaskTracker::new();
         let permits = self.permits;
-        let mut fetcher = Fetcher::new(client, commands, &cfg, limit_until);
+        let mut fetcher = Fetcher::new(client, calls, &cfg, limit_until);
         tracing::info!(queue = %cfg.queue, prefix = %cfg.prefix, concurrency = cfg.concurrency,
             worker = %fetcher.worker_id(), "worker started");
 

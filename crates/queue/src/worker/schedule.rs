@@ -21,7 +21,7 @@ pub(super) async fn schedule_next<P: Processor>(
         Err(reason) => return Some(Outcome::unrecoverable(reason)),
     };
     match shared
-        .commands
+        .calls
         .update_job_scheduler(job, scheduler_id, now, cron_next.flatten())
         .await
     {
@@ -58,7 +58,7 @@ async fn cron_next_run<P: Processor>(
             ));
         }
     };
-    let version = match shared.commands.meta_version().await {
+    let version = match shared.calls.meta_version().await {
         Ok(v) => v,
         Err(e) => {
             tracing::warn!(error = %e, "could not read meta.version; computing cron as bullmq 6");
