@@ -131,7 +131,8 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
         &'a [String],
     )>;
     let pack = |step: Step<'_>| {
-        let (script, keys, args) = cmds.finished_call(
+        let (script, keys, args) = ringback::queue::test_support::finished_call(
+            &cmds,
             std::hint::black_box(&job),
             token,
             &finish,
@@ -184,7 +185,8 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
     });
     // a group of ten SMS finishes as the group commit sends it: each later job as what differs
     // from the one before (its job, tokens, sid, run), packed into one finish_sent_batch call
-    let (_, keys, args) = cmds.finished_call(
+    let (_, keys, args) = ringback::queue::test_support::finished_call(
+        &cmds,
         &job,
         token,
         &finish,
@@ -233,7 +235,8 @@ fn finishing_call(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::
         b.iter_batched(
             || reply.clone(),
             |reply| {
-                let fetched = ringback::queue::calls::finished_reply("move_to_finished", reply);
+                let fetched =
+                    ringback::queue::test_support::finished_reply("move_to_finished", reply);
                 assert!(matches!(fetched, Ok(Ok(Fetched::Job(_)))));
             },
             BatchSize::SmallInput,

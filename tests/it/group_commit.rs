@@ -126,7 +126,8 @@ fn calls(s: &Side, step: bool) -> Vec<(Vec<String>, Vec<String>)> {
                 returnvalue: format!("{{\"n\":{i}}}"),
             };
             let fetch = fetch(token);
-            let (_, keys, mut args) = s.cmds.finished_call(
+            let (_, keys, mut args) = ringback::queue::test_support::finished_call(
+                &s.cmds,
                 job,
                 token,
                 &finish,
@@ -349,8 +350,16 @@ async fn a_failed_group_call_sends_each_job_on_its_own() {
     for i in 0..10 {
         // finishes of jobs that do not exist: move_to_finished answers -1 (job missing)
         let job = ringback::Job::from_fields(format!("missing{i}"), vec![]);
-        let (script, keys, args) =
-            cmds.finished_call(&job, "t", &finish, KeepJobs::KEEP_ALL, None, None, None);
+        let (script, keys, args) = ringback::queue::test_support::finished_call(
+            &cmds,
+            &job,
+            "t",
+            &finish,
+            KeepJobs::KEEP_ALL,
+            None,
+            None,
+            None,
+        );
         let group = group.clone();
         // window_index is no batch script: the group's call answers no list of replies
         tasks.push(tokio::spawn(async move {

@@ -12,4 +12,6 @@ pub mod lock_manager;
 pub mod processor;
 pub mod scripted;
 pub mod stalled_checker;
+#[cfg(feature = "test-support")]
+pub mod test_support;
 pub mod worker;

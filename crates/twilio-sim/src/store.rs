@@ -130,7 +130,8 @@ impl Store {
     }
 
     /// The `StatusCallback` a message was created with: which run and attempt sent it, for
-    /// tests that must tell look-alike messages apart.
+    /// tests that must tell look-alike messages apart (`test-support`).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn status_callback_of(&self, sid: &str) -> Option<String> {
         self.lock().callbacks.get(sid).cloned()
     }

@@ -312,8 +312,9 @@ impl Replies {
         self
     }
 
-    /// Drills and tests: call `hook` right before a message's first arrival is recorded (its
-    /// pending entry and forward schedule already written).
+    /// Tests (`test-support`): call `hook` right before a message's first arrival is recorded
+    /// (its pending entry and forward schedule already written).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn with_hook_before_record(mut self, hook: CrashHook) -> Self {
         self.before_record = Some(hook);
         self

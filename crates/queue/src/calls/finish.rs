@@ -226,10 +226,9 @@ impl Calls {
 
     /// The script, KEYS and ARGV of a completion or final failure (move_to_finished.lua's
     /// header), with a step's keys and arguments appended after them when given.
-    /// (Public, hidden, for `benches/worker.rs`: it measures packing a finishing call.)
-    #[doc(hidden)]
+    /// (Benchmarks measure it through `test_support`.)
     #[allow(clippy::too_many_arguments)]
-    pub fn finished_call<'a>(
+    pub(crate) fn finished_call<'a>(
         &'a self,
         job: &Job,
         token: &'a str,

@@ -181,10 +181,9 @@ fn code_or(script: &'static str, reply: Value) -> Result<(), ScriptCode> {
 }
 
 /// Parse BullMQ's 4-tuple `{fields|0, jobId|0, rateLimitTtl, nextDelayedMs}`.
-/// move_to_finished's answer: 0, a negative code, or the next job's 4-tuple. (Public, hidden,
-/// for `benches/worker.rs`: it measures parsing a finishing call's reply.)
-#[doc(hidden)]
-pub fn finished_reply(
+/// move_to_finished's answer: 0, a negative code, or the next job's 4-tuple. (Benchmarks
+/// measure it through `test_support`.)
+pub(crate) fn finished_reply(
     script: &'static str,
     reply: Value,
 ) -> Result<Result<Fetched, ScriptCode>, Error> {
