@@ -99,12 +99,17 @@ pub enum TwilioError {
     /// Twilio answered with an error body.
     #[error("{0}")]
     Api(ApiError),
-    /// The request did not get an answer (connect, TLS, timeout).
-    #[error("request to Twilio failed: {0}")]
-    Transport(String),
+    /// The request did not get an answer (connect, TLS, timeout); the message names its causes
+    /// in a line, for the logs.
+    #[error("request to Twilio failed: {}", describe(.0))]
+    Transport(#[source] reqwest::Error),
     /// Twilio answered with a body ringback cannot read.
     #[error("unreadable answer from Twilio: {0}")]
-    Decode(String),
+    Decode(#[from] serde_json::Error),
+    /// A list answer's `next_page_uri` points outside this account's message list: not
+    /// followed (the URI carries the To number, so it is not repeated here).
+    #[error("next_page_uri is not a page of this account's message list")]
+    ForeignPage,
 }
 
 impl TwilioError {
@@ -144,7 +149,7 @@ impl TwilioClient {
             .timeout(config.timeout)
             .user_agent(concat!("ringback/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| TwilioError::Transport(e.to_string()))?;
+            .map_err(TwilioError::Transport)?;
         Ok(Self { http, config })
     }
 
@@ -324,10 +329,7 @@ impl TwilioClient {
         if path.starts_with(&list) {
             Ok(format!("{base}{path}"))
         } else {
-            // The URI carries the To number: it is not repeated here.
-            Err(TwilioError::Decode(
-                "next_page_uri is not a page of this account's message list".into(),
-            ))
+            Err(TwilioError::ForeignPage)
         }
     }
 
@@ -352,19 +354,13 @@ impl TwilioClient {
         &self,
         req: reqwest::RequestBuilder,
     ) -> Result<T, TwilioError> {
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| TwilioError::Transport(describe(&e)))?;
+        let resp = req.send().await.map_err(TwilioError::Transport)?;
         let status = resp.status().as_u16();
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| TwilioError::Transport(describe(&e)))?;
+        let body = resp.bytes().await.map_err(TwilioError::Transport)?;
         if !(200..300).contains(&status) {
             return Err(TwilioError::Api(api_error(status, &body)));
         }
-        serde_json::from_slice(&body).map_err(|e| TwilioError::Decode(e.to_string()))
+        Ok(serde_json::from_slice(&body)?)
     }
 }
 
@@ -433,7 +429,7 @@ mod tests {
         assert!(TwilioError::Api(ApiError::new(403, 20403, "Forbidden")).is_auth_refused());
         assert!(!TwilioError::Api(ApiError::new(404, 20404, "Not found")).is_auth_refused());
         assert!(!TwilioError::Api(ApiError::new(429, 20429, "Too Many")).is_auth_refused());
-        assert!(!TwilioError::Transport("reset".into()).is_auth_refused());
+        assert!(!TwilioError::ForeignPage.is_auth_refused());
     }
 
     fn config(api_base: &str, token: &str) -> TwilioConfig {
