@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::routing::post;
+use ringback::twilio::call::CreateCall;
 use ringback::twilio::signature;
 use ringback::twilio::{
     Auth, CreateMessage, ListFilter, Message, MessageSearch, PageLimits, Secret, SendOutcome,
@@ -1084,4 +1085,332 @@ async fn the_simulator_can_list_a_message_only_after_a_lag() {
         later.messages.iter().any(|x| x.sid == m.sid),
         "never listed"
     );
+}
+
+/// A call that asks for one key at `gather` (the receiver's URL), as the ladder's calls do.
+fn call_to(to: &str, status_callback: Option<&str>, gather: &str) -> CreateCall {
+    let gather = gather.replace('&', "&amp;");
+    CreateCall {
+        to: to.into(),
+        from: FROM.into(),
+        twiml: format!(
+            r#"<Response><Gather input="dtmf" numDigits="1" timeout="6" action="{gather}&amp;n=0"><Say>Run 42 finished. Press 1 to acknowledge.</Say></Gather><Gather input="dtmf" numDigits="1" timeout="6" action="{gather}&amp;n=1"><Say>Press 1 to acknowledge.</Say></Gather></Response>"#
+        ),
+        status_callback: status_callback.map(str::to_string),
+        machine_detection: false,
+        ring_for: Some(20),
+    }
+}
+
+fn call_statuses(got: &[Callback]) -> Vec<String> {
+    got.iter()
+        .filter(|(f, _, _)| get(f, "Digits").is_empty())
+        .map(|(f, _, _)| get(f, "CallStatus").to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_rings_through_its_outcome_with_signed_callbacks_and_the_keypad_post() {
+    let s = start_sim(
+        r#"{"calls":[{"to":"+15550000021","outcome":"no-answer"},
+                     {"to":"+15550000022","outcome":"busy","shuffled":true},
+                     {"to":"+15550000023","digits":"2","second_gather":true,"duplicate":true},
+                     {"to":"+15550000024","outcome":"machine"}]}"#,
+    )
+    .await;
+    let c = client(&s.base, 5000);
+    let (url, received) = start_receiver().await;
+    let since = chrono::Utc::now() - chrono::Duration::seconds(2);
+
+    // answered: initiated, ringing, in-progress, the keypad post (Digits=1 at the first
+    // Gather), completed; every request signed over its URL
+    let SendOutcome::Accepted(call) = c
+        .create_call(&call_to("+15558675310", Some(&url), &url))
+        .await
+    else {
+        panic!("the call is created")
+    };
+    assert!(
+        ringback::twilio::call::is_call_sid(&call.sid),
+        "{}",
+        call.sid
+    );
+    assert_eq!(call.status.as_deref(), Some("queued"));
+    let got = wait_callbacks(&received, 5).await;
+    assert_eq!(
+        call_statuses(&got),
+        ["initiated", "ringing", "in-progress", "completed"]
+    );
+    let keypad: Vec<&Callback> = got
+        .iter()
+        .filter(|(f, _, _)| !get(f, "Digits").is_empty())
+        .collect();
+    assert_eq!(keypad.len(), 1);
+    assert_eq!(get(&keypad[0].0, "Digits"), "1");
+    assert_eq!(get(&keypad[0].0, "CallSid"), call.sid);
+    let action = format!("{url}&n=0");
+    assert!(
+        signature::verify(TOKEN, &action, &keypad[0].0, &keypad[0].1),
+        "the keypad post is signed over its action URL"
+    );
+    for (form, sig, _) in got.iter().filter(|(f, _, _)| get(f, "Digits").is_empty()) {
+        assert_eq!(get(form, "CallSid"), call.sid);
+        assert_eq!(get(form, "CallbackSource"), "call-progress-events");
+        assert!(!get(form, "SequenceNumber").is_empty() && !get(form, "Timestamp").is_empty());
+        assert!(signature::verify(TOKEN, &url, form, sig));
+    }
+    let fetched = c.fetch_call(&call.sid).await.unwrap();
+    assert_eq!(fetched.status.as_deref(), Some("completed"));
+    assert!(fetched.end_time.is_some() && fetched.duration.is_some());
+
+    // not answered, busy (callbacks shuffled: the same set, any order), a machine
+    for (to, want) in [
+        ("+15550000021", vec!["initiated", "ringing", "no-answer"]),
+        ("+15550000022", vec!["initiated", "busy"]),
+        (
+            "+15550000024",
+            vec!["initiated", "ringing", "in-progress", "completed"],
+        ),
+    ] {
+        received.0.lock().unwrap().clear();
+        let SendOutcome::Accepted(call) = c.create_call(&call_to(to, Some(&url), &url)).await
+        else {
+            panic!("{to}")
+        };
+        let got = wait_callbacks(&received, want.len()).await;
+        let mut statuses = call_statuses(&got);
+        statuses.sort();
+        let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(statuses, want, "{to}");
+        assert!(
+            got.iter().all(|(f, _, _)| get(f, "Digits").is_empty()),
+            "{to}: no key pressed"
+        );
+        let end = c.fetch_call(&call.sid).await.unwrap();
+        assert_eq!(
+            end.status.as_deref(),
+            Some(
+                want.iter()
+                    .find(|s| ringback::twilio::call::call_status_rank(s) == Some(4))
+                    .map(String::as_str)
+                    .unwrap()
+            ),
+            "{to}"
+        );
+        if to == "+15550000024" {
+            assert_eq!(end.answered_by.as_deref(), Some("machine_end_beep"));
+        }
+    }
+
+    // keys pressed at the second Gather only, every webhook sent twice
+    received.0.lock().unwrap().clear();
+    c.create_call(&call_to("+15550000023", Some(&url), &url))
+        .await;
+    let got = wait_callbacks(&received, 10).await;
+    let keypad: Vec<&Callback> = got
+        .iter()
+        .filter(|(f, _, _)| !get(f, "Digits").is_empty())
+        .collect();
+    assert_eq!(keypad.len(), 2, "one post, sent twice");
+    assert_eq!(keypad[0], keypad[1]);
+    assert_eq!(get(&keypad[0].0, "Digits"), "2");
+    assert!(signature::verify(
+        TOKEN,
+        &format!("{url}&n=1"),
+        &keypad[0].0,
+        &keypad[0].1
+    ));
+
+    // the list finds every call to a number since a time
+    let found = c
+        .list_calls_since(
+            "+15558675310",
+            since,
+            PageLimits {
+                page_size: 1,
+                max_pages: 5,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(found.complete);
+    assert_eq!(found.calls.len(), 1);
+    assert_eq!(found.calls[0].sid, call.sid);
+}
+
+#[tokio::test]
+async fn a_ringing_call_is_ended_and_a_lost_create_is_found_by_the_list() {
+    let s = start_sim(
+        r#"{"calls":[{"to":"+15550000031","step_ms":400}],
+            "call_create":[{"to":"+15550000032","fault":"create_then_drop","times":1},
+                           {"to":"+15550000033","fault":"rate_limited","retry_after_s":2},
+                           {"to":"+15550000034","fault":"server_error","status":503,"created":true}]}"#,
+    )
+    .await;
+    let c = client(&s.base, 2000);
+    let (url, received) = start_receiver().await;
+    let since = chrono::Utc::now() - chrono::Duration::seconds(2);
+
+    // ended while it rings: no keypad post, its end posted, and ending it again is refused
+    let SendOutcome::Accepted(call) = c
+        .create_call(&call_to("+15550000031", Some(&url), &url))
+        .await
+    else {
+        panic!()
+    };
+    let got = wait_callbacks(&received, 1).await;
+    assert_eq!(call_statuses(&got), ["initiated"]);
+    let ended = c.end_call(&call.sid).await.unwrap();
+    assert_eq!(ended.status.as_deref(), Some("completed"));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let got = received.0.lock().unwrap().clone();
+    assert_eq!(
+        call_statuses(&got),
+        ["initiated", "completed"],
+        "nothing after the hang-up"
+    );
+    assert!(got.iter().all(|(f, _, _)| get(f, "Digits").is_empty()));
+    match c.end_call(&call.sid).await {
+        Err(TwilioError::Api(e)) => assert_eq!(e.code, Some(21220)),
+        other => panic!("ending an ended call: {other:?}"),
+    }
+
+    // the answer lost after the create: ambiguous, and the list shows the call it made
+    match c.create_call(&call_to("+15550000032", None, &url)).await {
+        SendOutcome::Ambiguous { .. } => {}
+        other => panic!("a dropped answer is ambiguous: {other:?}"),
+    }
+    let found = c
+        .list_calls_since("+15550000032", since, PageLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        found.calls.len(),
+        1,
+        "the call exists although its answer was lost"
+    );
+
+    // rate limited: retry later, nothing created; a 5xx that created the call: ambiguous
+    match c.create_call(&call_to("+15550000033", None, &url)).await {
+        SendOutcome::RetryLater { retry_after, .. } => {
+            assert_eq!(retry_after, Some(Duration::from_secs(2)))
+        }
+        other => panic!("429: {other:?}"),
+    }
+    assert!(s.sim.calls.to("+15550000033").is_empty());
+    assert!(matches!(
+        c.create_call(&call_to("+15550000034", None, &url)).await,
+        SendOutcome::Ambiguous { .. }
+    ));
+    assert_eq!(s.sim.calls.to("+15550000034").len(), 1);
+
+    // Twilio's validation: no Twiml, no Url, no ApplicationSid
+    let mut bare = call_to("+15558675310", None, &url);
+    bare.twiml.clear();
+    match c.create_call(&bare).await {
+        SendOutcome::Permanent(e) => assert_eq!(e.code, Some(21200)),
+        other => panic!("a call with nothing to say: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn every_calls_request_and_answer_is_valid_for_twilios_spec() {
+    let spec = load_spec();
+    let s = start_sim("").await;
+    let c = client(&s.base, 5000);
+    let url = "https://ringback.example/api/notify/webhook/call-status?run=r1&step=2";
+    let mut with_amd = call_to(
+        "+15558675310",
+        Some(url),
+        "https://ringback.example/api/notify/webhook/voice?run=r1",
+    );
+    with_amd.machine_detection = true;
+    let SendOutcome::Accepted(call) = c.create_call(&with_amd).await else {
+        panic!()
+    };
+    c.fetch_call(&call.sid).await.unwrap();
+    c.list_calls_since("+15558675310", minutes_ago(), PageLimits::default())
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while s
+        .sim
+        .calls
+        .get(&call.sid)
+        .and_then(|c| c.call.status)
+        .as_deref()
+        == Some("queued")
+    {
+        assert!(std::time::Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let _ = c.end_call(&call.sid).await;
+
+    let paths = &spec["paths"];
+    let requests = s.sim.store.requests();
+    assert_eq!(requests.len(), 4);
+    for r in requests {
+        let rest = r.path.trim_start_matches("/2010-04-01/Accounts/");
+        let (template, path_params) = match rest.split_once("/Calls/") {
+            Some((account, sid)) => (
+                "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json",
+                vec![
+                    ("AccountSid".to_string(), account.to_string()),
+                    ("Sid".to_string(), sid.trim_end_matches(".json").to_string()),
+                ],
+            ),
+            None => (
+                "/2010-04-01/Accounts/{AccountSid}/Calls.json",
+                vec![(
+                    "AccountSid".to_string(),
+                    rest.trim_end_matches("/Calls.json").to_string(),
+                )],
+            ),
+        };
+        let op = &paths[template][r.method.to_lowercase()];
+        assert!(op.is_object(), "{} {template} is not in the spec", r.method);
+        check_params(op, "path", &path_params);
+        check_params(op, "query", &r.query);
+        if r.method == "POST" {
+            let schema = resolve(
+                &spec,
+                &op["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"],
+            );
+            for (name, value) in &r.form {
+                let prop = &schema["properties"][name.as_str()];
+                assert!(prop.is_object(), "form field {name} is not in the spec");
+                let prop = if prop["type"] == "array" {
+                    &prop["items"]
+                } else {
+                    prop
+                };
+                check_value(name, value, resolve(&spec, prop));
+            }
+            for req in schema["required"].as_array().into_iter().flatten() {
+                assert!(
+                    r.form.iter().any(|(n, _)| req == n.as_str()),
+                    "required field {req} missing"
+                );
+            }
+        }
+    }
+    // the call as the simulator answers it: every field it gives is Twilio's, of Twilio's type
+    let body = get_json(
+        &format!(
+            "{}/2010-04-01/Accounts/{ACCOUNT}/Calls/{}.json",
+            s.base, call.sid
+        ),
+        TOKEN,
+    )
+    .await;
+    let props = spec["components"]["schemas"]["api.v2010.account.call"]["properties"]
+        .as_object()
+        .unwrap();
+    for (name, value) in body.as_object().unwrap() {
+        let prop = props
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not in Twilio's call schema"));
+        check_json(&spec, name, value, prop);
+    }
 }

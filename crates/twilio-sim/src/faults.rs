@@ -237,6 +237,12 @@ pub struct Faults {
     /// How status callbacks arrive; the first that matches applies, none: sent then delivered.
     #[serde(default)]
     pub callbacks: Vec<CallbackRule>,
+    /// How call creates are answered (as `create`, for `Calls.json`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub call_create: Vec<CreateRule>,
+    /// How created calls go ([`crate::voice::CallRule`]); none: answered, `1` pressed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<crate::voice::CallRule>,
     /// Whether the credentials are refused, and for how long.
     #[serde(default, skip_serializing_if = "AuthFault::is_off")]
     pub auth: AuthFault,
@@ -353,6 +359,27 @@ impl Faults {
         let rule = self.create.iter_mut().find(|r| r.when.matches(to, roll))?;
         rule.when.spend();
         Some(rule.fault.clone())
+    }
+
+    /// The create fault for a call to `to`, if a `call_create` rule matches (and is spent).
+    pub fn take_call_create(&mut self, to: &str, roll: f64) -> Option<CreateFault> {
+        let rule = self
+            .call_create
+            .iter_mut()
+            .find(|r| r.when.matches(to, roll))?;
+        rule.when.spend();
+        Some(rule.fault.clone())
+    }
+
+    /// How a call to `to` goes (default: answered, `1` pressed).
+    pub fn take_call(&mut self, to: &str, roll: f64) -> crate::voice::CallRule {
+        match self.calls.iter_mut().find(|r| r.when.matches(to, roll)) {
+            Some(rule) => {
+                rule.when.spend();
+                rule.clone()
+            }
+            None => crate::voice::CallRule::default(),
+        }
     }
 
     /// The callback behaviour for a message to `to` (default: sent then delivered).

@@ -5,6 +5,9 @@
 //! callback disorder, refused credentials, trial-account bodies); remembers every accepted
 //! message (`GET /sim/messages`, `GET /sim/stats`).
 //!
+//! Calls too ([`voice`]): created with inline TwiML, rung through the outcomes a test asks for,
+//! their status callbacks and keypad posts signed as Twilio signs them.
+//!
 //! Routes: `POST|GET /2010-04-01/Accounts/{AccountSid}/Messages.json`,
 //! `GET /2010-04-01/Accounts/{AccountSid}/Messages/{Sid}.json`, `GET /sim/messages`,
 //! `GET /sim/stats`, `GET /sim/arrivals` (bodies and arrival times in ms, for the latency
@@ -19,6 +22,7 @@ pub mod faults;
 pub mod list;
 pub mod server;
 pub mod store;
+pub mod voice;
 
 use std::sync::{Arc, Mutex};
 
@@ -59,6 +63,8 @@ pub struct Simulator {
     pub store: Store,
     /// The fault rules in force, replaced whole by `PUT /sim/faults`.
     pub faults: Mutex<Faults>,
+    /// Every call created ([`voice`]).
+    pub calls: voice::Calls,
     http: reqwest::Client,
 }
 
@@ -78,6 +84,7 @@ impl Simulator {
             config,
             store: Store::default(),
             faults: Mutex::new(faults.arm(std::time::Instant::now())),
+            calls: voice::Calls::default(),
             http,
         })
     }
@@ -98,6 +105,15 @@ pub fn app(sim: Arc<Simulator>) -> Router {
             "/2010-04-01/Accounts/{account}/Messages/{sid_json}",
             get(fetch),
         )
+        .route(
+            "/2010-04-01/Accounts/{account}/Calls.json",
+            post(voice::create).get(voice::list),
+        )
+        .route(
+            "/2010-04-01/Accounts/{account}/Calls/{sid_json}",
+            get(voice::fetch).post(voice::update),
+        )
+        .route("/sim/calls", get(voice::sim_calls))
         .route("/sim/messages", get(sim_messages))
         .route(
             "/sim/arrivals",
@@ -310,6 +326,7 @@ async fn put_faults(State(sim): State<Arc<Simulator>>, Json(faults): Json<Faults
 
 async fn reset(State(sim): State<Arc<Simulator>>) -> StatusCode {
     sim.store.reset();
+    sim.calls.reset();
     *sim.faults() = Faults::default();
     StatusCode::NO_CONTENT
 }

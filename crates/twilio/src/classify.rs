@@ -1,12 +1,40 @@
 //! Every create outcome classified in one place: by HTTP status first, then by Twilio's
 //! code; the `code` label of the error counters.
 
+use crate::call::Call;
 use crate::client::SendOutcome;
 use crate::message::{ApiError, Message};
 use std::time::Duration;
 
+/// A resource a create answers with: a message or a call, each named by its sid.
+pub trait Created: serde::de::DeserializeOwned {
+    /// Twilio's id of it (empty when the body did not carry one).
+    fn sid(&self) -> &str;
+}
+
+impl Created for Message {
+    fn sid(&self) -> &str {
+        &self.sid
+    }
+}
+
+impl Created for Call {
+    fn sid(&self) -> &str {
+        &self.sid
+    }
+}
+
+/// Twilio's `Retry-After` (seconds), when it sent one.
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get("Retry-After")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
 /// The `code` label of `ringback_twilio_errors_total`: Twilio's code, else `http_<status>`.
-pub(super) fn error_code(e: &ApiError) -> String {
+pub(crate) fn error_code(e: &ApiError) -> String {
     match e.code {
         Some(code) => code.to_string(),
         None if e.status == 0 => "request".into(),
@@ -16,7 +44,7 @@ pub(super) fn error_code(e: &ApiError) -> String {
 
 /// The error label of a create's outcome, if it failed: Twilio's code, or how the call failed
 /// when no answer came (`connect`, `no_answer`: a timeout or a cut connection).
-pub(super) fn outcome_code(o: &SendOutcome) -> Option<String> {
+pub(crate) fn outcome_code<T>(o: &SendOutcome<T>) -> Option<String> {
     match o {
         SendOutcome::Accepted(_) => None,
         SendOutcome::Permanent(e)
@@ -60,11 +88,20 @@ pub fn refuses_credentials(e: &ApiError) -> bool {
 /// Twilio documents that the message was not taken (21611, queue full) or that the credentials
 /// were refused ([`refuses_credentials`]).
 pub fn classify_response(status: u16, retry_after: Option<Duration>, body: &[u8]) -> SendOutcome {
+    classify_answer(status, retry_after, body)
+}
+
+/// [`classify_response`] for a create of any resource ([`Created`]): a message, a call.
+pub fn classify_answer<T: Created>(
+    status: u16,
+    retry_after: Option<Duration>,
+    body: &[u8],
+) -> SendOutcome<T> {
     match status {
-        200..=299 => match serde_json::from_slice::<Message>(body) {
-            Ok(m) if !m.sid.is_empty() => SendOutcome::Accepted(Box::new(m)),
+        200..=299 => match serde_json::from_slice::<T>(body) {
+            Ok(m) if !m.sid().is_empty() => SendOutcome::Accepted(Box::new(m)),
             _ => SendOutcome::Ambiguous {
-                reason: format!("HTTP {status} with an unreadable message body"),
+                reason: format!("HTTP {status} with an unreadable body"),
                 error: None,
             },
         },
@@ -102,7 +139,7 @@ pub fn classify_response(status: u16, retry_after: Option<Duration>, body: &[u8]
 
 /// Classify a create that got no HTTP answer. Only a failure to connect proves Twilio never saw
 /// the request; anything after that (timeout, reset, EOF) is ambiguous.
-pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
+pub fn classify_transport<T>(e: &reqwest::Error) -> SendOutcome<T> {
     let reason = describe(e);
     if e.is_connect() && !e.is_timeout() {
         SendOutcome::RetryLater {
@@ -127,7 +164,7 @@ pub fn classify_transport(e: &reqwest::Error) -> SendOutcome {
 
 /// The error text with its causes (our URLs carry no secrets:
 /// credentials ride in the Authorization header).
-pub(super) fn describe(e: &reqwest::Error) -> String {
+pub(crate) fn describe(e: &reqwest::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

@@ -43,9 +43,9 @@ pub struct CreateMessage {
 
 /// What became of a create.
 #[derive(Debug, Clone, PartialEq)]
-pub enum SendOutcome {
-    /// Twilio took it: the message and its SID.
-    Accepted(Box<Message>),
+pub enum SendOutcome<T = Message> {
+    /// Twilio took it: the message (or call) as Twilio answered it, with its SID.
+    Accepted(Box<T>),
     /// Retrying cannot help (validation, opt-out, configuration of the message).
     Permanent(ApiError),
     /// Twilio refused this worker's credentials ([`refuses_credentials`]) and created nothing.
@@ -77,7 +77,7 @@ pub enum SendOutcome {
     },
 }
 
-impl SendOutcome {
+impl<T> SendOutcome<T> {
     /// One word for the answer (`accepted`, `permanent`, `auth_refused`, `held`, `retry_later`,
     /// `ambiguous`), for a trace attribute.
     pub fn kind(&self) -> &'static str {
@@ -166,7 +166,12 @@ impl TwilioClient {
         )
     }
 
-    fn authed(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    /// The HTTP client, shared by every call to Twilio.
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    pub(crate) fn authed(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
         let (user, pass) = match &self.config.auth {
             Auth::AuthToken(token) => (self.config.account_sid.as_str(), token.expose()),
             Auth::ApiKey { sid, secret } => (sid.as_str(), secret.expose()),
@@ -208,12 +213,7 @@ impl TwilioClient {
             Err(e) => classify_transport(&e),
             Ok(resp) => {
                 let status = resp.status().as_u16();
-                let retry_after = resp
-                    .headers()
-                    .get("Retry-After")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .map(Duration::from_secs);
+                let retry_after = crate::classify::retry_after(resp.headers());
                 match resp.bytes().await {
                     Ok(body) => match classify_response(status, retry_after, &body) {
                         SendOutcome::Permanent(e) => {
@@ -333,7 +333,7 @@ impl TwilioClient {
         }
     }
 
-    async fn get_json<T: serde::de::DeserializeOwned>(
+    pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
         &self,
         operation: &'static str,
         req: reqwest::RequestBuilder,
@@ -348,6 +348,14 @@ impl TwilioClient {
             _ => {}
         }
         result
+    }
+
+    /// Send `req` and read a 2xx answer's JSON; any other status is Twilio's error body.
+    pub(crate) async fn send_json<T: serde::de::DeserializeOwned>(
+        &self,
+        req: reqwest::RequestBuilder,
+    ) -> Result<T, TwilioError> {
+        self.get_json_timed(req).await
     }
 
     async fn get_json_timed<T: serde::de::DeserializeOwned>(

@@ -1,9 +1,11 @@
 //! The provider floor: the Twilio Messages client the window calls (`client`, its settings in
-//! `config`, every create outcome classified in `classify`), whose fault a refusal is (`blame`),
+//! `config`, every create outcome classified in `classify`), the Calls API the ladder rings
+//! people through (`call`), whose fault a refusal is (`blame`),
 //! request signatures, and the message model shared with the simulator. Uses only the shared
 //! modules; storage and the provider never use each other.
 
 pub mod blame;
+pub mod call;
 pub mod classify;
 pub mod client;
 pub mod config;

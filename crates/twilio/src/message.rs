@@ -77,7 +77,9 @@ pub struct Message {
 /// A field ringback does not read: whatever JSON Twilio sends there decodes (a string as is,
 /// a number or a boolean as its text, null as none), so a type the spec changes or a value it
 /// types loosely never fails the call that carried it.
-fn any_scalar<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn any_scalar<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
     use serde::Deserialize;
     Ok(match serde_json::Value::deserialize(d)? {
         serde_json::Value::Null => None,
