@@ -1,0 +1,258 @@
+/*
+ * The escalation ladder (docs/model.md): when a text is not enough, a run climbs steps (the
+ * text, a call to the same person, the next person's text, their call, ...), each step a send
+ * inside the claim/sent window, until the person acknowledges on any channel or the ladder is
+ * exhausted and one escalation job is added.
+ *
+ * The design checked here, one Lua script per state change of the run's ladder record:
+ *   advance(s): if the ladder is climbing, its last started step is s and the step's wait is
+ *     over: step s+1 is claimed (its window claim written in the same script), or, past the last
+ *     step, the ladder is exhausted and the escalation job added, in the same script;
+ *   ack(channel): if the ladder is climbing, it stops (the first acknowledgement wins);
+ *   mark(k): the send of step k is recorded (the window's sent marker); a call created after the
+ *     ladder stopped is answered "end it".
+ * Any number of actors (workers, serve) advance the same ladder, each may crash between any two
+ * steps, and the ladder sweep (any actor) takes a due ladder and an orphaned claim. A step's
+ * send inside its claim is the window's, proven exactly once by window.pml: here it is one
+ * atomic send by whoever holds or adopts the claim.
+ *
+ * Properties:
+ *   safety (always): no step is claimed twice; no step is claimed after the ladder stopped;
+ *   at most one escalation, and none for a stopped ladder; a call never rings on after the
+ *   ladder stopped and the sweep ran;
+ *   at quiescence (`timeout`): the ladder ended (stopped or exhausted), every claimed step was
+ *   sent once, and an exhausted ladder has its escalation.
+ * Variants that must fail: READ_THEN_ADVANCE (the step read, then written in a second call: two
+ * actors claim the same step), STOP_READ_FIRST (the worker reads the ladder's state and then
+ * claims without the script checking it: a step claimed after the stop), ESCALATE_AFTER (the
+ * escalation job added by the worker after the script said exhausted: a crash between loses it),
+ * NO_END_ON_MARK (a call created after the stop is not ended: it rings on after the ack).
+ */
+
+#define STEPS 4        /* steps after the text: a call, the next person's text, their call, ... */
+#ifndef MAXCRASH
+#define MAXCRASH 2
+#endif
+#ifndef ACTORS
+#define ACTORS 3       /* two workers and serve */
+#endif
+#ifndef MAXACKS
+#define MAXACKS 2      /* acknowledgements arriving, on any channel, possibly the same twice */
+#endif
+
+#define CLIMBING 0
+#define STOPPED 1
+#define EXHAUSTED 2
+
+#define NONE 0
+#define CLAIMED 1
+#define SENT 2
+
+byte state = CLIMBING;
+short step = 0;                 /* the last started step; 0: the text */
+byte claim[STEPS + 1];          /* per step: NONE, CLAIMED, SENT; step 0 is the text, sent */
+byte claimed[STEPS + 1];        /* how many times each step was claimed (must stay <= 1) */
+byte sends[STEPS + 1];          /* creates at the provider per step (must stay <= 1) */
+byte owner[STEPS + 1];          /* the actor holding the step's claim; 0: orphaned */
+bool ringing[STEPS + 1];        /* a call of this step rings */
+bool is_call[STEPS + 1];
+bool end_pending;               /* a stop found a call ringing: the sweep ends it */
+byte escalations, crashes, acks;
+bool exhausted_seen;            /* ESCALATE_AFTER: the script said exhausted */
+bool alive[ACTORS + 1];
+
+/* the send of a claimed step (the window's exactly-once send): one create, then the mark */
+inline send(k) {
+  atomic {
+    claim[k] == CLAIMED ->
+    sends[k]++;
+    assert(sends[k] <= 1);
+    if
+    :: is_call[k] -> ringing[k] = true
+    :: else -> skip
+    fi
+  }
+}
+
+inline mark(k) {
+  atomic {
+    if
+    :: claim[k] == CLAIMED -> claim[k] = SENT
+    :: else -> skip
+    fi;
+#ifndef NO_END_ON_MARK
+    /* a call created after the stop: the mark answers "end it" */
+    if
+    :: state == STOPPED && ringing[k] -> ringing[k] = false
+    :: else -> skip
+    fi
+#endif
+  }
+}
+
+/* the actor stops here: a crash (its claims are orphaned for the sweep) */
+inline may_crash() {
+  if
+  :: atomic { crashes < MAXCRASH -> crashes++; alive[me] = false; goto crashed }
+  :: true -> skip
+  fi
+}
+
+inline add_escalation() {
+  atomic {
+    escalations++;
+    assert(escalations <= 1);
+    assert(state != STOPPED)
+  }
+}
+
+proctype actor(byte me) {
+  short s;
+  short k;
+end_actor:
+  do
+  :: atomic { state == CLIMBING -> s = step }
+     /* the step's wait is over (any time: the timer is nondeterministic) */
+#ifdef STOP_READ_FIRST
+     may_crash();
+     atomic {
+       if
+       :: step == s && s < STEPS -> step = s + 1; k = step; claim[k] = CLAIMED; claimed[k]++;
+          owner[k] = me; assert(claimed[k] <= 1); assert(state == CLIMBING)
+       :: else -> k = 0
+       fi
+     }
+#elif defined(READ_THEN_ADVANCE)
+     may_crash();
+     atomic {
+       if
+       :: state == CLIMBING && s < STEPS -> k = s + 1
+       :: else -> k = 0
+       fi
+     }
+     /* the second call checks the state but not the step it read */
+     atomic {
+       if
+       :: k > 0 && state == CLIMBING ->
+          step = k; claim[k] = CLAIMED; claimed[k]++; owner[k] = me; assert(claimed[k] <= 1)
+       :: else -> k = 0
+       fi
+     }
+#else
+     atomic {
+       if
+       :: state == CLIMBING && step == s && s < STEPS ->
+          step = s + 1; k = step; claim[k] = CLAIMED; claimed[k]++; owner[k] = me;
+          assert(claimed[k] <= 1); assert(state == CLIMBING)
+       :: state == CLIMBING && step == s && s == STEPS ->
+          state = EXHAUSTED; k = 0;
+  #ifdef ESCALATE_AFTER
+          exhausted_seen = true
+  #else
+          escalations++; assert(escalations <= 1)
+  #endif
+       :: else -> k = 0
+       fi
+     }
+  #ifdef ESCALATE_AFTER
+     if
+     :: exhausted_seen && escalations == 0 -> may_crash(); add_escalation()
+     :: else -> skip
+     fi;
+  #endif
+#endif
+     /* a stopped ladder never gets a claim */
+     assert(k == 0 || claimed[k] == 1);
+     if
+     :: k > 0 ->
+        may_crash();
+        send(k);
+        may_crash();
+        mark(k)
+     :: else -> skip
+     fi
+  od;
+crashed:
+  skip
+}
+
+/* the ladder sweep: an orphaned claim is the window sweep's (sent once, then marked); a call
+ * still ringing on a stopped ladder is ended */
+#define ORPHAN(k) (claim[k] == CLAIMED && !alive[owner[k]])
+
+inline adopt(k) {
+  if
+  :: sends[k] == 0 -> send(k)
+  :: else -> skip   /* the evidence shows it sent: no second create */
+  fi;
+  mark(k)
+}
+
+proctype sweep() {
+end_sweep:
+  do
+  :: ORPHAN(1) -> adopt(1)
+  :: ORPHAN(2) -> adopt(2)
+  :: ORPHAN(3) -> adopt(3)
+  :: ORPHAN(4) -> adopt(4)
+  :: atomic {
+       end_pending -> end_pending = false;
+       ringing[1] = false; ringing[2] = false; ringing[3] = false; ringing[4] = false
+     }
+  od
+}
+
+/* the person acknowledges: a reply, a keypad answer, a delivered receipt */
+proctype person() {
+  short k;
+end_person:
+  do
+  :: acks < MAXACKS ->
+     atomic {
+       acks++;
+       if
+       :: state == CLIMBING ->
+          state = STOPPED;
+          k = 1;
+          do
+          :: k <= STEPS && ringing[k] -> end_pending = true; k++
+          :: k <= STEPS && !ringing[k] -> k++
+          :: else -> break
+          od
+       :: else -> skip   /* a later answer: the first one won */
+       fi
+     }
+  :: break
+  od
+}
+
+init {
+  byte i;
+  atomic {
+    claim[0] = SENT;
+    i = 1;
+    do
+    :: i <= STEPS -> is_call[i] = (i % 2 == 1); i++
+    :: else -> break
+    od;
+    i = 1;
+    do
+    :: i <= ACTORS -> alive[i] = true; run actor(i); i++
+    :: else -> break
+    od;
+    run sweep();
+    run person()
+  }
+  timeout ->
+    assert(state != CLIMBING || crashes == ACTORS);
+    i = 1;
+    do
+    :: i <= STEPS ->
+       assert(claim[i] != CLAIMED);
+       assert(claimed[i] == 0 || sends[i] == 1);
+       assert(!(state == STOPPED && ringing[i]));
+       i++
+    :: else -> break
+    od;
+    assert(state != EXHAUSTED || escalations == 1)
+}
