@@ -11,9 +11,14 @@
 //!  "callbacks": [{"to": "+15550002222", "final": "undelivered", "error_code": 30003},
 //!                {"rate": 0.5, "reversed": true, "duplicate": true, "delay_ms": 200}],
 //!  "auth": {"refuse": "all", "for_ms": 20000},
-//!  "trial_prefix": true}
+//!  "trial_prefix": true,
+//!  "call_create": [{"to": "+15550003333", "fault": "create_then_drop", "times": 1}],
+//!  "calls": [{"to": "+15550004444", "outcome": "no-answer"},
+//!            {"digits": "2", "second_gather": true, "shuffled": true, "duplicate": true}]}
 //! ```
 //! The first create or callback rule that matches (recipient, rate roll, uses left) applies.
+//! `call_create` answers call creates as `create` answers message creates; `calls` says how a
+//! created call goes ([`crate::voice::CallRule`]).
 //!
 //! `auth` refuses the credentials as Twilio does when a key is revoked or a token rotated:
 //! every request it covers is answered 401 with Twilio's code 20003
