@@ -234,9 +234,15 @@ impl CallbackRequest {
 /// `"replyWithin"`: a whole number and a unit (`s`, `m`, `h`, `d`), such as `"24h"` or `"90m"`;
 /// above zero. Cut to the record's life where the question opens.
 pub fn parse_within(w: &str) -> Result<std::time::Duration, String> {
+    parse_duration("replyWithin", w)
+}
+
+/// A duration field of the job data (`field`, named in the error), written as `replyWithin`
+/// is: a whole number and a unit (`s`, `m`, `h`, `d`), above zero.
+pub fn parse_duration(field: &str, w: &str) -> Result<std::time::Duration, String> {
     let bad = || {
         format!(
-            "field `replyWithin` is not a duration such as \"24h\", \"90m\", \"30s\" or \"2d\": {w:?}"
+            "field `{field}` is not a duration such as \"24h\", \"90m\", \"30s\" or \"2d\": {w:?}"
         )
     };
     let w = w.trim();
@@ -251,7 +257,7 @@ pub fn parse_within(w: &str) -> Result<std::time::Duration, String> {
         _ => return Err(bad()),
     };
     if secs == 0 {
-        return Err(format!("field `replyWithin` must be above zero: {w:?}"));
+        return Err(format!("field `{field}` must be above zero: {w:?}"));
     }
     Ok(std::time::Duration::from_secs(secs))
 }
