@@ -21,6 +21,7 @@ mod fuzz;
 mod group_commit;
 mod history_words;
 mod holds;
+mod ladder;
 mod lost_replies;
 mod otel;
 mod redis_faults;

@@ -850,6 +850,43 @@ async fn every_script_runs_after_script_flush() {
         .await
         .unwrap();
     assert_eq!(taken, None);
+    // the escalation ladder's four: open, start a step, mark it, stop
+    let ladder = ["ringback:ladder:{flush}", "ringback:ladder-due:flush"];
+    let s = ringback::store::scripts::scripts();
+    let opened: i64 = s
+        .ladder_start
+        .run(&mut c, &trips, &ladder, &["flush", "1", "0", "60000"])
+        .await
+        .unwrap();
+    let advanced: Vec<String> = s
+        .ladder_advance
+        .run(&mut c, &trips, &ladder, &["0", "t1", "0", "flush"])
+        .await
+        .unwrap();
+    let marked: String = s
+        .ladder_mark
+        .run(
+            &mut c,
+            &trips,
+            &ladder[..1],
+            &["1", "t1", "CAflush", "call"],
+        )
+        .await
+        .unwrap();
+    let acked: Vec<String> = s
+        .ladder_ack
+        .run(&mut c, &trips, &ladder, &["reply", "flush", "+15550000001"])
+        .await
+        .unwrap();
+    assert_eq!(
+        (opened, advanced[0].as_str(), marked.as_str(), acked),
+        (
+            1,
+            "claimed",
+            "marked",
+            vec!["stopped".to_string(), "CAflush".into()]
+        )
+    );
     let loaded: Vec<bool> = redis::cmd("SCRIPT")
         .arg("EXISTS")
         .arg(
@@ -866,10 +903,10 @@ async fn every_script_runs_after_script_flush() {
         loaded.iter().all(|l| *l),
         "every script was re-sent after NOSCRIPT: {loaded:?}"
     );
-    // 20 of the scripts ran through `trips` (the queue's and the window's); the receipt store
-    // counts its own. Each first call after the flush cost EVALSHA + EVAL.
+    // 24 of the scripts ran through `trips` (the queue's, the window's, the ladder's); the
+    // receipt store counts its own. Each first call after the flush cost EVALSHA + EVAL.
     assert!(
-        trips.get() >= 2 * 20,
+        trips.get() >= 2 * 24,
         "a NOSCRIPT fallback costs one extra round trip: {}",
         trips.get()
     );

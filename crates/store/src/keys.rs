@@ -151,6 +151,17 @@ pub fn callback_history(claim_prefix: &str, run_id: &str) -> String {
     )
 }
 
+/// `ringback:ladder:{<claim>}`: where a run's escalation ladder stands (`callbacks::ladder`).
+pub fn ladder(claim_prefix: &str, run_id: &str) -> String {
+    format!("ringback:ladder:{}", run_tag(claim_prefix, run_id))
+}
+
+/// ZSET runId → when the run's ladder may start its next step (the ladder sweep's schedule;
+/// shared by all runs, as [`open_attempts`]).
+pub fn ladder_due(claim_prefix: &str) -> String {
+    format!("ringback:ladder-due:{claim_prefix}")
+}
+
 /// `ringback:run-number:{<claim>}`: the exact digits of the numeric runId beyond 2^53 that first
 /// took this claim key (JavaScript keys such a number by the nearest double, so two runs can
 /// share one key): `callbacks/window/number.rs`.

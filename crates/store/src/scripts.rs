@@ -98,6 +98,14 @@ scripts! {
     receipt_apply => "receipt_apply.lua" [window],
     /// Take up to N due members of a schedule ZSET, leasing each to the caller.
     claim_due => "claim_due.lua",
+    /// Open a run's escalation ladder.
+    ladder_start => "ladder_start.lua",
+    /// Start a run's next ladder step, or end its ladder exhausted.
+    ladder_advance => "ladder_advance.lua",
+    /// Record a ladder step's send; a call on a stopped ladder is to be ended.
+    ladder_mark => "ladder_mark.lua",
+    /// Stop a run's ladder at the first acknowledgement.
+    ladder_ack => "ladder_ack.lua",
     /// Hand a question's answer claim over from a message that never answered it.
     question_answer_take => "question_answer_take.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.

@@ -5,4 +5,5 @@
 //! escalation, each in one script.
 
 pub mod plan;
+pub mod record;
 pub mod twiml;

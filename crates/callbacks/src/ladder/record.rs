@@ -1,0 +1,297 @@
+//! Where a run's ladder stands, in Redis, changed by one script per step of the design
+//! `model/ladder.pml` checks: open it (`ladder_start.lua`), start the next step or end it
+//! exhausted (`ladder_advance.lua`), record a step's send (`ladder_mark.lua`), stop it at the
+//! first acknowledgement (`ladder_ack.lua`). Each step's send stays inside its own claim: only
+//! the caller [`Advance::Claimed`] answered may create it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ringback_shared::error::Error;
+use ringback_store::command::RoundTrip;
+use ringback_store::connection::Conn;
+use ringback_store::keys;
+use ringback_store::scripts::{RoundTrips, scripts};
+use ringback_store::slots::Topology;
+
+/// What [`LadderRecord::advance`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Advance {
+    /// Step `step` is the caller's to send, under `token`.
+    Claimed {
+        /// The step started (1 for the first after the text).
+        step: u32,
+        /// Its claim's token, for [`LadderRecord::mark`].
+        token: String,
+    },
+    /// Past the last step: the ladder is exhausted and its escalation due (`escalate` in the
+    /// record until [`LadderRecord::escalated`]).
+    Exhausted,
+    /// The step's wait is not over: due at this time (ms, Redis's clock).
+    Early(i64),
+    /// Someone else started a step since the caller read it: the last step started.
+    Moved(u32),
+    /// The person acknowledged: no step starts.
+    Stopped,
+    /// The ladder ended exhausted before.
+    Over,
+    /// The run has no ladder.
+    None,
+}
+
+/// What [`LadderRecord::mark`] answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marked {
+    /// The send is recorded.
+    Marked,
+    /// A call created after the ladder stopped: hang it up.
+    End,
+    /// The step's claim is another's (or gone): nothing written.
+    NotOurs,
+}
+
+/// What [`LadderRecord::ack`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ack {
+    /// This acknowledgement stopped the ladder; these calls still ring (hang them up).
+    Stopped(Vec<String>),
+    /// The ladder had ended before (`stopped` or `exhausted`): the first one stands.
+    Late(String),
+    /// The run has no ladder.
+    None,
+}
+
+/// How an acknowledgement came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// A text answering the callback or a later step's text.
+    Reply,
+    /// A key pressed on a ladder's call.
+    Keypad,
+    /// A delivered receipt, where no answer was asked.
+    Delivered,
+}
+
+impl Channel {
+    fn word(self) -> &'static str {
+        match self {
+            Channel::Reply => "reply",
+            Channel::Keypad => "keypad",
+            Channel::Delivered => "delivered",
+        }
+    }
+}
+
+/// The ladders of one deployment, over one Redis connection.
+#[derive(Debug, Clone)]
+pub struct LadderRecord {
+    conn: Conn,
+    trips: Arc<RoundTrips>,
+    claim_prefix: String,
+    topology: Topology,
+    record_ttl: Duration,
+}
+
+fn ms(d: Duration) -> String {
+    d.as_millis().to_string()
+}
+
+fn bad(script: &'static str, reply: &[String]) -> Error {
+    Error::Reply {
+        script,
+        detail: format!("{reply:?}"),
+    }
+}
+
+impl LadderRecord {
+    /// Ladders under `claim_prefix`, laid out for `topology`, each kept `record_ttl`.
+    pub fn new(
+        conn: Conn,
+        trips: Arc<RoundTrips>,
+        claim_prefix: &str,
+        topology: Topology,
+        record_ttl: Duration,
+    ) -> Self {
+        Self {
+            conn,
+            trips,
+            claim_prefix: claim_prefix.to_string(),
+            topology,
+            record_ttl,
+        }
+    }
+
+    /// The due index where one script may write it (one Redis); on a Cluster it is its own call.
+    fn due_index(&self) -> Option<String> {
+        (!self.topology.per_slot()).then(|| keys::ladder_due(&self.claim_prefix))
+    }
+
+    async fn index(&self, run_id: &str, at: Option<i64>) -> Result<(), Error> {
+        if !self.topology.per_slot() {
+            return Ok(());
+        }
+        let key = keys::ladder_due(&self.claim_prefix);
+        let cmd = match at {
+            Some(at) => redis::cmd("ZADD").arg(&key).arg(at).arg(run_id).clone(),
+            None => redis::cmd("ZREM").arg(&key).arg(run_id).clone(),
+        };
+        cmd.round_trip::<()>(&mut self.conn.clone(), &self.trips)
+            .await?;
+        Ok(())
+    }
+
+    /// Open `run_id`'s ladder of `steps` steps after the text, the first due in `first_wait`.
+    /// True when this call opened it (a second open changes nothing).
+    pub async fn start(
+        &self,
+        run_id: &str,
+        steps: u32,
+        first_wait: Duration,
+    ) -> Result<bool, Error> {
+        let opened: i64 = scripts()
+            .ladder_start
+            .call()
+            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .key_if("ladder due index", self.due_index())
+            .arg("runId", run_id)
+            .arg("steps after the text", steps)
+            .arg("the first step's wait (ms, from now)", ms(first_wait))
+            .arg("record TTL (ms)", ms(self.record_ttl))
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+            .await?;
+        if opened == 1 && self.topology.per_slot() {
+            self.index(
+                run_id,
+                Some(ringback_shared::clock::now_ms() + first_wait.as_millis() as i64),
+            )
+            .await?;
+        }
+        Ok(opened == 1)
+    }
+
+    /// Start the step after `read` (the last step the caller saw started; 0 for the text),
+    /// waiting `wait` before the one after it; or end the ladder exhausted past its last step.
+    pub async fn advance(&self, run_id: &str, read: u32, wait: Duration) -> Result<Advance, Error> {
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let reply: Vec<String> = scripts()
+            .ladder_advance
+            .call()
+            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .key_if("ladder due index", self.due_index())
+            .arg("the step the caller read (0: the text)", read)
+            .arg("the new step's token", &token)
+            .arg("the new step's wait (ms, from now)", ms(wait))
+            .arg("runId", run_id)
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+            .await?;
+        let number = |i: usize| reply.get(i).and_then(|n| n.parse::<i64>().ok());
+        let step = |i: usize| number(i).and_then(|n| u32::try_from(n).ok());
+        let out = match reply.first().map(String::as_str) {
+            Some("claimed") => Advance::Claimed {
+                step: step(1).ok_or_else(|| bad("ladder_advance", &reply))?,
+                token: reply
+                    .get(2)
+                    .cloned()
+                    .ok_or_else(|| bad("ladder_advance", &reply))?,
+            },
+            Some("exhausted") => Advance::Exhausted,
+            Some("early") => {
+                Advance::Early(number(1).ok_or_else(|| bad("ladder_advance", &reply))?)
+            }
+            Some("moved") => Advance::Moved(step(1).ok_or_else(|| bad("ladder_advance", &reply))?),
+            Some("stopped") => Advance::Stopped,
+            Some("over") => Advance::Over,
+            Some("none") => Advance::None,
+            _ => return Err(bad("ladder_advance", &reply)),
+        };
+        match &out {
+            Advance::Claimed { .. } => {
+                self.index(
+                    run_id,
+                    Some(ringback_shared::clock::now_ms() + wait.as_millis() as i64),
+                )
+                .await?
+            }
+            Advance::Exhausted => self.index(run_id, None).await?,
+            _ => {}
+        }
+        Ok(out)
+    }
+
+    /// Record the send of `step` (claimed under `token`) as `sid`; `call` for a voice call.
+    pub async fn mark(
+        &self,
+        run_id: &str,
+        step: u32,
+        token: &str,
+        sid: &str,
+        call: bool,
+    ) -> Result<Marked, Error> {
+        let reply: String = scripts()
+            .ladder_mark
+            .call()
+            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .arg("step", step)
+            .arg("the step's token", token)
+            .arg("sid (the MessageSid or CallSid)", sid)
+            .arg("\"call\" | \"text\"", if call { "call" } else { "text" })
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+            .await?;
+        match reply.as_str() {
+            "marked" => Ok(Marked::Marked),
+            "end" => Ok(Marked::End),
+            "not-ours" => Ok(Marked::NotOurs),
+            _ => Err(bad("ladder_mark", &[reply])),
+        }
+    }
+
+    /// The person acknowledged, `how`, from `who`: stop the ladder if it climbs.
+    pub async fn ack(&self, run_id: &str, how: Channel, who: &str) -> Result<Ack, Error> {
+        let reply: Vec<String> = scripts()
+            .ladder_ack
+            .call()
+            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .key_if("ladder due index", self.due_index())
+            .arg("how: \"reply\" | \"keypad\" | \"delivered\"", how.word())
+            .arg("runId", run_id)
+            .arg("who (the number that acknowledged)", who)
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+            .await?;
+        let out = match reply.split_first() {
+            Some((first, ringing)) if first == "stopped" => Ack::Stopped(ringing.to_vec()),
+            Some((first, rest)) if first == "late" => Ack::Late(
+                rest.first()
+                    .cloned()
+                    .ok_or_else(|| bad("ladder_ack", &reply))?,
+            ),
+            Some((first, _)) if first == "none" => Ack::None,
+            _ => return Err(bad("ladder_ack", &reply)),
+        };
+        if matches!(out, Ack::Stopped(_)) {
+            self.index(run_id, None).await?;
+        }
+        Ok(out)
+    }
+
+    /// The escalation of an exhausted ladder was added: clear `escalate`. True when this call
+    /// cleared it.
+    pub async fn escalated(&self, run_id: &str) -> Result<bool, Error> {
+        let n: i64 = redis::cmd("HDEL")
+            .arg(keys::ladder(&self.claim_prefix, run_id))
+            .arg("escalate")
+            .round_trip(&mut self.conn.clone(), &self.trips)
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// The ladder's record as stored (empty: none), for status pages and tests.
+    pub async fn read(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::HashMap<String, String>, Error> {
+        Ok(redis::cmd("HGETALL")
+            .arg(keys::ladder(&self.claim_prefix, run_id))
+            .round_trip(&mut self.conn.clone(), &self.trips)
+            .await?)
+    }
+}

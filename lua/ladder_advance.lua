@@ -1,0 +1,39 @@
+--[[
+  ladder_advance: start a run's next step, or end its ladder, in one call (model/ladder.pml).
+  The caller names the step it read: a ladder that moved on, stopped or is not due yet is left
+  as it is, so two workers and serve never both start a step, and no step starts after the
+  person acknowledged. Past the last step the ladder is exhausted and its escalation is due
+  (`escalate` in the record, written here, so a crash after this call loses nothing: the
+  caller adds the escalation job under an id of the run's, and clears `escalate`).
+
+  KEYS[1] ladder record
+  KEYS[2] ladder due index (global: absent = the caller writes it in a separate call)
+
+  ARGV[1] the step the caller read (0: the text)
+  ARGV[2] the new step's token
+  ARGV[3] the new step's wait (ms, from now)
+  ARGV[4] runId
+
+  Returns {"claimed", step, token}: the step is the caller's to send (its claim `pending:<token>`
+  in the record); {"exhausted"}: the escalation is due; {"early", due}; {"moved", step};
+  {"stopped"}; {"over"} (exhausted before); {"none"} (no ladder)
+]]
+local now = redisNowMs()
+local state, step, steps, due = unpack(rcall("HMGET", KEYS[1], "state", "step", "steps", "due"))
+if not state then return {"none"} end
+if state == "stopped" then return {"stopped"} end
+if state ~= "climbing" then return {"over"} end
+step = tonumber(step)
+if step ~= tonumber(ARGV[1]) then return {"moved", tostring(step)} end
+if now < tonumber(due) then return {"early", due} end
+if step >= tonumber(steps) then
+  rcall("HSET", KEYS[1], "state", "exhausted", "escalate", now, "ended", now)
+  if KEYS[2] then rcall("ZREM", KEYS[2], ARGV[4]) end
+  return {"exhausted"}
+end
+local k = step + 1
+local next_due = now + tonumber(ARGV[3])
+rcall("HSET", KEYS[1], "step", k, "due", next_due, "claim:" .. k, "pending:" .. ARGV[2],
+  "started:" .. k, now)
+if KEYS[2] then rcall("ZADD", KEYS[2], next_due, ARGV[4]) end
+return {"claimed", tostring(k), ARGV[2]}

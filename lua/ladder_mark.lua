@@ -1,0 +1,23 @@
+--[[
+  ladder_mark: a step's text or call was created: its claim becomes `sent:<sid>`. A call is
+  remembered as ringing until its final status; one created after the ladder stopped (the
+  person acknowledged between the claim and the create) is answered "end": the caller hangs
+  it up.
+
+  KEYS[1] ladder record
+
+  ARGV[1] step
+  ARGV[2] the step's token
+  ARGV[3] sid (the MessageSid or CallSid)
+  ARGV[4] "call" | "text"
+
+  Returns "marked", "end" (a call on a stopped ladder), "not-ours" (the claim is another's)
+]]
+local k = ARGV[1]
+if rcall("HGET", KEYS[1], "claim:" .. k) ~= "pending:" .. ARGV[2] then return "not-ours" end
+rcall("HSET", KEYS[1], "claim:" .. k, "sent:" .. ARGV[3], "sent:" .. k, redisNowMs())
+if ARGV[4] == "call" then
+  rcall("HSET", KEYS[1], "ringing:" .. k, ARGV[3])
+  if rcall("HGET", KEYS[1], "state") == "stopped" then return "end" end
+end
+return "marked"

@@ -1,0 +1,24 @@
+--[[
+  ladder_start: open a run's escalation ladder once its text is claimed. The record says where
+  the ladder stands (`state` climbing, stopped or exhausted; `step`, the last step started, 0
+  for the text; `due`, when the next step may start); the due index tells the ladder sweep
+  which ladder to look at next. Opening again changes nothing (a retried job, a second worker).
+
+  KEYS[1] ladder record
+  KEYS[2] ladder due index (global: absent = the caller writes it in a separate call)
+
+  ARGV[1] runId
+  ARGV[2] steps after the text
+  ARGV[3] the first step's wait (ms, from now)
+  ARGV[4] record TTL (ms)
+
+  Returns 1 opened, 0 already open (left as it is)
+]]
+local now = redisNowMs()
+if rcall("EXISTS", KEYS[1]) == 1 then return 0 end
+local due = now + tonumber(ARGV[3])
+rcall("HSET", KEYS[1], "state", "climbing", "step", 0, "steps", ARGV[2], "due", due,
+  "opened", now)
+rcall("PEXPIRE", KEYS[1], ARGV[4])
+if KEYS[2] then rcall("ZADD", KEYS[2], due, ARGV[1]) end
+return 1
