@@ -14,8 +14,8 @@
   ARGV[3] the new step's wait (ms, from now)
   ARGV[4] runId
 
-  Returns {"claimed", step, token}: the step is the caller's to send (its claim `pending:<token>`
-  in the record); {"exhausted"}: the escalation is due; {"early", due}; {"moved", step};
+  Returns {"claimed", step, token, due}: the step is the caller's to send (its claim
+  `pending:<token>` in the record), the next due at `due` (ms, Redis's clock); {"exhausted"}: the escalation is due; {"early", due}; {"moved", step};
   {"stopped"}; {"over"} (exhausted before); {"none"} (no ladder)
 ]]
 local now = redisNowMs()
@@ -36,4 +36,4 @@ local next_due = now + tonumber(ARGV[3])
 rcall("HSET", KEYS[1], "step", k, "due", next_due, "claim:" .. k, "pending:" .. ARGV[2],
   "started:" .. k, now)
 if KEYS[2] then rcall("ZADD", KEYS[2], next_due, ARGV[4]) end
-return {"claimed", tostring(k), ARGV[2]}
+return {"claimed", tostring(k), ARGV[2], tostring(next_due)}

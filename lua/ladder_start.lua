@@ -12,7 +12,8 @@
   ARGV[3] the first step's wait (ms, from now)
   ARGV[4] record TTL (ms)
 
-  Returns 1 opened, 0 already open (left as it is)
+  Returns the first step's due time (ms, Redis's clock) when opened, 0 when already open (left
+  as it is)
 ]]
 local now = redisNowMs()
 if rcall("EXISTS", KEYS[1]) == 1 then return 0 end
@@ -21,4 +22,4 @@ rcall("HSET", KEYS[1], "state", "climbing", "step", 0, "steps", ARGV[2], "due", 
   "opened", now)
 rcall("PEXPIRE", KEYS[1], ARGV[4])
 if KEYS[2] then rcall("ZADD", KEYS[2], due, ARGV[1]) end
-return 1
+return due

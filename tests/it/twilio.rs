@@ -1159,6 +1159,12 @@ async fn a_call_rings_through_its_outcome_with_signed_callbacks_and_the_keypad_p
         assert!(!get(form, "SequenceNumber").is_empty() && !get(form, "Timestamp").is_empty());
         assert!(signature::verify(TOKEN, &url, form, sig));
     }
+    let sequence: Vec<&str> = got
+        .iter()
+        .filter(|(f, _, _)| get(f, "Digits").is_empty())
+        .map(|(f, _, _)| get(f, "SequenceNumber"))
+        .collect();
+    assert_eq!(sequence, ["0", "1", "2", "3"], "numbered from 0, per call");
     let fetched = c.fetch_call(&call.sid).await.unwrap();
     assert_eq!(fetched.status.as_deref(), Some("completed"));
     assert!(fetched.end_time.is_some() && fetched.duration.is_some());

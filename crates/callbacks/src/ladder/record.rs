@@ -141,14 +141,15 @@ impl LadderRecord {
     }
 
     /// Open `run_id`'s ladder of `steps` steps after the text, the first due in `first_wait`.
-    /// True when this call opened it (a second open changes nothing).
+    /// True when this call opened it (a second open changes nothing). On a Cluster the due
+    /// index is written after, at the due time the script read on Redis's clock.
     pub async fn start(
         &self,
         run_id: &str,
         steps: u32,
         first_wait: Duration,
     ) -> Result<bool, Error> {
-        let opened: i64 = scripts()
+        let due: i64 = scripts()
             .ladder_start
             .call()
             .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
@@ -159,14 +160,10 @@ impl LadderRecord {
             .arg("record TTL (ms)", ms(self.record_ttl))
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
-        if opened == 1 && self.topology.per_slot() {
-            self.index(
-                run_id,
-                Some(ringback_shared::clock::now_ms() + first_wait.as_millis() as i64),
-            )
-            .await?;
+        if due > 0 {
+            self.index(run_id, Some(due)).await?;
         }
-        Ok(opened == 1)
+        Ok(due > 0)
     }
 
     /// Start the step after `read` (the last step the caller saw started; 0 for the text),
@@ -205,12 +202,10 @@ impl LadderRecord {
             _ => return Err(bad("ladder_advance", &reply)),
         };
         match &out {
+            // on Redis's clock, as the script wrote it in the record
             Advance::Claimed { .. } => {
-                self.index(
-                    run_id,
-                    Some(ringback_shared::clock::now_ms() + wait.as_millis() as i64),
-                )
-                .await?
+                let due = number(3).ok_or_else(|| bad("ladder_advance", &reply))?;
+                self.index(run_id, Some(due)).await?
             }
             Advance::Exhausted => self.index(run_id, None).await?,
             _ => {}

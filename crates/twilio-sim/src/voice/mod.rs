@@ -72,6 +72,9 @@ pub struct SimCall {
     pub status_callback: Option<String>,
     /// Keypad posts made for it (the digits of each).
     pub gathered: Vec<String>,
+    /// The next status callback's `SequenceNumber` (from 0, per call, as Twilio numbers them).
+    #[serde(skip)]
+    pub(crate) sequence: u32,
 }
 
 impl Calls {
@@ -316,6 +319,7 @@ fn accept(sim: &Arc<Simulator>, account: &str, form: &[(String, String)]) -> Cal
             twiml: field(form, "Twiml").unwrap_or_default().to_string(),
             status_callback: field(form, "StatusCallback").map(str::to_string),
             gathered: vec![],
+            sequence: 0,
         });
     tokio::spawn(progress::run(sim.clone(), sid, rule, machine_detection));
     call

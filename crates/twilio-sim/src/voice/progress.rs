@@ -4,7 +4,6 @@
 //! digits while it is in progress. `end` hangs up a call at any point (`Status=completed`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use super::{CallRule, ended};
@@ -55,7 +54,15 @@ pub fn gather_actions(twiml: &str) -> Vec<String> {
     out
 }
 
-static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+/// The call's next `SequenceNumber`: its callbacks are numbered from 0 in the order they fire.
+fn next_sequence(sim: &Simulator, sid: &str) -> u32 {
+    let mut n = 0;
+    sim.calls.update(sid, |c| {
+        n = c.sequence;
+        c.sequence += 1;
+    });
+    n
+}
 
 /// The form of one status callback for the call `sid` at `status`.
 fn callback_params(
@@ -170,7 +177,7 @@ pub async fn run(sim: Arc<Simulator>, sid: String, rule: CallRule, machine_detec
         if !advance(&sim, &sid, status, answered_by) {
             break;
         }
-        let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+        let sequence = next_sequence(&sim, &sid);
         if let (Some(url), false) = (&call.status_callback, rule.no_callbacks)
             && let Some(params) = callback_params(&sim, &sid, status, sequence)
         {
@@ -220,7 +227,7 @@ pub async fn end(sim: &Arc<Simulator>, sid: &str, status: &str) {
     if !advance(sim, sid, status, None) {
         return;
     }
-    let sequence = SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let sequence = next_sequence(sim, sid);
     let url = sim.calls.get(sid).and_then(|c| c.status_callback);
     if let (Some(url), Some(params)) = (url, callback_params(sim, sid, status, sequence)) {
         let sim = sim.clone();
