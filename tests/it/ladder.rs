@@ -58,6 +58,16 @@ async fn climb(l: LadderRecord, run: String) -> (Vec<u32>, usize, Vec<Marked>) {
     }
 }
 
+/// The run's score in the ladder sweep's schedule.
+async fn due_at(server: &RedisServer, run: &str) -> Option<f64> {
+    redis::cmd("ZSCORE")
+        .arg(ringback::store::keys::ladder_due(PREFIX))
+        .arg(run)
+        .query_async(&mut server.conn().await)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn racing_actors_start_each_step_once_and_end_an_exhausted_ladder_once() {
     let server = RedisServer::start();
@@ -69,6 +79,10 @@ async fn racing_actors_start_each_step_once_and_end_an_exhausted_ladder_once() {
             assert!(
                 !l.start(&run, 4, Duration::ZERO).await.unwrap(),
                 "opened once"
+            );
+            assert!(
+                due_at(&server, &run).await.is_some_and(|d| d > 0.0),
+                "{run}: indexed at its due time"
             );
             let actors: Vec<_> = (0..3)
                 .map(|_| tokio::spawn(climb(l.clone(), run.clone())))
@@ -91,6 +105,11 @@ async fn racing_actors_start_each_step_once_and_end_an_exhausted_ladder_once() {
             assert_eq!(
                 l.advance(&run, 4, Duration::ZERO).await.unwrap(),
                 Advance::Over
+            );
+            assert_eq!(
+                due_at(&server, &run).await,
+                None,
+                "{run}: an ended ladder leaves the schedule"
             );
         }
     }

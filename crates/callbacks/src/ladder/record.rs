@@ -3,6 +3,13 @@
 //! exhausted (`ladder_advance.lua`), record a step's send (`ladder_mark.lua`), stop it at the
 //! first acknowledgement (`ladder_ack.lua`). Each step's send stays inside its own claim: only
 //! the caller [`Advance::Claimed`] answered may create it.
+//!
+//! On a Redis Cluster the due index (global) is written by calls of its own, ordered so a cut
+//! between two calls loses no ladder: a new ladder is indexed before its record is written, and
+//! later changes re-index after their script. Whatever a cut leaves, the ladder sweep repairs
+//! from what [`LadderRecord::advance`] answers: [`Advance::None`], [`Advance::Over`] and
+//! [`Advance::Stopped`] take the run out of the index, [`Advance::Early`] puts it back at its
+//! due time.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -141,14 +148,25 @@ impl LadderRecord {
     }
 
     /// Open `run_id`'s ladder of `steps` steps after the text, the first due in `first_wait`.
-    /// True when this call opened it (a second open changes nothing). On a Cluster the due
-    /// index is written after, at the due time the script read on Redis's clock.
+    /// True when this call opened it (a second open changes nothing). On a Cluster the run is
+    /// indexed first, due at once (a cut after it leaves an entry the sweep repairs, never a
+    /// ladder it cannot see), then at the due time the script read on Redis's clock.
     pub async fn start(
         &self,
         run_id: &str,
         steps: u32,
         first_wait: Duration,
     ) -> Result<bool, Error> {
+        if self.topology.per_slot() {
+            // NX: a second open leaves the first one's due time alone
+            redis::cmd("ZADD")
+                .arg(keys::ladder_due(&self.claim_prefix))
+                .arg("NX")
+                .arg(0)
+                .arg(run_id)
+                .round_trip::<()>(&mut self.conn.clone(), &self.trips)
+                .await?;
+        }
         let due: i64 = scripts()
             .ladder_start
             .call()
