@@ -153,43 +153,61 @@ pub(super) async fn create(
     }
     let to = field(&form, "To").unwrap_or_default().to_string();
     let fault = sim.faults().take_create(&to, rand::random::<f64>());
-    let created = match &fault {
-        Some(CreateFault::Permanent {
+    if let Some(refused) = refusal(fault.as_ref()).await {
+        return refused;
+    }
+    let failed = match &fault {
+        Some(CreateFault::CreatedFailed { error_code }) => Some(*error_code),
+        _ => None,
+    };
+    let created = accept(&sim, &account, &form, failed);
+    answer_created(fault, created).await
+}
+
+/// The answer of a create that `fault` refuses before anything is created (an error, a 429, a
+/// 5xx or a timeout that took nothing); `None` when the resource is created. Message and call
+/// creates share it.
+pub(crate) async fn refusal(fault: Option<&CreateFault>) -> Option<Response> {
+    Some(match fault? {
+        CreateFault::Permanent {
             code,
             status,
             message,
-        }) => {
+        } => {
             let msg = message
                 .clone()
                 .unwrap_or_else(|| format!("Simulated Twilio error {code}"));
-            return twilio_error(ApiError::new(*status, *code, msg));
+            twilio_error(ApiError::new(*status, *code, msg))
         }
-        Some(CreateFault::RateLimited { retry_after_s }) => {
+        CreateFault::RateLimited { retry_after_s } => {
             let mut r = twilio_error(ApiError::new(429, 20429, "Too Many Requests"));
             if let Ok(v) = retry_after_s.to_string().parse() {
                 r.headers_mut().insert(header::RETRY_AFTER, v);
             }
-            return r;
+            r
         }
-        Some(CreateFault::ServerError {
+        CreateFault::ServerError {
             status,
             created: false,
-        }) => {
-            return twilio_error(ApiError::new(*status, 20500, "Internal Server Error"));
-        }
-        Some(CreateFault::Slow {
+        } => twilio_error(ApiError::new(*status, 20500, "Internal Server Error")),
+        CreateFault::Slow {
             delay_ms,
             created: false,
-        }) => {
+        } => {
             // the request times out at the client before Twilio took it: nothing is created
             tokio::time::sleep(std::time::Duration::from_millis(*delay_ms)).await;
-            return twilio_error(ApiError::new(504, 20504, "Gateway Timeout"));
+            twilio_error(ApiError::new(504, 20504, "Gateway Timeout"))
         }
-        Some(CreateFault::CreatedFailed { error_code }) => {
-            accept(&sim, &account, &form, Some(*error_code))
-        }
-        _ => accept(&sim, &account, &form, None),
-    };
+        _ => return None,
+    })
+}
+
+/// The answer of a create that made `created` under `fault`: 201, or a 5xx hiding it, a late
+/// 201, or the connection dropped before any answer. Message and call creates share it.
+pub(crate) async fn answer_created(
+    fault: Option<CreateFault>,
+    created: impl serde::Serialize,
+) -> Response {
     match fault {
         Some(CreateFault::ServerError { status, .. }) => {
             twilio_error(ApiError::new(status, 20500, "Internal Server Error"))

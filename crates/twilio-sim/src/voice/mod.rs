@@ -14,12 +14,13 @@ use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use super::faults::{Call as Request, CreateFault, Match};
-use super::{DropConnection, Simulator, authorize, field, record, twilio_date, twilio_error};
+use super::create::{answer_created, refusal};
+use super::faults::{Call as Request, Match};
+use super::{Simulator, authorize, field, record, twilio_date, twilio_error};
 use ringback_twilio::ApiError;
 use ringback_twilio::call::{Call, CallPage, is_call_sid};
 use ringback_twilio::message::is_e164;
@@ -233,55 +234,11 @@ pub(crate) async fn create(
     }
     let to = field(&form, "To").unwrap_or_default().to_string();
     let fault = sim.faults().take_call_create(&to, rand::random::<f64>());
-    match &fault {
-        Some(CreateFault::Permanent {
-            code,
-            status,
-            message,
-        }) => {
-            let msg = message
-                .clone()
-                .unwrap_or_else(|| format!("Simulated Twilio error {code}"));
-            return twilio_error(ApiError::new(*status, *code, msg));
-        }
-        Some(CreateFault::RateLimited { retry_after_s }) => {
-            let mut r = twilio_error(ApiError::new(429, 20429, "Too Many Requests"));
-            if let Ok(v) = retry_after_s.to_string().parse() {
-                r.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-            return r;
-        }
-        Some(CreateFault::ServerError {
-            status,
-            created: false,
-        }) => {
-            return twilio_error(ApiError::new(*status, 20500, "Internal Server Error"));
-        }
-        Some(CreateFault::Slow {
-            delay_ms,
-            created: false,
-        }) => {
-            tokio::time::sleep(std::time::Duration::from_millis(*delay_ms)).await;
-            return twilio_error(ApiError::new(504, 20504, "Gateway Timeout"));
-        }
-        _ => {}
+    if let Some(refused) = refusal(fault.as_ref()).await {
+        return refused;
     }
     let call = accept(&sim, &account, &form);
-    match fault {
-        Some(CreateFault::ServerError { status, .. }) => {
-            twilio_error(ApiError::new(status, 20500, "Internal Server Error"))
-        }
-        Some(CreateFault::Slow { delay_ms, .. }) => {
-            tokio::time::sleep(std::time::Duration::from_millis(delay_ms)).await;
-            (StatusCode::CREATED, Json(call)).into_response()
-        }
-        Some(CreateFault::CreateThenDrop) => {
-            let mut r = StatusCode::CREATED.into_response();
-            r.extensions_mut().insert(DropConnection);
-            r
-        }
-        _ => (StatusCode::CREATED, Json(call)).into_response(),
-    }
+    answer_created(fault, call).await
 }
 
 /// Store a new call and start it ringing.
