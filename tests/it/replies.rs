@@ -928,7 +928,7 @@ async fn a_question_is_answered_once_whatever_arrives_at_the_same_moment() {
         matches!(&retry.matched, Match::Answer { run_id, .. } if run_id == "gap"),
         "{retry:?}"
     );
-    let q = replies.question_of("gap").await.unwrap().unwrap();
+    let q = replies.reads.question_of("gap").await.unwrap().unwrap();
     assert_eq!(q.answered_by.as_deref(), Some(first.as_str()));
 }
 

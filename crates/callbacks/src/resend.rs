@@ -116,7 +116,7 @@ pub async fn resend(processor: &SmsProcessor, run_id: &str) -> Result<Resent, Re
     };
     // a question sent again is open again, under its code (the resent text carries it when it
     // showed one): the person's answer to it reaches the run, however long ago it closed
-    if let Some(q) = processor.replies().question_of(run_id).await?
+    if let Some(q) = processor.replies().reads.question_of(run_id).await?
         && q.answered_by.is_none()
     {
         let mut reopen = CallbackRequest {

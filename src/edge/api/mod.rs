@@ -268,10 +268,10 @@ async fn callback_record(
     let record = s.receipts.record(&run_id, Some(&s.queue)).await?;
     let mut out = serde_json::to_value(record).unwrap_or_default();
     // a question's code and until when it is open, and the replies it received
-    if let Some(q) = s.replies.question_of(&run_id).await? {
+    if let Some(q) = s.replies.reads.question_of(&run_id).await? {
         out["question"] = json!({"code": q.code, "shown": q.shown, "openUntil": q.until, "answeredBy": q.answered_by});
         out["replies"] =
-            serde_json::to_value(s.replies.replies_of(&run_id).await?).unwrap_or_default();
+            serde_json::to_value(s.replies.reads.replies_of(&run_id).await?).unwrap_or_default();
     }
     Ok(Json(out))
 }

@@ -155,8 +155,8 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             Default::default(),
         );
         let record = receipts.record(run_id, Some(&q)).await?;
-        let question = replies.question_of(run_id).await?;
-        let answers = replies.replies_of(run_id).await?;
+        let question = replies.reads.question_of(run_id).await?;
+        let answers = replies.reads.replies_of(run_id).await?;
         Ok::<_, crate::Error>((record, question, answers))
     };
     let when = |ms: i64| {

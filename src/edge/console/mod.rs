@@ -418,8 +418,8 @@ async fn run(
 async fn run_detail(s: &ApiState, run_id: &str) -> Result<runs::RunDetail, crate::error::Error> {
     let reads = reads(s);
     let mut d = reads.run(run_id).await?;
-    d.question = s.replies.question_of(run_id).await?;
-    for r in s.replies.replies_of(run_id).await? {
+    d.question = s.replies.reads.question_of(run_id).await?;
+    for r in s.replies.reads.replies_of(run_id).await? {
         let job = match &r.job_id {
             Some(id) => reads.job_in(s.replies.queue.keys(), id).await?,
             None => None,
@@ -437,7 +437,7 @@ async fn inbound(State(s): State<Arc<ApiState>>, headers: HeaderMap) -> Response
     }
     let read = async {
         Ok::<_, crate::error::Error>((
-            s.replies.unmatched(200).await?,
+            s.replies.reads.unmatched(200).await?,
             s.replies.opt_outs.list().await?,
         ))
     };

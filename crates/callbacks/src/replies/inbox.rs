@@ -256,7 +256,7 @@ impl Replies {
     /// The question is answered: no longer open, its code still taken for the person.
     pub(super) async fn close(&self, run_id: &str, from: &str, sid: &str) -> Result<(), Error> {
         let qkey = keys::question(&self.claim_prefix, run_id);
-        if let Some(mut q) = self.question_of(run_id).await? {
+        if let Some(mut q) = self.reads.question_of(run_id).await? {
             if q.answered_by.is_none() {
                 q.answered_by = Some(sid.to_string());
                 let _: Option<String> = redis::cmd("SET")
@@ -295,7 +295,7 @@ impl Replies {
     pub(super) async fn ask_which(&self, m: &Inbound, run_ids: &[String]) -> Result<(), Error> {
         let mut lines = Vec::new();
         for run_id in run_ids.iter().take(5) {
-            if let Some(q) = self.question_of(run_id).await? {
+            if let Some(q) = self.reads.question_of(run_id).await? {
                 lines.push(format!("{} for \"{}\"", q.code, q.excerpt));
             }
         }

@@ -25,7 +25,7 @@ pub mod forwards;
 mod inbox;
 mod matching;
 pub mod optouts;
-mod reads;
+pub mod reads;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -221,8 +221,9 @@ pub struct Received {
 /// A crash hook between recording a message and enqueuing it (drills only).
 pub type CrashHook = std::sync::Arc<dyn Fn() + Send + Sync>;
 
-/// Replies: questions asked, inbound messages matched and recorded once, the replies queue,
-/// opt-outs and forwards, over one Redis connection.
+/// Replies: questions asked and inbound messages matched and recorded once onto the replies
+/// queue (asking and receiving share the questions' state and the matcher, so they are one
+/// type), beside the roles that own their keys: opt-outs, forwards and the reads.
 #[derive(Clone)]
 pub struct Replies {
     conn: Conn,
@@ -239,6 +240,8 @@ pub struct Replies {
     pub opt_outs: optouts::OptOuts,
     /// The messages still to forward.
     pub forwards: forwards::Forwards,
+    /// A run's question and replies, and the messages that answered nothing, as read.
+    pub reads: reads::ReplyReads,
     /// Whether messages that answer no question are forwarded (a forward URL is set).
     forwarding: bool,
     before_record: Option<CrashHook>,
@@ -276,6 +279,7 @@ impl Replies {
         Self {
             opt_outs: optouts::OptOuts::new(conn.clone(), claim_prefix),
             forwards: forwards::Forwards::new(conn.clone(), claim_prefix),
+            reads: reads::ReplyReads::new(conn.clone(), claim_prefix),
             forwarding: false,
             before_record: None,
             conn,

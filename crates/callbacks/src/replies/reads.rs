@@ -2,11 +2,31 @@
 //! answered nothing.
 
 use ringback_shared::error::Error;
+use ringback_store::connection::Conn;
 use ringback_store::keys;
 
-use super::{Question, Replies, ReplyView};
+use super::{Question, ReplyView};
 
-impl Replies {
+/// The reads of replies, for the console, `status`, the API and the inbox's own look-ups.
+#[derive(Clone, Debug)]
+pub struct ReplyReads {
+    conn: Conn,
+    claim_prefix: String,
+}
+
+impl ReplyReads {
+    /// The replies of the deployment `claim_prefix` names.
+    pub fn new(conn: Conn, claim_prefix: &str) -> Self {
+        Self {
+            conn,
+            claim_prefix: claim_prefix.to_string(),
+        }
+    }
+
+    fn conn(&self) -> Conn {
+        self.conn.clone()
+    }
+
     /// The run's question, if it asked one.
     pub async fn question_of(&self, run_id: &str) -> Result<Option<Question>, Error> {
         let v: Option<String> = redis::cmd("GET")
