@@ -11,11 +11,13 @@
   ARGV[3] who (the number that acknowledged)
 
   Returns {"stopped", sid...} (the calls ringing), {"late", state} (already stopped or
-  exhausted: the first one stands), {"none"} (no ladder)
+  exhausted: the first one stands), {"asked"} (a delivered receipt of a question: only an
+  answer acknowledges it), {"none"} (no ladder)
 ]]
 local now = redisNowMs()
-local state, step = unpack(rcall("HMGET", KEYS[1], "state", "step"))
+local state, step, question = unpack(rcall("HMGET", KEYS[1], "state", "step", "question"))
 if not state then return {"none"} end
+if ARGV[1] == "delivered" and question == "1" then return {"asked"} end
 if state ~= "climbing" then return {"late", state} end
 rcall("HSET", KEYS[1], "state", "stopped", "acked_by", ARGV[1], "acked_who", ARGV[3],
   "ended", now)

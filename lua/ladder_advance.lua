@@ -28,7 +28,8 @@ if step ~= tonumber(ARGV[1]) then return {"moved", tostring(step)} end
 if now < tonumber(due) then return {"early", due} end
 if step >= tonumber(steps) then
   rcall("HSET", KEYS[1], "state", "exhausted", "escalate", now, "ended", now)
-  if KEYS[2] then rcall("ZREM", KEYS[2], ARGV[4]) end
+  -- still indexed: the sweep that finds `escalate` adds the escalation, then unindexes it
+  if KEYS[2] then rcall("ZADD", KEYS[2], now, ARGV[4]) end
   return {"exhausted"}
 end
 local k = step + 1

@@ -61,6 +61,11 @@ pub fn encode(queue: &str, collectors: Vec<Box<dyn Collector>>) -> String {
         t.escalations,
     );
     registry.register(
+        "ringback_ladder_steps",
+        "Escalation ladders' steps by channel and outcome (call placed, skipped, answered, not_answered; text queued), and their ends (ladder acknowledged, unacknowledged)",
+        t.ladder_steps,
+    );
+    registry.register(
         "ringback_http_responses",
         "Responses of ringback serve by route and status",
         t.http_responses,

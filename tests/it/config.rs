@@ -119,6 +119,85 @@ fn quiet_hours_and_the_inbound_settings_are_checked_together() {
 }
 
 #[test]
+fn the_ladders_settings_are_named_all_at_once_and_a_good_set_passes() {
+    let base = |cmd: &mut Command| {
+        cmd.env("REDIS_URL", "redis://127.0.0.1:1")
+            .env("TWILIO_ACCOUNT_SID", ACCOUNT)
+            .env("TWILIO_AUTH_TOKEN", TOKEN)
+            .env("TWILIO_FROM", "+15005550006");
+    };
+    let mut cmd = ringback(&["check-config"]);
+    base(&mut cmd);
+    cmd.env("RINGBACK_CALL_AFTER", "soon")
+        .env("RINGBACK_LADDER_STEP_MS", "10")
+        .env("RINGBACK_ONCALL", "+15550000001, 555-0100")
+        .env("RINGBACK_VOICE_FROM", "ringback")
+        .env("RINGBACK_MACHINE_DETECTION", "maybe")
+        .env("RINGBACK_CALLS_PER_HOUR", "0");
+    let (code, stdout, stderr) = run(&mut cmd);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    for (name, flag, says) in [
+        ("RINGBACK_CALL_AFTER", "--call-after", "not a duration"),
+        (
+            "RINGBACK_LADDER_STEP_MS",
+            "--ladder-step-ms",
+            "under a second",
+        ),
+        (
+            "RINGBACK_ONCALL",
+            "--oncall",
+            "\"555-0100\" is not an E.164 number",
+        ),
+        ("RINGBACK_VOICE_FROM", "--voice-from", "E.164"),
+        (
+            "RINGBACK_MACHINE_DETECTION",
+            "--machine-detection",
+            "neither `on` nor `off`",
+        ),
+        (
+            "RINGBACK_CALLS_PER_HOUR",
+            "--calls-per-hour",
+            "every ladder call would be skipped",
+        ),
+    ] {
+        let line = named(&stderr, name, flag).unwrap_or_else(|| panic!("{name}: {stderr}"));
+        assert!(line.contains(says), "{name} says {says:?}: {line}");
+    }
+    // a default ladder needs serve's webhooks for its calls' answers
+    let mut cmd = ringback(&["check-config"]);
+    base(&mut cmd);
+    cmd.env("RINGBACK_CALL_AFTER", "10m");
+    let (code, _, stderr) = run(&mut cmd);
+    assert_eq!(code, Some(2));
+    assert!(
+        named(&stderr, "RINGBACK_CALL_AFTER", "--call-after")
+            .is_some_and(|l| l.contains("needs RINGBACK_STATUS_CALLBACK_URL")),
+        "{stderr}"
+    );
+    let mut cmd = ringback(&["check-config"]);
+    base(&mut cmd);
+    cmd.env("RINGBACK_CALL_AFTER", "10m")
+        .env(
+            "RINGBACK_STATUS_CALLBACK_URL",
+            "https://ringback.acme-corp.net/api/notify/webhook/status",
+        )
+        .env("RINGBACK_ONCALL", "+15550000001,+15550000002")
+        .env("RINGBACK_VOICE", "Polly.Joanna");
+    let (_, stdout, stderr) = run(&mut cmd);
+    assert!(!stderr.contains("RINGBACK_CALL_AFTER"), "{stderr}");
+    assert!(!stderr.contains("RINGBACK_ONCALL"), "{stderr}");
+    assert!(
+        stdout.contains("RINGBACK_CALL_AFTER=10m")
+            && stdout.contains("RINGBACK_VOICE=Polly.Joanna"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("+15550000002"),
+        "numbers are masked: {stdout}"
+    );
+}
+
+#[test]
 fn check_config_names_every_unparsable_missing_and_broken_setting_in_one_run() {
     let (code, stdout, stderr) = run(ringback(&["check-config"])
         .env("RINGBACK_CONCURRENCY", "x")

@@ -11,12 +11,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::RedisServer;
+use ringback::callbacks::ladder::plan::{Plan, PlannedStep};
 use ringback::callbacks::ladder::record::{Ack, Advance, Channel, LadderRecord, Marked};
 use ringback::store::scripts::RoundTrips;
 use ringback::store::slots::Topology;
 
 const PREFIX: &str = "agent-callback:";
 const DAY: Duration = Duration::from_secs(86_400);
+
+/// A plan of `steps` steps (calls on odd steps), for the record's tests.
+fn plan(steps: usize) -> Plan {
+    Plan {
+        steps: (1..=steps)
+            .map(|k| PlannedStep {
+                channel: if k % 2 == 1 { "call" } else { "text" }.into(),
+                to: format!("+1555000000{k}"),
+            })
+            .collect(),
+        step_wait_ms: 0,
+        recipient: "+15550000001".into(),
+        body: "Run finished.".into(),
+        choices: vec![],
+        question: false,
+        urgent: false,
+        time_zone: None,
+    }
+}
 
 async fn record(server: &RedisServer, topology: Topology) -> LadderRecord {
     let client = redis::Client::open(server.url()).unwrap();
@@ -75,9 +95,9 @@ async fn racing_actors_start_each_step_once_and_end_an_exhausted_ladder_once() {
         let l = record(&server, topology).await;
         for r in 0..20 {
             let run = format!("race-{topology:?}-{r}");
-            assert!(l.start(&run, 4, Duration::ZERO).await.unwrap());
+            assert!(l.start(&run, 4, Duration::ZERO, &plan(4)).await.unwrap());
             assert!(
-                !l.start(&run, 4, Duration::ZERO).await.unwrap(),
+                !l.start(&run, 4, Duration::ZERO, &plan(4)).await.unwrap(),
                 "opened once"
             );
             assert!(
@@ -100,8 +120,13 @@ async fn racing_actors_start_each_step_once_and_end_an_exhausted_ladder_once() {
             let rec = l.read(&run).await.unwrap();
             assert_eq!(rec["state"], "exhausted");
             assert!(rec.contains_key("escalate"), "the escalation is due");
+            assert!(
+                due_at(&server, &run).await.is_some(),
+                "{run}: indexed until its escalation is added"
+            );
             assert!(l.escalated(&run).await.unwrap());
             assert!(!l.escalated(&run).await.unwrap(), "cleared once");
+            l.unindex(&run).await.unwrap();
             assert_eq!(
                 l.advance(&run, 4, Duration::ZERO).await.unwrap(),
                 Advance::Over
@@ -122,7 +147,7 @@ async fn an_acknowledgement_stops_the_ladder_once_and_no_step_starts_after_it() 
         let l = record(&server, topology).await;
         for r in 0..20 {
             let run = format!("ack-{topology:?}-{r}");
-            l.start(&run, 4, Duration::ZERO).await.unwrap();
+            l.start(&run, 4, Duration::ZERO, &plan(4)).await.unwrap();
             let actors: Vec<_> = (0..3)
                 .map(|_| tokio::spawn(climb(l.clone(), run.clone())))
                 .collect();
@@ -193,7 +218,9 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
     let mut c = server.conn().await;
 
     // due in a minute: too early; a stale read: moved
-    l.start("slow", 2, Duration::from_secs(60)).await.unwrap();
+    l.start("slow", 2, Duration::from_secs(60), &plan(2))
+        .await
+        .unwrap();
     assert!(matches!(
         l.advance("slow", 0, Duration::ZERO).await.unwrap(),
         Advance::Early(_)
@@ -206,7 +233,9 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
         .unwrap();
     assert!(due.is_some(), "the ladder sweep's schedule names it");
 
-    l.start("late-call", 2, Duration::ZERO).await.unwrap();
+    l.start("late-call", 2, Duration::ZERO, &plan(2))
+        .await
+        .unwrap();
     let Advance::Claimed { step, token } = l.advance("late-call", 0, Duration::ZERO).await.unwrap()
     else {
         panic!("step 1 claimed")
@@ -235,7 +264,9 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
     );
 
     // a call ringing at the stop is named by it
-    l.start("ringing", 2, Duration::ZERO).await.unwrap();
+    l.start("ringing", 2, Duration::ZERO, &plan(2))
+        .await
+        .unwrap();
     let Advance::Claimed { token, .. } = l.advance("ringing", 0, Duration::ZERO).await.unwrap()
     else {
         panic!()
@@ -267,4 +298,278 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
         l.advance("none", 0, Duration::ZERO).await.unwrap(),
         Advance::None
     );
+}
+
+// The ladder climbed end to end: a worker (with its sweeps) texting and calling through the
+// simulator, `serve` taking the receipts, replies, keypad answers and call statuses, signed.
+
+mod climbing {
+    use super::common::callbacks::{self as cb, Env, TO};
+    use super::common::wait_for;
+    use redis::AsyncCommands;
+    use ringback::store::keys::QueueKeys;
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    const ONCALL: &str = "+15558675311";
+    const SOON: Duration = Duration::from_secs(30);
+
+    /// `serve` (receipts, replies, the ladder's webhooks) and a worker with its sweeps.
+    async fn serve_and_climb(e: &Env) -> cb::Looping {
+        let mut sms = cb::sms_config();
+        cb::serve_receipts(e, &mut sms).await;
+        let client = redis::Client::open(e.redis.url()).unwrap();
+        let conn = ringback::store::connection::commands(&client)
+            .await
+            .unwrap();
+        cb::run_worker(e, cb::processor(e, conn, sms), 2)
+    }
+
+    fn question(run: &str, within: &str) -> String {
+        serde_json::json!({
+            "runId": run, "to": TO, "body": "Deploy build 7?", "expectReply": true,
+            "replyWithin": within, "choices": ["YES", "NO"],
+            "ladder": {"callAfter": "1s", "stepWait": "1s", "then": [ONCALL]},
+        })
+        .to_string()
+    }
+
+    /// Every job waiting in `queue` (`replies`, `escalations`), data by id.
+    async fn jobs(e: &Env, queue: &str) -> BTreeMap<String, serde_json::Value> {
+        let mut c = e.redis.conn().await;
+        let k = QueueKeys::new("bull", &format!("{}-{queue}", e.queue));
+        let ids: Vec<String> = c.lrange(k.wait(), 0, -1).await.unwrap();
+        let mut out = BTreeMap::new();
+        for id in ids {
+            let data: String = c.hget(k.job(&id), "data").await.unwrap();
+            out.insert(id, serde_json::from_str(&data).unwrap());
+        }
+        out
+    }
+
+    fn texts_to(e: &Env, to: &str) -> usize {
+        e.sim
+            .store
+            .all()
+            .iter()
+            .filter(|m| m.to.as_deref() == Some(to))
+            .count()
+    }
+
+    async fn ladder(e: &Env, run: &str) -> std::collections::HashMap<String, String> {
+        e.redis
+            .conn()
+            .await
+            .hgetall(ringback::store::keys::ladder("agent-callback:", run))
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_question_nobody_answers_calls_once_per_step_then_ends_in_no_answer_and_one_escalation()
+     {
+        let e = cb::env(
+            "ladder-unanswered",
+            &format!(
+                r#"{{"calls":[{{"to":"{TO}","outcome":"no-answer"}},{{"to":"{ONCALL}","outcome":"busy","shuffled":true,"duplicate":true}}]}}"#
+            ),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "unanswered-1";
+        cb::add(&e, &question(run, "6s")).await;
+        let replies = wait_for(SOON, "the no-answer job", || async {
+            let j = jobs(&e, "replies").await;
+            j.contains_key(&format!("no-answer:{run}")).then_some(j)
+        })
+        .await;
+        assert_eq!(replies.len(), 1, "only the no-answer: {replies:?}");
+        assert_eq!(replies[&format!("no-answer:{run}")]["matched"], "no-answer");
+        let escalations = jobs(&e, "escalations").await;
+        assert_eq!(
+            escalations.keys().collect::<Vec<_>>(),
+            [&format!("escalation:{run}")]
+        );
+        assert_eq!(
+            escalations[&format!("escalation:{run}")]["kind"],
+            "unacknowledged"
+        );
+        // nothing more comes: each step once
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(e.sim.calls.to(TO).len(), 1, "the recipient called once");
+        assert_eq!(
+            e.sim.calls.to(ONCALL).len(),
+            1,
+            "the next person called once"
+        );
+        assert_eq!(texts_to(&e, TO), 1, "the callback's text");
+        assert_eq!(texts_to(&e, ONCALL), 1, "the next person texted once");
+        let rec = ladder(&e, run).await;
+        assert_eq!(rec["state"], "exhausted");
+        assert!(!rec.contains_key("escalate"), "its escalation was added");
+        assert!(
+            rec["why:1"].contains("no-answer") && rec["why:3"].contains("busy"),
+            "each call's outcome climbed it: {rec:?}"
+        );
+        assert_eq!(jobs(&e, "escalations").await.len(), 1);
+        assert_eq!(jobs(&e, "replies").await.len(), 1);
+        worker.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_keypad_answer_is_the_questions_answer_and_stops_the_ladder_once() {
+        let e = cb::env(
+            "ladder-keypad",
+            &format!(r#"{{"calls":[{{"to":"{TO}","digits":"2","duplicate":true}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "keypad-1";
+        cb::add(&e, &question(run, "1h")).await;
+        let answer = wait_for(SOON, "the keypad answer", || async {
+            jobs(&e, "replies").await.into_values().next()
+        })
+        .await;
+        assert_eq!(
+            (
+                &answer["runId"],
+                &answer["text"],
+                &answer["via"],
+                &answer["matched"]
+            ),
+            (&run.into(), &"NO".into(), &"call".into(), &"answer".into())
+        );
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (rec["state"].as_str(), rec["acked_by"].as_str()),
+            ("stopped", "keypad")
+        );
+        assert_eq!(jobs(&e, "replies").await.len(), 1, "answered once");
+        assert_eq!(e.sim.calls.to(TO).len(), 1);
+        assert_eq!(texts_to(&e, ONCALL), 0, "no step after the answer");
+        assert!(jobs(&e, "escalations").await.is_empty());
+        worker.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_delivered_text_acknowledges_a_plain_callback_before_any_call() {
+        let e = cb::env("ladder-delivered", "").await;
+        let worker = serve_and_climb(&e).await;
+        let run = "delivered-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Run 9 finished.",
+            "ladder": {"callAfter": "2s", "then": [ONCALL]},
+        });
+        cb::add(&e, &data.to_string()).await;
+        let rec = wait_for(SOON, "the ladder stopped", || async {
+            let rec = ladder(&e, run).await;
+            (rec.get("state").map(String::as_str) == Some("stopped")).then_some(rec)
+        })
+        .await;
+        assert_eq!(rec["acked_by"], "delivered");
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        assert!(e.sim.calls.all().is_empty(), "no call after the delivery");
+        assert_eq!(texts_to(&e, ONCALL), 0);
+        worker.stop().await;
+    }
+
+    /// A signed inbound message from `from`.
+    async fn reply(e: &Env, from: &str, sid: &str, body: &str) -> u16 {
+        let url = e
+            .status_callback
+            .get()
+            .unwrap()
+            .replace("/webhook/status", "/webhook/inbound");
+        let params: Vec<(String, String)> = [
+            ("MessageSid", sid),
+            ("AccountSid", cb::ACCOUNT),
+            ("From", from),
+            ("To", "+15005550006"),
+            ("Body", body),
+            ("NumMedia", "0"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let sig = ringback::twilio::signature::sign(cb::TOKEN, &url, &params);
+        reqwest::Client::new()
+            .post(&url)
+            .header("X-Twilio-Signature", sig)
+            .form(&params)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
+    #[tokio::test]
+    async fn a_text_reply_while_the_call_rings_ends_the_call_and_the_ladder() {
+        let e = cb::env(
+            "ladder-reply",
+            &format!(r#"{{"calls":[{{"to":"{TO}","step_ms":1500}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "reply-1";
+        cb::add(&e, &question(run, "1h")).await;
+        let call = wait_for(SOON, "the call ringing", || async {
+            e.sim.calls.to(TO).into_iter().next()
+        })
+        .await;
+        assert_eq!(reply(&e, TO, &format!("SM{:032x}", 1), "yes").await, 200);
+        wait_for(SOON, "the call ended", || async {
+            let c = e.sim.calls.get(&call.call.sid)?;
+            (c.call.status.as_deref() == Some("completed")).then_some(())
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(3000)).await;
+        let c = e.sim.calls.get(&call.call.sid).unwrap();
+        assert!(c.gathered.is_empty(), "hung up before any key");
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (rec["state"].as_str(), rec["acked_by"].as_str()),
+            ("stopped", "reply")
+        );
+        let replies = jobs(&e, "replies").await;
+        assert_eq!(replies.len(), 1, "the text's answer alone: {replies:?}");
+        assert_eq!(e.sim.calls.all().len(), 1);
+        assert_eq!(texts_to(&e, ONCALL), 0);
+        worker.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_answer_was_lost_is_found_never_placed_twice() {
+        let e = cb::env(
+            "ladder-lost-create",
+            &format!(
+                r#"{{"call_create":[{{"to":"{TO}","fault":"create_then_drop","times":1}}],
+                    "calls":[{{"to":"{TO}","outcome":"no-answer","no_callbacks":true}}]}}"#
+            ),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "lost-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Run 3 finished.", "expectReply": true,
+            "ladder": {"callAfter": "1s", "stepWait": "20s", "then": []},
+        });
+        cb::add(&e, &data.to_string()).await;
+        // the lease (the create's timeout and the reconcile window) passes, the sweep takes the
+        // claim, finds the call in Twilio's list and marks it
+        let rec = wait_for(SOON, "the lost call found", || async {
+            let rec = ladder(&e, run).await;
+            rec.get("claim:1")
+                .is_some_and(|c| c.starts_with("sent:CA"))
+                .then_some(rec)
+        })
+        .await;
+        let calls = e.sim.calls.to(TO);
+        assert_eq!(calls.len(), 1, "never created twice");
+        assert_eq!(rec["claim:1"], format!("sent:{}", calls[0].call.sid));
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(e.sim.calls.to(TO).len(), 1);
+        worker.stop().await;
+    }
 }

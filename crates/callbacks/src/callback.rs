@@ -71,6 +71,10 @@ pub struct CallbackRequest {
     pub urgent: bool,
     /// `"timeZone"`: the IANA zone the quiet hours are read in for this run.
     pub time_zone: Option<String>,
+    /// `"ladder"`: what the job asks of the escalation ladder ([`crate::ladder::plan`]).
+    pub ladder: crate::ladder::plan::Ask,
+    /// `"choices"`: a question's answers, each also a keypad digit (`1` for the first).
+    pub choices: Vec<String>,
 }
 
 /// The runId of a job's data object, keyed as the legacy worker keys it (a number as
@@ -219,6 +223,9 @@ impl CallbackRequest {
                 Some(zone.to_string())
             }
         };
+        let ladder = crate::ladder::plan::ask_of(obj).map_err(|e| e.join("; "))?;
+        let choices = crate::ladder::plan::read_choices(obj, expect_reply.is_some())
+            .map_err(|e| e.join("; "))?;
         Ok(Self {
             run_id: run_id.into(),
             to: to.into(),
@@ -227,6 +234,8 @@ impl CallbackRequest {
             expect_reply,
             urgent,
             time_zone,
+            ladder,
+            choices,
         })
     }
 }

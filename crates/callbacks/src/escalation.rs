@@ -34,11 +34,14 @@ pub enum EscalationKind {
     /// The job's data is not a callback ringback can send (the reason names the field): it is
     /// failed, never texted.
     Invalid,
+    /// The callback's escalation ladder ran out: nobody acknowledged the text, the calls or
+    /// the next people's texts and calls.
+    Unacknowledged,
 }
 
 impl EscalationKind {
     /// Every kind, in the order of the metric's pre-created `reason` labels.
-    pub const ALL: [EscalationKind; 8] = [
+    pub const ALL: [EscalationKind; 9] = [
         Self::Undelivered,
         Self::Permanent,
         Self::Unknown,
@@ -47,6 +50,7 @@ impl EscalationKind {
         Self::Drain,
         Self::Held,
         Self::Invalid,
+        Self::Unacknowledged,
     ];
 
     /// The `reason` label of `ringback_escalations_total`, and the job's `kind`.
@@ -60,6 +64,7 @@ impl EscalationKind {
             Self::Held => "held",
             Self::Invalid => "invalid",
             Self::Drain => "drain",
+            Self::Unacknowledged => "unacknowledged",
         }
     }
 }
@@ -81,6 +86,9 @@ pub struct Escalator {
     /// The name fallback texts (and the API's sends) are enqueued under: the first of
     /// `RINGBACK_CALLBACK_JOB_NAMES`.
     pub callback_job_name: String,
+    /// The ladders: a run that climbs one is escalated when it ends unacknowledged, and the
+    /// failures that escalate a plain callback climb it instead.
+    pub ladders: crate::ladder::record::LadderRecord,
 }
 
 /// Why a callback is escalated.
@@ -112,6 +120,9 @@ impl EscalationKind {
             Self::Drain => "may have been sent; ringback drain stopped before it could tell",
             Self::Invalid => {
                 "was not sent: its job data is not a callback ringback can send (the reason names the field)"
+            }
+            Self::Unacknowledged => {
+                "was sent, but nobody acknowledged it: every step of its escalation ladder (calls, the next people's texts and calls) went unanswered"
             }
             Self::Held => {
                 "is not sent yet: a fault of this deployment (its sender, account or a region it may not text) holds it; ringback sends it once the fault is fixed"
@@ -152,6 +163,9 @@ impl Escalator {
     /// doubled). The run's first escalation keeps the job id `escalation:<runId>`; a later,
     /// different kind gets `escalation:<runId>:<kind>`.
     pub async fn escalate(&self, e: &Escalation) -> Result<bool, Error> {
+        if self.climbs_instead(e).await? {
+            return Ok(false);
+        }
         // a fallback text's own run is never escalated further: known by its record (written
         // when the fallback was asked for), not by its name, so a producer's runId that happens
         // to end in `:escalation` is escalated like any other
@@ -262,6 +276,58 @@ impl Escalator {
             tracing::warn!(run_id = %e.run_id, kind, reason = %ringback_shared::redact::redact(&e.reason), "callback escalated");
         }
         Ok(created)
+    }
+
+    /// A failure of a run whose ladder climbs (the text undelivered, refused, its receipt
+    /// missing, held) starts the next step at once, kept on the ladder's record, instead of an
+    /// escalation: the escalation comes when the ladder ends unacknowledged. A step's own text
+    /// is never escalated: its failure climbs its ladder. True when the ladder took it.
+    async fn climbs_instead(&self, e: &Escalation) -> Result<bool, Error> {
+        let climbs = matches!(
+            e.kind,
+            EscalationKind::Undelivered
+                | EscalationKind::Permanent
+                | EscalationKind::ReceiptMissing
+                | EscalationKind::Held
+        );
+        if let Some(of) = self.ladders.step_of(&e.run_id).await? {
+            let why = format!("step text {}: {} ({})", e.run_id, e.kind.label(), e.reason);
+            if climbs {
+                self.ladders.climb(&of, None, &why).await?;
+            }
+            tracing::warn!(run_id = %e.run_id, ladder_of = %of, kind = e.kind.label(), "a ladder step's text failed; its ladder climbs on");
+            return Ok(true);
+        }
+        if !climbs {
+            return Ok(false);
+        }
+        let why = format!("{}: {}", e.kind.label(), e.reason);
+        let climbing = self.ladders.climb(&e.run_id, None, &why).await?;
+        if climbing {
+            tracing::warn!(run_id = %e.run_id, kind = e.kind.label(), "callback failed; its ladder climbs instead of escalating");
+        }
+        Ok(climbing)
+    }
+
+    /// A delivered receipt of `run_id` (or of a ladder step's text): where no answer was
+    /// asked, it acknowledges the run's ladder. Calls still ringing are left for a worker to
+    /// end.
+    pub async fn delivered(&self, run_id: &str) -> Result<(), Error> {
+        let run = self
+            .ladders
+            .step_of(run_id)
+            .await?
+            .unwrap_or_else(|| run_id.to_string());
+        let ack = self
+            .ladders
+            .ack(&run, crate::ladder::record::Channel::Delivered, "")
+            .await?;
+        if let crate::ladder::record::Ack::Stopped(ringing) = ack {
+            ringback_shared::telemetry::global().ladder_step("ladder", "acknowledged");
+            tracing::info!(run_id = %run, "delivered: the ladder stops");
+            self.ladders.hang_up_later(&ringing).await?;
+        }
+        Ok(())
     }
 
     /// Tell the escalation queue that a run escalated as still resolving was resolved after

@@ -93,6 +93,9 @@ impl Reconciler {
                 .as_deref()
                 .and_then(ringback_twilio::message::status_rank)
                 .is_some_and(|r| r >= 3);
+            if status == "delivered" {
+                self.escalator.delivered(&run_id).await?;
+            }
             if terminal {
                 self.receipts.forget_poll(sid).await?;
             }

@@ -92,7 +92,7 @@ pub struct BullmqJobLabels {
 
 /// The `reason` values of `ringback_escalations_total`, pre-created at zero: the labels of the
 /// callback floor's `EscalationKind` (its tests keep the two lists equal).
-pub const ESCALATION_REASONS: [&str; 8] = [
+pub const ESCALATION_REASONS: [&str; 9] = [
     "undelivered",
     "permanent",
     "unknown",
@@ -101,6 +101,28 @@ pub const ESCALATION_REASONS: [&str; 8] = [
     "drain",
     "held",
     "invalid",
+    "unacknowledged",
+];
+
+/// The `channel` and `outcome` labels of `ringback_ladder_steps_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LadderLabels {
+    /// `call`, `text`, or `ladder` for a ladder's end.
+    pub channel: &'static str,
+    /// `placed`, `skipped`, `queued`, `answered`, `not_answered`, `acknowledged`,
+    /// `unacknowledged`.
+    pub outcome: &'static str,
+}
+
+/// The label pairs of `ringback_ladder_steps_total`, pre-created at zero.
+pub const LADDER_OUTCOMES: [(&str, &str); 7] = [
+    ("call", "placed"),
+    ("call", "skipped"),
+    ("call", "answered"),
+    ("call", "not_answered"),
+    ("text", "queued"),
+    ("ladder", "acknowledged"),
+    ("ladder", "unacknowledged"),
 ];
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -120,6 +142,8 @@ pub struct Telemetry {
     pub delivery_errors: Family<CodeLabel, Counter>,
     /// `ringback_escalations_total{reason}`, counted where the escalation is created.
     pub escalations: Family<ReasonLabel, Counter>,
+    /// `ringback_ladder_steps_total{channel,outcome}`: escalation ladders' steps and ends.
+    pub ladder_steps: Family<LadderLabels, Counter>,
     /// `ringback_http_responses_total{route,status}` of `ringback serve`.
     pub http_responses: Family<RouteLabels, Counter>,
     /// `ringback_status_callbacks_total{outcome}`: what each signed status callback did.
@@ -179,6 +203,11 @@ impl Default for Telemetry {
         for reason in ESCALATION_REASONS {
             let _ = t.escalations.get_or_create(&ReasonLabel { reason });
         }
+        for (channel, outcome) in LADDER_OUTCOMES {
+            let _ = t
+                .ladder_steps
+                .get_or_create(&LadderLabels { channel, outcome });
+        }
         // receipt_apply's outcomes; `other` (a status for a second message of a run) is what
         // the RingbackSecondText alert watches
         for outcome in [
@@ -233,6 +262,7 @@ impl Telemetry {
             twilio_errors: Default::default(),
             delivery_errors: Default::default(),
             escalations: Default::default(),
+            ladder_steps: Default::default(),
             http_responses: Default::default(),
             status_callbacks: Default::default(),
             inbound_messages: Default::default(),
@@ -272,6 +302,13 @@ impl Telemetry {
                 .get_or_create(&labels)
                 .observe((now - processed_on).max(0) as f64 / 1000.0);
         }
+    }
+
+    /// Count a ladder's step (`channel`: call, text) or end (`ladder`) by `outcome`.
+    pub fn ladder_step(&self, channel: &'static str, outcome: &'static str) {
+        self.ladder_steps
+            .get_or_create(&LadderLabels { channel, outcome })
+            .inc();
     }
 
     /// Count an escalation this process created, by its kind's label.

@@ -162,6 +162,31 @@ pub fn ladder_due(claim_prefix: &str) -> String {
     format!("ringback:ladder-due:{claim_prefix}")
 }
 
+/// SET of the runs whose ladder has reached `number` (texted or called): a message from it
+/// acknowledges them.
+pub fn ladder_people(claim_prefix: &str, number: &str) -> String {
+    format!("ringback:ladder-people:{claim_prefix}:{number}")
+}
+
+/// The run whose ladder a step's text belongs to, kept beside the text's own run.
+pub fn ladder_step_of(claim_prefix: &str, step_run: &str) -> String {
+    format!(
+        "ringback:ladder-step-of:{}",
+        run_tag(claim_prefix, step_run)
+    )
+}
+
+/// SET of ladder calls still ringing after their ladder stopped: a worker with Twilio's
+/// credentials ends them.
+pub fn ladder_hangups(claim_prefix: &str) -> String {
+    format!("ringback:ladder-hangups:{claim_prefix}")
+}
+
+/// The calls placed to `number` in the hour `hour` (hours since the epoch): the cap's count.
+pub fn ladder_calls(claim_prefix: &str, number: &str, hour: i64) -> String {
+    format!("ringback:ladder-calls:{claim_prefix}:{number}:{hour}")
+}
+
 /// `ringback:run-number:{<claim>}`: the exact digits of the numeric runId beyond 2^53 that first
 /// took this claim key (JavaScript keys such a number by the nearest double, so two runs can
 /// share one key): `callbacks/window/number.rs`.

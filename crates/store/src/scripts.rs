@@ -106,6 +106,12 @@ scripts! {
     ladder_mark => "ladder_mark.lua",
     /// Stop a run's ladder at the first acknowledgement.
     ladder_ack => "ladder_ack.lua",
+    /// Move a climbing ladder's next step sooner (a step failed) or later (quiet hours).
+    ladder_due => "ladder_due.lua",
+    /// Take over a ladder step's claim whose sender is gone.
+    ladder_adopt => "ladder_adopt.lua",
+    /// Keep a ladder call's status callback, ranked.
+    ladder_call_status => "ladder_call_status.lua",
     /// Hand a question's answer claim over from a message that never answered it.
     question_answer_take => "question_answer_take.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.

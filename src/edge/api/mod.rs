@@ -5,6 +5,8 @@
 //!   public URL Twilio called, applied to the run's callback record (ranked, repeats dropped).
 //! - `POST /api/notify/webhook/inbound`: Twilio's incoming-message webhook, signed the same way:
 //!   the human's replies ([`crate::callbacks::replies`]).
+//! - `POST /api/notify/webhook/voice`, `POST /api/notify/webhook/call-status`: the ladder's
+//!   calls, their keypad answers and status callbacks ([`voice`]).
 //! - `GET /api/notify/callbacks/{runId}`: the callback record.
 //! - `POST /api/notify/send`: the legacy API's enqueue call (bearer token).
 //! - `GET /healthz`, `GET /readyz`.
@@ -37,6 +39,7 @@ use crate::twilio::Secret;
 
 pub mod inbound;
 mod startup;
+mod voice;
 mod webhook;
 
 use inbound::webhook_inbound;
@@ -78,6 +81,8 @@ pub struct ApiState {
     pub inbound_forward: Option<String>,
     /// The client of the forwards.
     pub http: reqwest::Client,
+    /// What the ladder's calls speak in (`RINGBACK_VOICE`, `RINGBACK_VOICE_LANGUAGE`).
+    pub voice: crate::callbacks::ladder::twiml::Voice,
 }
 
 /// Rate-limited logging: when each kind of repeated warning was last written (ms).
@@ -109,6 +114,7 @@ impl ApiState {
                     .build()
                     .unwrap_or_default()
             },
+            voice: Default::default(),
             receipts,
             queue,
             queue_name: queue_name.to_string(),
@@ -206,6 +212,11 @@ pub fn app(state: Arc<ApiState>) -> Router {
     Router::new()
         .route("/api/notify/webhook/status", post(webhook_status))
         .route("/api/notify/webhook/inbound", post(webhook_inbound))
+        .route("/api/notify/webhook/voice", post(voice::webhook_voice))
+        .route(
+            "/api/notify/webhook/call-status",
+            post(voice::webhook_call_status),
+        )
         .route("/api/notify/callbacks/{run_id}", get(callback_record))
         .route("/api/notify/send", post(send))
         .route("/healthz", get(|| async { "ok" }))

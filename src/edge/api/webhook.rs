@@ -154,6 +154,11 @@ pub(super) async fn webhook_status(
             outcome: applied.outcome.clone(),
         })
         .inc();
+    // a delivered text acknowledges its ladder where no answer was asked (idempotent: a
+    // repeat finds the ladder stopped)
+    if applied.status == "delivered" {
+        s.escalator.delivered(&run_id).await?;
+    }
     // Whatever the outcome (a repeat of a callback whose escalation was cut short, or a
     // status the record already had): a record that ends failed is escalated, idempotently.
     if applied.ends_failed() {

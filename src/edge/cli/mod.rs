@@ -1,6 +1,7 @@
 //! The command-line surface shared by the `ringback` binary and the examples: flags that also
 //! read environment variables (docs/configuration.md lists them), turned into a validated config.
 
+mod ladder;
 mod otel;
 pub mod reference;
 mod serve;

@@ -144,6 +144,10 @@ pub struct SmsArgs {
         help_heading = "Replies and quiet hours"
     )]
     pub quiet_hours_tz: Option<String>,
+
+    /// The escalation ladder.
+    #[command(flatten)]
+    pub ladder: super::ladder::LadderArgs,
 }
 
 impl SmsArgs {
@@ -249,8 +253,15 @@ impl SmsArgs {
                 "must be at least a day (86400000): the per-message marker must outlive Twilio's retries of an inbound webhook",
             ));
         }
+        let ladder = self.ladder.to_config(
+            self.status_callback_url
+                .as_deref()
+                .is_some_and(|u| !u.is_empty()),
+            &mut errors,
+        );
         let crash_at = errors.or(crash_at)?;
         Ok(crate::callbacks::sms::SmsConfig {
+            ladder,
             crash_at,
             fallback_to,
             senders,
@@ -334,6 +345,7 @@ impl SmsArgs {
             replies_queue: self.replies_queue.clone().filter(|q| !q.is_empty()),
             inbound_retention: Duration::from_millis(self.inbound_retention_ms),
             lost_writes_window: Duration::from_secs(120),
+            ladder: Default::default(),
         }
     }
 
@@ -414,6 +426,7 @@ impl SmsArgs {
         if let Some(c) = &self.crash_at {
             out.push(("RINGBACK_CRASH_AT", c.clone()));
         }
+        out.extend(self.ladder.effective());
         out
     }
 }

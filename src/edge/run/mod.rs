@@ -151,6 +151,7 @@ pub async fn serve(
         let mut state =
             crate::edge::api::ApiState::new(receipts, commands, name, escalator, replies, &serve);
         state.console.delivery_deadline = sms.delivery_deadline;
+        state.voice = sms.ladder.voice.clone();
         let state = Arc::new(state);
         tokio::spawn(sweep_inbound(state.clone(), sweeping));
         state

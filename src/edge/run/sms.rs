@@ -43,8 +43,11 @@ pub async fn connect(
     Ok(processor)
 }
 
+/// How often a worker looks for ladders whose next step is due.
+const LADDER_SWEEP_EVERY: Duration = Duration::from_secs(1);
+
 /// Start the orphan sweep (inside the worker's concurrency limit, `permits`) and the receipt
-/// reconciliation on `tracker`, until `shutdown`; the heartbeat names the worker `name`
+/// reconciliation and the ladder sweep on `tracker`, until `shutdown`; the heartbeat names the worker `name`
 /// (`RINGBACK_WORKER_NAME`), else the host: the caller waits on the tracker, so an attempt
 /// the sweep started finishes (sent marker written) before the process exits.
 pub fn start(
@@ -65,5 +68,10 @@ pub fn start(
         processor
             .reconciler()
             .run(Duration::from_secs(1), shutdown.clone()),
+    );
+    tracker.spawn(
+        processor
+            .climber()
+            .run(LADDER_SWEEP_EVERY, shutdown.clone()),
     );
 }

@@ -94,29 +94,71 @@ impl Ladder {
     }
 }
 
+/// What a job's data asks of the ladder, read before the deployment's defaults apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Ask {
+    /// No `ladder` field: the deployment's default (`RINGBACK_CALL_AFTER`; none when unset).
+    #[default]
+    Default,
+    /// `"ladder": false`: none, whatever the deployment's default.
+    Off,
+    /// `"ladder": {…}`: these fields, the others from the deployment's defaults.
+    Fields {
+        /// `callAfter`.
+        call_after: Option<Duration>,
+        /// `stepWait`.
+        step_wait: Option<Duration>,
+        /// `then`.
+        then: Option<Vec<String>>,
+    },
+}
+
+impl Ask {
+    /// The ladder this ask makes with the deployment's `settings`; `None`: no ladder.
+    pub fn resolve(&self, settings: &LadderSettings) -> Option<Ladder> {
+        match self {
+            Ask::Off => None,
+            Ask::Default => settings.call_after.map(|call_after| Ladder {
+                call_after,
+                step_wait: settings.step_wait,
+                then: settings.oncall.clone(),
+            }),
+            Ask::Fields {
+                call_after,
+                step_wait,
+                then,
+            } => Some(Ladder {
+                call_after: call_after
+                    .or(settings.call_after)
+                    .unwrap_or(settings.step_wait),
+                step_wait: step_wait.unwrap_or(settings.step_wait),
+                then: then.clone().unwrap_or_else(|| settings.oncall.clone()),
+            }),
+        }
+    }
+}
+
 /// Read a callback's `ladder` from its job data with the deployment's defaults: `None` when it
 /// has none. Every broken field is named, all at once.
 pub fn read(
     data: &Map<String, Value>,
     settings: &LadderSettings,
 ) -> Result<Option<Ladder>, Vec<String>> {
+    Ok(ask_of(data)?.resolve(settings))
+}
+
+/// Read what a callback's job data asks of the ladder; every broken field is named at once.
+pub fn ask_of(data: &Map<String, Value>) -> Result<Ask, Vec<String>> {
     let mut errors = vec![];
     let asked = match data.get("ladder") {
-        None | Some(Value::Null) => None,
-        Some(Value::Bool(false)) => return Ok(None),
-        Some(Value::Object(o)) => Some(o),
+        None | Some(Value::Null) => return Ok(Ask::Default),
+        Some(Value::Bool(false)) => return Ok(Ask::Off),
+        Some(Value::Object(o)) => o,
         Some(other) => {
             return Err(vec![format!(
                 "field `ladder` must be an object such as {{\"callAfter\": \"10m\"}} or false, not {other}"
             )]);
         }
-    };
-    let Some(asked) = asked else {
-        return Ok(settings.call_after.map(|call_after| Ladder {
-            call_after,
-            step_wait: settings.step_wait,
-            then: settings.oncall.clone(),
-        }));
     };
     for key in asked.keys() {
         if !matches!(key.as_str(), "callAfter" | "stepWait" | "then") {
@@ -125,31 +167,26 @@ pub fn read(
             ));
         }
     }
-    let duration =
-        |name: &str, default: Option<Duration>, errors: &mut Vec<String>| match asked.get(name) {
-            None | Some(Value::Null) => default,
-            Some(Value::String(s)) => match parse_duration(&format!("ladder.{name}"), s) {
-                Ok(d) => Some(d),
-                Err(e) => {
-                    errors.push(e);
-                    None
-                }
-            },
-            Some(other) => {
-                errors.push(format!(
-                    "field `ladder.{name}` must be a duration such as \"10m\", not {other}"
-                ));
+    let duration = |name: &str, errors: &mut Vec<String>| match asked.get(name) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match parse_duration(&format!("ladder.{name}"), s) {
+            Ok(d) => Some(d),
+            Err(e) => {
+                errors.push(e);
                 None
             }
-        };
-    let call_after = duration(
-        "callAfter",
-        Some(settings.call_after.unwrap_or(settings.step_wait)),
-        &mut errors,
-    );
-    let step_wait = duration("stepWait", Some(settings.step_wait), &mut errors);
+        },
+        Some(other) => {
+            errors.push(format!(
+                "field `ladder.{name}` must be a duration such as \"10m\", not {other}"
+            ));
+            None
+        }
+    };
+    let call_after = duration("callAfter", &mut errors);
+    let step_wait = duration("stepWait", &mut errors);
     let then = match asked.get("then") {
-        None | Some(Value::Null) => settings.oncall.clone(),
+        None | Some(Value::Null) => None,
         Some(Value::Array(people)) => {
             if people.len() > MAX_THEN {
                 errors.push(format!(
@@ -166,22 +203,99 @@ pub fn read(
                     )),
                 }
             }
-            then
+            Some(then)
         }
         Some(other) => {
             errors.push(format!(
                 "field `ladder.then` must be a list of numbers, not {other}"
             ));
-            vec![]
+            None
         }
     };
-    match (errors.is_empty(), call_after, step_wait) {
-        (true, Some(call_after), Some(step_wait)) => Ok(Some(Ladder {
+    if errors.is_empty() {
+        Ok(Ask::Fields {
             call_after,
             step_wait,
             then,
-        })),
-        _ => Err(errors),
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// What the ladder sweep needs of a run, kept in its ladder's record when it opens: the steps
+/// and what they say, so no job is needed to climb it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// The steps after the text, in order (step 1 first).
+    pub steps: Vec<PlannedStep>,
+    /// How long each step after the first waits (ms).
+    pub step_wait_ms: u64,
+    /// The number the text went to.
+    pub recipient: String,
+    /// The callback's words.
+    pub body: String,
+    /// A question's choices (empty: "press 1 to acknowledge").
+    #[serde(default)]
+    pub choices: Vec<String>,
+    /// The run is a question.
+    #[serde(default)]
+    pub question: bool,
+    /// Sent inside quiet hours.
+    #[serde(default)]
+    pub urgent: bool,
+    /// The recipient's zone (`timeZone`); the others are read in the deployment's.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+}
+
+/// One step of a [`Plan`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PlannedStep {
+    /// `call` or `text`.
+    pub channel: String,
+    /// The number it reaches.
+    pub to: String,
+}
+
+impl Plan {
+    /// The plan of `ladder` for a callback to `recipient` saying `body`.
+    pub fn of(ladder: &Ladder, req: &crate::callback::CallbackRequest) -> Self {
+        Plan {
+            steps: ladder
+                .steps(&req.to)
+                .into_iter()
+                .map(|s| PlannedStep {
+                    channel: match s.channel {
+                        Channel::Call => "call",
+                        Channel::Text => "text",
+                    }
+                    .into(),
+                    to: s.to,
+                })
+                .collect(),
+            step_wait_ms: ladder.step_wait.as_millis() as u64,
+            recipient: req.to.clone(),
+            body: req.body.clone(),
+            choices: req.choices.clone(),
+            question: req.expect_reply.is_some(),
+            urgent: req.urgent,
+            time_zone: req.time_zone.clone(),
+        }
+    }
+
+    /// Step `k` (1 for the first after the text).
+    pub fn step(&self, k: u32) -> Option<&PlannedStep> {
+        self.steps.get((k as usize).checked_sub(1)?)
+    }
+
+    /// The zone step `k`'s person's quiet hours are read in: the recipient's own for them,
+    /// the deployment's for the others.
+    pub fn zone_of(&self, to: &str) -> Option<&str> {
+        (to == self.recipient)
+            .then_some(self.time_zone.as_deref())
+            .flatten()
     }
 }
 

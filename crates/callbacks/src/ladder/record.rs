@@ -9,7 +9,8 @@
 //! later changes re-index after their script. Whatever a cut leaves, the ladder sweep repairs
 //! from what [`LadderRecord::advance`] answers: [`Advance::None`], [`Advance::Over`] and
 //! [`Advance::Stopped`] take the run out of the index, [`Advance::Early`] puts it back at its
-//! due time.
+//! due time. An exhausted ladder stays indexed until its escalation is added (the sweep adds it,
+//! clears `escalate`, then takes the run out): a crash between loses no escalation.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,8 +65,37 @@ pub enum Ack {
     Stopped(Vec<String>),
     /// The ladder had ended before (`stopped` or `exhausted`): the first one stands.
     Late(String),
+    /// A delivered receipt of a question: only an answer acknowledges it.
+    Asked,
     /// The run has no ladder.
     None,
+}
+
+/// What [`LadderRecord::adopt`] did with a step's claim whose sender is gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Adopted {
+    /// The claim is the caller's now: look for the step's send from `since` (ms), then send.
+    Adopted {
+        /// When the step was first claimed (ms, Redis's clock).
+        since: i64,
+    },
+    /// The sender's lease runs until this time (ms, Redis's clock).
+    Young(i64),
+    /// The ladder stopped: the claim is closed unsent.
+    Stopped,
+    /// Not that claim any more (marked, or taken by another).
+    Gone,
+}
+
+/// What [`LadderRecord::call_status`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallStatusApplied {
+    /// The status was newer than the one kept.
+    pub applied: bool,
+    /// The ladder's state (`climbing`, `stopped`, `exhausted`; empty: no ladder).
+    pub state: String,
+    /// The ladder's last started step.
+    pub step: u32,
 }
 
 /// How an acknowledgement came.
@@ -92,14 +122,14 @@ impl Channel {
 /// The ladders of one deployment, over one Redis connection.
 #[derive(Debug, Clone)]
 pub struct LadderRecord {
-    conn: Conn,
-    trips: Arc<RoundTrips>,
-    claim_prefix: String,
+    pub(super) conn: Conn,
+    pub(super) trips: Arc<RoundTrips>,
+    pub(super) claim_prefix: String,
     topology: Topology,
-    record_ttl: Duration,
+    pub(super) record_ttl: Duration,
 }
 
-fn ms(d: Duration) -> String {
+pub(super) fn ms(d: Duration) -> String {
     d.as_millis().to_string()
 }
 
@@ -156,6 +186,7 @@ impl LadderRecord {
         run_id: &str,
         steps: u32,
         first_wait: Duration,
+        plan: &super::plan::Plan,
     ) -> Result<bool, Error> {
         if self.topology.per_slot() {
             // NX: a second open leaves the first one's due time alone
@@ -176,9 +207,22 @@ impl LadderRecord {
             .arg("steps after the text", steps)
             .arg("the first step's wait (ms, from now)", ms(first_wait))
             .arg("record TTL (ms)", ms(self.record_ttl))
+            .arg(
+                "the plan: the steps and what they say (JSON, read by the ladder sweep)",
+                serde_json::to_string(plan).unwrap_or_default(),
+            )
+            .arg(
+                "\"1\" when the run is a question (a delivered receipt then acknowledges nothing)",
+                if plan.question { "1" } else { "0" },
+            )
+            .arg(
+                "the recipient (the number the text went to)",
+                &plan.recipient,
+            )
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         if due > 0 {
+            self.reached(run_id, &plan.recipient).await?;
             self.index(run_id, Some(due)).await?;
         }
         Ok(due > 0)
@@ -225,7 +269,8 @@ impl LadderRecord {
                 let due = number(3).ok_or_else(|| bad("ladder_advance", &reply))?;
                 self.index(run_id, Some(due)).await?
             }
-            Advance::Exhausted => self.index(run_id, None).await?,
+            // left indexed: the sweep adds the escalation, then takes it out
+            Advance::Exhausted => {}
             _ => {}
         }
         Ok(out)
@@ -278,6 +323,7 @@ impl LadderRecord {
                     .ok_or_else(|| bad("ladder_ack", &reply))?,
             ),
             Some((first, _)) if first == "none" => Ack::None,
+            Some((first, _)) if first == "asked" => Ack::Asked,
             _ => return Err(bad("ladder_ack", &reply)),
         };
         if matches!(out, Ack::Stopped(_)) {
@@ -306,5 +352,140 @@ impl LadderRecord {
             .arg(keys::ladder(&self.claim_prefix, run_id))
             .round_trip(&mut self.conn.clone(), &self.trips)
             .await?)
+    }
+
+    /// Move the next step sooner: the step the caller read (`None`: whichever stands) failed
+    /// to reach its person, `why`. True when the ladder is now due.
+    pub async fn climb(&self, run_id: &str, read: Option<u32>, why: &str) -> Result<bool, Error> {
+        self.due(run_id, "climb", read, why).await
+    }
+
+    /// Move the next step (after `read`) later, to `at` (ms, Redis's clock): its person is in
+    /// quiet hours.
+    pub async fn defer(&self, run_id: &str, read: u32, at: i64) -> Result<bool, Error> {
+        self.due(run_id, "defer", Some(read), &at.to_string()).await
+    }
+
+    async fn due(
+        &self,
+        run_id: &str,
+        how: &str,
+        read: Option<u32>,
+        what: &str,
+    ) -> Result<bool, Error> {
+        let reply: Vec<String> = scripts()
+            .ladder_due
+            .call()
+            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .key_if("ladder due index", self.due_index())
+            .arg("\"climb\" | \"defer\"", how)
+            .arg(
+                "the step the caller read (\"\" for climb: whichever step stands)",
+                read.map(|r| r.to_string()).unwrap_or_default(),
+            )
+            .arg(
+                "defer: the new due time (ms, Redis's clock); climb: why (kept on the record)",
+                what,
+            )
+            .arg("runId", run_id)
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+            .await?;
+        match reply.first().map(String::as_str) {
+            Some("moved") => {
+                let at = reply
+                    .get(1)
+                    .and_then(|d| d.parse::<i64>().ok())
+                    .ok_or_else(|| bad("ladder_due", &reply))?;
+                self.index(run_id, Some(at)).await?;
+                Ok(true)
+            }
+            Some("kept") => Ok(how == "climb"),
+            Some("over" | "none") => Ok(false),
+            _ => Err(bad("ladder_due", &reply)),
+        }
+    }
+
+    /// Take over step `step`'s claim, read as `pending:<read_token>`, when its sender's
+    /// `lease` is over; the new token is `token`.
+    pub async fn adopt(
+        &self,
+        run_id: &str,
+        step: u32,
+        read_token: &str,
+        token: &str,
+        lease: Duration,
+    ) -> Result<Adopted, Error> {
+        let reply: Vec<String> = scripts()
+            .ladder_adopt
+            .call()
+            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .arg("step", step)
+            .arg("the token the caller read", read_token)
+            .arg("the adopter's token", token)
+            .arg("the lease (ms)", ms(lease))
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+            .await?;
+        let at = |i: usize| {
+            reply
+                .get(i)
+                .and_then(|d| d.parse::<i64>().ok())
+                .ok_or_else(|| bad("ladder_adopt", &reply))
+        };
+        match reply.first().map(String::as_str) {
+            Some("adopted") => Ok(Adopted::Adopted { since: at(1)? }),
+            Some("young") => Ok(Adopted::Young(at(1)?)),
+            Some("stopped") => Ok(Adopted::Stopped),
+            Some("gone") => Ok(Adopted::Gone),
+            _ => Err(bad("ladder_adopt", &reply)),
+        }
+    }
+
+    /// Keep a status callback of step `step`'s call, ranked.
+    pub async fn call_status(
+        &self,
+        run_id: &str,
+        step: u32,
+        sid: &str,
+        status: &str,
+        answered_by: Option<&str>,
+    ) -> Result<CallStatusApplied, Error> {
+        let rank = ringback_twilio::call::call_status_rank(status).unwrap_or(0);
+        let reply: Vec<String> = scripts()
+            .ladder_call_status
+            .call()
+            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .arg("step", step)
+            .arg("CallSid", sid)
+            .arg("CallStatus", status)
+            .arg(
+                "its rank (higher is later; final statuses rank highest)",
+                rank,
+            )
+            .arg(
+                "\"1\" when the status is final",
+                if super::call_ended(status) { "1" } else { "0" },
+            )
+            .arg(
+                "AnsweredBy (\"\" when Twilio gave none)",
+                answered_by.unwrap_or_default(),
+            )
+            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+            .await?;
+        Ok(CallStatusApplied {
+            applied: reply.first().is_some_and(|a| a == "1"),
+            state: reply.get(1).cloned().unwrap_or_default(),
+            step: reply.get(2).and_then(|s| s.parse().ok()).unwrap_or(0),
+        })
+    }
+
+    /// Keep `value` under `field` of `run_id`'s ladder (the sweep's notes: `no_answer`).
+    pub async fn note(&self, run_id: &str, field: &str, value: &str) -> Result<(), Error> {
+        redis::cmd("HSET")
+            .arg(keys::ladder(&self.claim_prefix, run_id))
+            .arg(field)
+            .arg(value)
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
+            .await?;
+        Ok(())
     }
 }

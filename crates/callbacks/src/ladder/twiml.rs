@@ -54,16 +54,7 @@ pub fn prompt(choices: &[String]) -> String {
 /// The call's TwiML: `body` read out with the keypad prompt, asked twice; `action` is the
 /// keypad route for this call (each ask adds `n=0` or `n=1` to it, so a post says which).
 pub fn call(body: &str, choices: &[String], action: &str, voice: &Voice) -> String {
-    let say = {
-        let mut attrs = String::new();
-        if let Some(v) = &voice.voice {
-            attrs.push_str(&format!(" voice=\"{}\"", xml(v)));
-        }
-        if let Some(l) = &voice.language {
-            attrs.push_str(&format!(" language=\"{}\"", xml(l)));
-        }
-        attrs
-    };
+    let say = say_attrs(voice);
     let sep = if action.contains('?') { '&' } else { '?' };
     let gather = |n: u8, text: &str| {
         format!(
@@ -95,6 +86,57 @@ pub fn call(body: &str, choices: &[String], action: &str, voice: &Voice) -> Stri
         cut.push_str(&next);
     }
     render(&format!("{cut}…"))
+}
+
+/// `<Say>`'s attributes for `voice`.
+fn say_attrs(voice: &Voice) -> String {
+    let mut attrs = String::new();
+    if let Some(v) = &voice.voice {
+        attrs.push_str(&format!(" voice=\"{}\"", xml(v)));
+    }
+    if let Some(l) = &voice.language {
+        attrs.push_str(&format!(" language=\"{}\"", xml(l)));
+    }
+    attrs
+}
+
+/// A call that only reads `body` (no webhook to take a key on): the ladder climbs on time.
+pub fn say_only(body: &str, voice: &Voice) -> String {
+    let attrs = say_attrs(voice);
+    let room = MAX_TWIML - 200;
+    let mut text = String::new();
+    for c in body.trim().chars() {
+        let next = xml(&c.to_string());
+        if text.chars().count() + next.chars().count() > room {
+            break;
+        }
+        text.push_str(&next);
+    }
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Say{attrs}>{text}</Say><Say{attrs}>Goodbye.</Say></Response>"
+    )
+}
+
+/// The keypad route's answer to a key that is no choice: asked once more (`n=1`).
+pub fn ask_again(choices: &[String], action: &str, voice: &Voice) -> String {
+    let attrs = say_attrs(voice);
+    let sep = if action.contains('?') { '&' } else { '?' };
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Gather input=\"dtmf\" numDigits=\"1\" \
+         timeout=\"{KEYPAD_WAIT_S}\" method=\"POST\" action=\"{}\"><Say{attrs}>That is not one of \
+         the choices. {}</Say></Gather><Say{attrs}>Goodbye.</Say></Response>",
+        xml(&format!("{action}{sep}n=1")),
+        xml(&prompt(choices))
+    )
+}
+
+/// The keypad route's last words: `text`, then the call ends.
+pub fn goodbye(text: &str, voice: &Voice) -> String {
+    let attrs = say_attrs(voice);
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Say{attrs}>{}</Say><Hangup/></Response>",
+        xml(text)
+    )
 }
 
 #[cfg(test)]

@@ -245,12 +245,100 @@ impl Replies {
             }
             Match::Unmatched => self.keep_unmatched(&view_json, m.received_at).await?,
         }
+        self.acknowledge(&r.matched, &m.from).await?;
         let _: () = redis::cmd("ZREM")
             .arg(keys::inbound_pending(&self.claim_prefix))
             .arg(&m.message_sid)
             .query_async(&mut self.conn())
             .await?;
         Ok(job_id)
+    }
+
+    /// A message from a person a ladder reached acknowledges it: the answer's run, and every
+    /// run whose ladder texted or called the sender (a STOP acknowledges nothing). Calls still
+    /// ringing are left for a worker to end.
+    async fn acknowledge(&self, matched: &Match, from: &str) -> Result<(), Error> {
+        if matches!(matched, Match::OptOut) {
+            return Ok(());
+        }
+        let mut runs = self.ladders.runs_reaching(from).await?;
+        if let Match::Answer { run_id, .. } = matched
+            && !runs.contains(run_id)
+        {
+            runs.push(run_id.clone());
+        }
+        for run in runs {
+            let ack = self
+                .ladders
+                .ack(&run, crate::ladder::record::Channel::Reply, &mask(from))
+                .await?;
+            if let crate::ladder::record::Ack::Stopped(ringing) = ack {
+                ringback_shared::telemetry::global().ladder_step("ladder", "acknowledged");
+                tracing::info!(run_id = %run, "a reply acknowledged the ladder; it stops");
+                self.ladders.hang_up_later(&ringing).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A question's ladder ran out and its `replyWithin` is over, unanswered: one `no-answer`
+    /// job on the replies queue (once, whoever adds it and however often).
+    pub async fn no_answer(
+        &self,
+        run_id: &str,
+        recipient: &str,
+        steps: usize,
+    ) -> Result<(), Error> {
+        let id = format!("no-answer:{run_id}");
+        let data = json!({
+            "runId": run_id, "matched": "no-answer", "to": mask(recipient), "steps": steps,
+            "meaning": "nobody answered the question: its text, its calls and the next people's texts and calls went unanswered, and its time is over",
+        });
+        self.queue
+            .add_job_once(
+                Some(&id),
+                REPLY_JOB_NAME,
+                &data.to_string(),
+                REPLY_JOB_OPTS,
+                &keys::reply_enqueued(self.queue.keys(), &id),
+                self.retention,
+            )
+            .await?;
+        tracing::info!(%run_id, "question unanswered: no-answer job added");
+        Ok(())
+    }
+
+    /// A key pressed on a ladder's call answers `run_id`'s question as `choice` (the first
+    /// answer wins, by text or keypad): one `agent-reply` job (`via: "call"`), and the
+    /// question closes. False when another answer came first.
+    pub async fn keypad_answer(
+        &self,
+        run_id: &str,
+        call_sid: &str,
+        choice: &str,
+        digits: &str,
+        from: &str,
+    ) -> Result<bool, Error> {
+        let sid = format!("call:{call_sid}");
+        if self.claim_answer(run_id, &sid).await? != sid {
+            return Ok(false);
+        }
+        let data = json!({
+            "runId": run_id, "text": choice, "digits": digits, "from": from, "matched": "answer",
+            "via": "call", "callSid": call_sid, "receivedAt": self.now(),
+        });
+        self.queue
+            .add_job_once(
+                Some(&sid),
+                REPLY_JOB_NAME,
+                &data.to_string(),
+                REPLY_JOB_OPTS,
+                &keys::reply_enqueued(self.queue.keys(), &sid),
+                self.retention,
+            )
+            .await?;
+        self.close(run_id, from, &sid).await?;
+        Ok(true)
     }
 
     /// The question is answered: no longer open, its code still taken for the person.

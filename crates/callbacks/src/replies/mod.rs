@@ -242,6 +242,8 @@ pub struct Replies {
     pub forwards: forwards::Forwards,
     /// A run's question and replies, and the messages that answered nothing, as read.
     pub reads: reads::ReplyReads,
+    /// The ladders a message acknowledges.
+    pub ladders: crate::ladder::record::LadderRecord,
     /// Whether messages that answer no question are forwarded (a forward URL is set).
     forwarding: bool,
     before_record: Option<CrashHook>,
@@ -276,7 +278,16 @@ impl Replies {
         callbacks: Calls,
         callback_job_name: &str,
     ) -> Self {
+        let topology =
+            ringback_store::slots::Topology::forced_or(ringback_store::slots::Topology::of(&conn));
         Self {
+            ladders: crate::ladder::record::LadderRecord::new(
+                conn.clone(),
+                Default::default(),
+                claim_prefix,
+                topology,
+                record_ttl,
+            ),
             opt_outs: optouts::OptOuts::new(conn.clone(), claim_prefix),
             forwards: forwards::Forwards::new(conn.clone(), claim_prefix),
             reads: reads::ReplyReads::new(conn.clone(), claim_prefix),

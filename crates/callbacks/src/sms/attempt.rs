@@ -168,6 +168,11 @@ impl SmsProcessor {
         if let hold::Admit::Wait { since, reason } = self.stats.holds.admits(&req.to, now_ms()) {
             return self.held(req, token, since, &reason).await;
         }
+        // the ladder opens before the text can go: a crash after the create leaves it open
+        if let Err(e) = self.open_ladder(req).await {
+            let reason = format!("could not open the run's escalation ladder: {e}");
+            return self.give_back(req, token, &reason).await;
+        }
         let outcome = self.send(req, token, ctx, trace).await;
         if anew.escalated_before && matches!(outcome, Outcome::Completed(_)) {
             self.notify_resolved(req, "sent", None).await;
@@ -290,6 +295,26 @@ impl SmsProcessor {
         true
     }
 
+    /// Not sent for a step of ours that failed before the create (`reason`): the claim is
+    /// released and the job comes back after `RINGBACK_RETRY_LATER_MS`.
+    pub(super) async fn give_back(
+        &self,
+        req: &CallbackRequest,
+        token: &str,
+        reason: &str,
+    ) -> Outcome {
+        let wait = self.config.retry_later_default;
+        if let Err(e) = self
+            .window
+            .release(&req.run_id, token, reason, "released", wait)
+            .await
+        {
+            tracing::warn!(error = %e, "could not release the claim");
+        }
+        tracing::warn!(reason = %redact(reason), "not sent; retrying later");
+        self.later(wait)
+    }
+
     /// A callback a fault of this deployment (or of its destination) holds: Twilio is not
     /// called; the claim is released as `retry` (its fence kept, as after a 429), the job waits
     /// for the next probe without using an attempt; held past `RINGBACK_HOLD_ESCALATE_MS`, it
@@ -303,6 +328,10 @@ impl SmsProcessor {
     ) -> Outcome {
         self.stats.record(SmsEvent::Held);
         let wait = hold::PROBE_EVERY;
+        // a held text's ladder climbs meanwhile: its calls go by the voice path
+        if let Err(e) = self.open_ladder(req).await {
+            tracing::warn!(error = %e, "could not open a held callback's ladder; the next probe tries again");
+        }
         if let Err(e) = self
             .window
             .release(&req.run_id, token, reason, "released", wait)

@@ -97,6 +97,8 @@ pub struct SmsConfig {
     /// How long after Redis is seen to have lost acknowledged writes (its server identity
     /// changed) a fresh claim looks for evidence before it sends: [`SmsConfig::lost_writes_window_for`].
     pub lost_writes_window: Duration,
+    /// The escalation ladder's defaults, voice and caps ([`crate::ladder::settings`]).
+    pub ladder: crate::ladder::settings::LadderConfig,
 }
 
 /// The legacy workers' timings the window's invariants must cover (`RINGBACK_LEGACY_*`).
@@ -147,6 +149,7 @@ impl Default for SmsConfig {
             replies_queue: None,
             inbound_retention: crate::replies::DEFAULT_RETENTION,
             lost_writes_window: Duration::from_secs(120),
+            ladder: Default::default(),
         }
     }
 }
@@ -407,8 +410,25 @@ impl SmsConfig {
                 .first()
                 .cloned()
                 .unwrap_or_else(|| crate::callback::CALLBACK_JOB_NAME.into()),
+            ladders: self.ladders(conn.clone()),
         };
         (receipts, escalator)
+    }
+
+    /// The ladders' records over `conn`, kept as long as a run's records.
+    pub fn ladders(
+        &self,
+        conn: ringback_store::connection::Conn,
+    ) -> crate::ladder::record::LadderRecord {
+        let topology =
+            ringback_store::slots::Topology::forced_or(ringback_store::slots::Topology::of(&conn));
+        crate::ladder::record::LadderRecord::new(
+            conn,
+            Default::default(),
+            &self.claim_prefix,
+            topology,
+            self.sent_ttl,
+        )
     }
 
     /// The replies of callbacks on queue `prefix`/`queue`: questions, the inbound messages and

@@ -24,6 +24,7 @@ mod evidence;
 mod fused;
 pub mod hold;
 mod intake;
+mod ladder;
 mod send;
 mod stats;
 

@@ -27,17 +27,8 @@ impl SmsProcessor {
             && let Some(key) = crate::callback::short_key(&req.run_id)
             && let Err(e) = self.receipts.link_short_key(&key, &req.run_id).await
         {
-            let wait = self.config.retry_later_default;
             let reason = format!("could not link the run's short key: {e}");
-            if let Err(e) = self
-                .window
-                .release(&req.run_id, token, &reason, "released", wait)
-                .await
-            {
-                tracing::warn!(error = %e, "could not release the claim");
-            }
-            tracing::warn!(reason = %redact(&reason), "not sent; retrying later");
-            return self.later(wait);
+            return self.give_back(req, token, &reason).await;
         }
         let msg = CreateMessage {
             to: req.to.clone(),

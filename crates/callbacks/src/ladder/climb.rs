@@ -1,0 +1,479 @@
+//! The ladder sweep: every worker looks at the ladders whose next step is due and climbs them,
+//! one script call deciding who starts each step ([`LadderRecord::advance`]); the step's send
+//! stays inside its claim.
+//!
+//! - **A text step** is a callback of its own (runId `<run>:ladder:<k>`), added to the
+//!   callback queue under that id: the claim/sent window texts it exactly once, quiet hours
+//!   and opt-outs hold for it as for any text, and its failures climb the ladder instead of
+//!   escalating.
+//! - **A call step** is created here, its answer classified as a text's: accepted, marked
+//!   (a call created after the person acknowledged is ended at once); refused for good, skipped
+//!   and the ladder climbs; an answer lost or "try later", left claimed: once the sender's lease
+//!   is over (the create's timeout and the reconcile window), whoever sweeps takes the claim
+//!   ([`LadderRecord::adopt`]) and looks for the call (its status callback named the step, then
+//!   Twilio's calls list for the number since the claim) before creating it, never blind.
+//! - **Past the last step** the ladder is exhausted: one `unacknowledged` escalation, and for a
+//!   question one `no-answer` job on the replies queue once its `replyWithin` has passed too.
+//! - **Quiet hours** hold every step in its person's zone unless the callback is urgent: the
+//!   step waits for the hours to end. **Calls are capped** per number per hour: past the cap a
+//!   call step is skipped, recorded, and the ladder climbs on.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::plan::Plan;
+use super::record::{Adopted, Advance, LadderRecord, Marked};
+use super::settings::{LadderConfig, query};
+use crate::callback::CALLBACK_JOB_OPTS;
+use crate::escalation::{Escalation, EscalationKind, Escalator};
+use ringback_queue::calls::Calls;
+use ringback_shared::error::Error;
+use ringback_shared::redact::mask;
+use ringback_twilio::call::CreateCall;
+use ringback_twilio::{PageLimits, SendOutcome, TwilioClient};
+
+/// Ladders looked at per round.
+const PER_ROUND: usize = 50;
+
+/// Climbs the ladders: the sweep of due ladders, the sends of their steps, their ends.
+#[derive(Clone, Debug)]
+pub struct Climber {
+    /// The ladders' records.
+    pub record: LadderRecord,
+    /// Twilio, for the calls.
+    pub twilio: TwilioClient,
+    /// The callback queue (a text step is a callback job) and its job name.
+    pub callbacks: Calls,
+    /// The callback job name.
+    pub callback_job_name: String,
+    /// The escalations (`unacknowledged`).
+    pub escalator: Escalator,
+    /// The replies queue (`no-answer`).
+    pub replies: crate::replies::Replies,
+    /// The deployment's settings.
+    pub config: LadderConfig,
+    /// `serve`'s webhooks (`…/api/notify/webhook`); `None`: calls take no keypad answer.
+    pub webhooks: Option<String>,
+    /// How long a step's sender holds its claim before another may take it.
+    pub lease: Duration,
+    /// Quiet hours, when set.
+    pub quiet: Option<crate::quiet::Quiet>,
+}
+
+/// A ladder's record as read.
+struct Read {
+    fields: HashMap<String, String>,
+}
+
+impl Read {
+    fn get(&self, f: &str) -> Option<&str> {
+        self.fields.get(f).map(String::as_str)
+    }
+    fn num(&self, f: &str) -> Option<i64> {
+        self.get(f).and_then(|v| v.parse().ok())
+    }
+    fn plan(&self) -> Option<Plan> {
+        serde_json::from_str(self.get("plan")?).ok()
+    }
+}
+
+impl Climber {
+    /// Climb until `cancel`, a round every `every`.
+    pub async fn run(self, every: Duration, cancel: tokio_util::sync::CancellationToken) {
+        loop {
+            if let Err(e) = self.round().await {
+                tracing::warn!(error = %e, "ladder sweep failed; will retry");
+            }
+            tokio::select! {
+                _ = cancel.cancelled() => break,
+                _ = tokio::time::sleep(every) => {}
+            }
+        }
+    }
+
+    /// One round: end the calls a stop left ringing, then climb every due ladder. The runs
+    /// looked at.
+    pub async fn round(&self) -> Result<usize, Error> {
+        self.hang_up().await?;
+        let now = self.record.redis_now().await?;
+        let due = self.record.due_runs(now, PER_ROUND).await?;
+        for run in &due {
+            if let Err(e) = self.visit(run, now).await {
+                tracing::warn!(run_id = %run, error = %e, "ladder step failed; will retry");
+            }
+        }
+        Ok(due.len())
+    }
+
+    async fn hang_up(&self) -> Result<(), Error> {
+        for sid in self.record.hangups().await? {
+            match self.twilio.end_call(&sid).await {
+                Ok(_) => {
+                    tracing::info!(%sid, "ladder call ended: the person acknowledged");
+                    self.record.hung_up(&sid).await?;
+                }
+                // an ended call cannot be ended (21220): nothing rings
+                Err(ringback_twilio::TwilioError::Api(e)) if e.code == Some(21220) => {
+                    self.record.hung_up(&sid).await?
+                }
+                Err(e) => {
+                    tracing::warn!(%sid, error = %e, "could not end a ladder call; will retry")
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Look at one due ladder: adopt its orphaned steps, start the next one (or end it).
+    async fn visit(&self, run: &str, now: i64) -> Result<(), Error> {
+        let read = Read {
+            fields: self.record.read(run).await?,
+        };
+        let Some(state) = read.get("state") else {
+            return self.record.unindex(run).await;
+        };
+        let Some(plan) = read.plan() else {
+            tracing::error!(run_id = %run, "ladder record without its plan; left alone");
+            return self.record.unindex(run).await;
+        };
+        if state == "exhausted" {
+            return self.exhausted(run, &read, &plan, now).await;
+        }
+        if state != "climbing" {
+            return self.record.unindex(run).await;
+        }
+        let step = read.num("step").unwrap_or(0) as u32;
+        for k in 1..=step {
+            if let Some(token) = read
+                .get(&format!("claim:{k}"))
+                .and_then(|c| c.strip_prefix("pending:"))
+            {
+                self.adopt(run, &plan, k, token).await?;
+            }
+        }
+        let due = read.num("due").unwrap_or(0);
+        if due > now {
+            return self.record.reindex(run, due).await;
+        }
+        if let Some(next) = plan.step(step + 1)
+            && let Some(opens) = self.quiet_until(&plan, &next.to, now)
+        {
+            tracing::info!(run_id = %run, step = step + 1, "ladder step waits for quiet hours to end");
+            self.record.defer(run, step, opens).await?;
+            return Ok(());
+        }
+        let wait = Duration::from_millis(plan.step_wait_ms);
+        match self.record.advance(run, step, wait).await? {
+            Advance::Claimed { step: k, token } => self.send(run, &plan, k, &token, None).await,
+            Advance::Exhausted => {
+                let read = Read {
+                    fields: self.record.read(run).await?,
+                };
+                self.exhausted(run, &read, &plan, now).await
+            }
+            Advance::Early(at) => self.record.reindex(run, at).await,
+            Advance::Moved(_) => Ok(()),
+            Advance::Stopped | Advance::Over | Advance::None => self.record.unindex(run).await,
+        }
+    }
+
+    /// When quiet hours hold `to`'s step: their end (ms, Redis's clock).
+    fn quiet_until(&self, plan: &Plan, to: &str, now: i64) -> Option<i64> {
+        let quiet = self.quiet.as_ref().filter(|_| !plan.urgent)?;
+        quiet.waits_until(now, plan.zone_of(to))
+    }
+
+    /// Step `k`'s claim is `pending:<token>`: when its sender's lease is over, take it, look
+    /// for its send, and send it only when none is found.
+    async fn adopt(&self, run: &str, plan: &Plan, k: u32, token: &str) -> Result<(), Error> {
+        let mine = uuid::Uuid::new_v4().simple().to_string();
+        match self.record.adopt(run, k, token, &mine, self.lease).await? {
+            Adopted::Adopted { since } => {
+                tracing::warn!(run_id = %run, step = k, "ladder step's sender is gone; resolving it");
+                self.send(run, plan, k, &mine, Some(since)).await
+            }
+            Adopted::Young(_) | Adopted::Gone | Adopted::Stopped => Ok(()),
+        }
+    }
+
+    /// Send step `k` (claimed under `token`); `adopted_since`: a taken-over claim, first
+    /// claimed then (ms), whose send is looked for first.
+    async fn send(
+        &self,
+        run: &str,
+        plan: &Plan,
+        k: u32,
+        token: &str,
+        adopted_since: Option<i64>,
+    ) -> Result<(), Error> {
+        let Some(step) = plan.step(k) else {
+            return Ok(());
+        };
+        self.record.reached(run, &step.to).await?;
+        if step.channel == "text" {
+            return self.text(run, plan, k, token, &step.to).await;
+        }
+        let Some(from) = self.config.voice_from.as_deref() else {
+            return self
+                .skip(
+                    run,
+                    k,
+                    token,
+                    "no-caller-id",
+                    "no number to call from (RINGBACK_VOICE_FROM)",
+                )
+                .await;
+        };
+        if let Some(since) = adopted_since {
+            match self.find_call(run, k, &step.to, from, since).await? {
+                Found::Call(sid) => return self.marked(run, k, token, &sid).await,
+                Found::Unsure => return Ok(()),
+                Found::None => {}
+            }
+        }
+        let now = self.record.redis_now().await?;
+        let placed = self.record.count_call(&step.to, now).await?;
+        if placed > u64::from(self.config.calls_per_hour) {
+            return self
+                .skip(
+                    run,
+                    k,
+                    token,
+                    "cap",
+                    &format!(
+                        "{} calls to {} this hour: over RINGBACK_CALLS_PER_HOUR",
+                        placed - 1,
+                        mask(&step.to)
+                    ),
+                )
+                .await;
+        }
+        let twiml = match &self.webhooks {
+            Some(base) => super::twiml::call(
+                &plan.body,
+                &plan.choices,
+                &format!("{base}/voice?{}", query(run, k)),
+                &self.config.voice,
+            ),
+            None => super::twiml::say_only(&plan.body, &self.config.voice),
+        };
+        let call = CreateCall {
+            to: step.to.clone(),
+            from: from.to_string(),
+            twiml,
+            status_callback: self
+                .webhooks
+                .as_ref()
+                .map(|b| format!("{b}/call-status?{}", query(run, k))),
+            machine_detection: self.config.machine_detection,
+            ring_for: None,
+        };
+        match self.twilio.create_call(&call).await {
+            SendOutcome::Accepted(c) => {
+                ringback_shared::telemetry::global().ladder_step("call", "placed");
+                tracing::info!(run_id = %run, step = k, sid = %c.sid, "ladder call placed");
+                self.marked(run, k, token, &c.sid).await
+            }
+            SendOutcome::Permanent(e) | SendOutcome::AuthRefused(e) => {
+                let code = e.code.map_or("refused".to_string(), |c| c.to_string());
+                self.skip(
+                    run,
+                    k,
+                    token,
+                    &code,
+                    &format!("Twilio refused the call: {e}"),
+                )
+                .await
+            }
+            SendOutcome::Held { error, .. } => {
+                let code = error.code.map_or("held".to_string(), |c| c.to_string());
+                self.skip(
+                    run,
+                    k,
+                    token,
+                    &code,
+                    &format!("Twilio refused the call: {error}"),
+                )
+                .await
+            }
+            SendOutcome::RetryLater { reason, .. } | SendOutcome::Ambiguous { reason, .. } => {
+                // left claimed: past the lease, the sweep looks for it before creating it
+                tracing::warn!(run_id = %run, step = k, reason = %reason, "ladder call not confirmed; resolved once its lease is over");
+                Ok(())
+            }
+        }
+    }
+
+    /// A step's call is `sid`: mark it; a call made after the stop is ended.
+    async fn marked(&self, run: &str, k: u32, token: &str, sid: &str) -> Result<(), Error> {
+        match self.record.mark(run, k, token, sid, true).await? {
+            Marked::Marked => Ok(()),
+            Marked::End => {
+                tracing::info!(run_id = %run, step = k, "the person acknowledged meanwhile; ending the call");
+                self.record.hang_up_later(&[sid.to_string()]).await?;
+                self.hang_up().await
+            }
+            Marked::NotOurs => {
+                tracing::warn!(run_id = %run, step = k, "ladder step's claim changed hands; its call stands");
+                Ok(())
+            }
+        }
+    }
+
+    /// Skip step `k` (recorded as `none:<what>`), and climb on at once.
+    async fn skip(
+        &self,
+        run: &str,
+        k: u32,
+        token: &str,
+        what: &str,
+        why: &str,
+    ) -> Result<(), Error> {
+        tracing::warn!(run_id = %run, step = k, reason = %why, "ladder step skipped");
+        ringback_shared::telemetry::global().ladder_step("call", "skipped");
+        self.record
+            .mark(run, k, token, &format!("none:{what}"), false)
+            .await?;
+        self.record.climb(run, Some(k), why).await?;
+        Ok(())
+    }
+
+    /// Step `k` is a text: a callback job of its own, through the window.
+    async fn text(
+        &self,
+        run: &str,
+        plan: &Plan,
+        k: u32,
+        token: &str,
+        to: &str,
+    ) -> Result<(), Error> {
+        let step_run = super::step_run(run, k);
+        self.record.note_step_run(&step_run, run).await?;
+        let body: String = format!(
+            "ringback: {} has not answered this yet. {}",
+            mask(&plan.recipient),
+            plan.body
+        )
+        .chars()
+        .take(crate::callback::MAX_BODY)
+        .collect();
+        let data = json!({
+            "runId": step_run, "to": to, "body": body, "urgent": plan.urgent, "ladder": false,
+            "ladderOf": run,
+        });
+        self.callbacks
+            .add_job(
+                Some(&step_run),
+                &self.callback_job_name,
+                &data.to_string(),
+                CALLBACK_JOB_OPTS,
+            )
+            .await?;
+        ringback_shared::telemetry::global().ladder_step("text", "queued");
+        match self
+            .record
+            .mark(run, k, token, &format!("run:{step_run}"), false)
+            .await?
+        {
+            Marked::NotOurs => {
+                tracing::warn!(run_id = %run, step = k, "ladder step's claim changed hands")
+            }
+            Marked::Marked | Marked::End => {}
+        }
+        Ok(())
+    }
+
+    /// Look for step `k`'s call: its status callback, then Twilio's list for `to` since the
+    /// claim (from our caller ID).
+    async fn find_call(
+        &self,
+        run: &str,
+        k: u32,
+        to: &str,
+        from: &str,
+        since: i64,
+    ) -> Result<Found, Error> {
+        let fields = self.record.read(run).await?;
+        if let Some(sid) = fields.get(&format!("callsid:{k}")) {
+            return Ok(Found::Call(sid.clone()));
+        }
+        let Some(after) = chrono::DateTime::from_timestamp_millis(since - 1000) else {
+            return Ok(Found::Unsure);
+        };
+        match self
+            .twilio
+            .list_calls_since(to, after, PageLimits::default())
+            .await
+        {
+            Ok(search) => {
+                if let Some(c) = search
+                    .calls
+                    .iter()
+                    .find(|c| c.from.as_deref().is_none_or(|f| f == from))
+                {
+                    return Ok(Found::Call(c.sid.clone()));
+                }
+                Ok(if search.complete {
+                    Found::None
+                } else {
+                    Found::Unsure
+                })
+            }
+            Err(e) => {
+                tracing::warn!(run_id = %run, step = k, error = %e, "calls list failed; the step waits");
+                Ok(Found::Unsure)
+            }
+        }
+    }
+
+    /// An exhausted ladder: its escalation (once), the question's `no-answer` (once, when its
+    /// `replyWithin` is over too), then out of the schedule.
+    async fn exhausted(&self, run: &str, read: &Read, plan: &Plan, now: i64) -> Result<(), Error> {
+        if read.get("escalate").is_some() {
+            let tried: Vec<String> = plan
+                .steps
+                .iter()
+                .map(|s| format!("{} {}", s.channel, mask(&s.to)))
+                .collect();
+            self.escalator
+                .escalate(&Escalation {
+                    run_id: run.to_string(),
+                    reason: format!(
+                        "nobody acknowledged: texted {}, then {}",
+                        mask(&plan.recipient),
+                        tried.join(", ")
+                    ),
+                    last_status: None,
+                    error_code: None,
+                    kind: EscalationKind::Unacknowledged,
+                })
+                .await?;
+            self.record.escalated(run).await?;
+            ringback_shared::telemetry::global().ladder_step("ladder", "unacknowledged");
+        }
+        if plan.question && read.get("no_answer").is_none() {
+            match self.replies.reads.question_of(run).await? {
+                Some(q) if q.answered_by.is_some() => {
+                    self.record.note(run, "no_answer", "answered").await?
+                }
+                Some(q) if q.until > now => return self.record.reindex(run, q.until).await,
+                _ => {
+                    self.replies
+                        .no_answer(run, &plan.recipient, plan.steps.len())
+                        .await?;
+                    self.record.note(run, "no_answer", "added").await?;
+                }
+            }
+        }
+        self.record.unindex(run).await
+    }
+}
+
+/// What the evidence says of a step's call.
+enum Found {
+    Call(String),
+    None,
+    Unsure,
+}

@@ -1,0 +1,147 @@
+//! The ladder's calls talk back: the keypad answer (`POST /api/notify/webhook/voice`, the
+//! `<Gather action>` of each call) and the call's status callbacks (`POST
+//! /api/notify/webhook/call-status`), both signed by Twilio and checked as every webhook, both
+//! naming the run and the step in their query.
+//!
+//! A key that answers (a choice's digit, or `1` to acknowledge) stops the ladder, once
+//! (the first acknowledgement on any channel wins), and a question's answer lands once on the
+//! replies queue (`via: "call"`); a wrong key is asked once more, then the call ends unanswered.
+//! A call that ends without a key (`no-answer`, `busy`, `failed`, an answering machine,
+//! `completed` with no key) climbs the ladder at once. Repeats and statuses arriving after a
+//! later one change nothing ([`crate::callbacks::ladder::record::LadderRecord::call_status`]).
+
+use super::inbound::EMPTY_TWIML;
+use super::{ApiState, AppError, refuse};
+use std::sync::Arc;
+
+use axum::extract::{OriginalUri, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::callbacks::ladder::plan::{Plan, choice_of};
+use crate::callbacks::ladder::record::{Ack, Channel};
+use crate::callbacks::ladder::{call_ended, twiml};
+
+fn xml(body: String) -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, "text/xml")], body).into_response()
+}
+
+/// The run and step a ladder webhook's query names.
+fn run_and_step(uri: &axum::http::Uri) -> Result<(String, u32, String), AppError> {
+    let query: Vec<(String, String)> = uri
+        .query()
+        .and_then(|q| serde_urlencoded::from_str(q).ok())
+        .unwrap_or_default();
+    let field = |k: &str| super::webhook::form_field(&query, k).filter(|v| !v.is_empty());
+    let run = field("run");
+    let step = field("step").and_then(|s| s.parse::<u32>().ok());
+    match (run, step) {
+        (Some(run), Some(step)) => Ok((run, step, field("n").unwrap_or_default())),
+        _ => Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "the query names no ladder step (run, step)",
+            Some("run"),
+        )),
+    }
+}
+
+pub(super) async fn webhook_voice(
+    State(s): State<Arc<ApiState>>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, AppError> {
+    let params = super::webhook::signed_form(&s, &uri, &headers, &body, "keypad answer")?;
+    let (run, _step, n) = run_and_step(&uri)?;
+    let field = |k: &str| super::webhook::form_field(&params, k).filter(|v| !v.is_empty());
+    let call_sid = field("CallSid").unwrap_or_default();
+    let digits = field("Digits").unwrap_or_default();
+    let who = field("To").unwrap_or_default();
+    let ladders = &s.escalator.ladders;
+    let record = ladders.read(&run).await?;
+    let Some(plan) = record
+        .get("plan")
+        .and_then(|p| serde_json::from_str::<Plan>(p).ok())
+    else {
+        return Ok(xml(twiml::goodbye("Goodbye.", &s.voice)));
+    };
+    let choice = if plan.choices.is_empty() {
+        (digits.trim() == "1").then(|| "acknowledged".to_string())
+    } else {
+        choice_of(&plan.choices, &digits).map(|i| plan.choices[i].clone())
+    };
+    let Some(choice) = choice else {
+        if n == "0" {
+            let path = uri.path_and_query().map_or("", |p| p.as_str());
+            let action =
+                format!("{}{}", s.public_url.trim_end_matches('/'), path).replace("&n=0", "");
+            return Ok(xml(twiml::ask_again(&plan.choices, &action, &s.voice)));
+        }
+        return Ok(xml(twiml::goodbye("Goodbye.", &s.voice)));
+    };
+    let said = match ladders
+        .ack(&run, Channel::Keypad, &crate::redact::mask(&who))
+        .await?
+    {
+        Ack::Stopped(ringing) => {
+            crate::telemetry::global().ladder_step("call", "answered");
+            crate::telemetry::global().ladder_step("ladder", "acknowledged");
+            tracing::info!(run_id = %run, "a keypad answer acknowledged the ladder; it stops");
+            let others: Vec<String> = ringing.into_iter().filter(|c| *c != call_sid).collect();
+            ladders.hang_up_later(&others).await?;
+            "Thank you. Goodbye."
+        }
+        _ => "Thank you. This was answered already. Goodbye.",
+    };
+    if plan.question
+        && !s
+            .replies
+            .keypad_answer(&run, &call_sid, &choice, &digits, &who)
+            .await?
+    {
+        tracing::info!(run_id = %run, "keypad answer after the question's first answer; kept out");
+    }
+    Ok(xml(twiml::goodbye(said, &s.voice)))
+}
+
+pub(super) async fn webhook_call_status(
+    State(s): State<Arc<ApiState>>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, AppError> {
+    let params = super::webhook::signed_form(&s, &uri, &headers, &body, "call status callback")?;
+    let (run, step, _) = run_and_step(&uri)?;
+    let field = |k: &str| super::webhook::form_field(&params, k).filter(|v| !v.is_empty());
+    let (Some(sid), Some(status)) = (field("CallSid"), field("CallStatus")) else {
+        return Err(refuse(
+            StatusCode::BAD_REQUEST,
+            "CallSid or CallStatus is missing",
+            Some("CallStatus"),
+        ));
+    };
+    let answered_by = field("AnsweredBy");
+    let ladders = &s.escalator.ladders;
+    let applied = ladders
+        .call_status(&run, step, &sid, &status, answered_by.as_deref())
+        .await?;
+    tracing::info!(run_id = %run, step, %status, applied = applied.applied, "call status callback");
+    if applied.applied && call_ended(&status) && applied.state == "climbing" && applied.step == step
+    {
+        let why = match (status.as_str(), answered_by.as_deref()) {
+            ("completed", Some(m)) if m.starts_with("machine") || m == "fax" => {
+                "an answering machine took the call".to_string()
+            }
+            ("completed", _) => "the call was answered without a key".to_string(),
+            (other, _) => format!("call {other}"),
+        };
+        crate::telemetry::global().ladder_step("call", "not_answered");
+        ladders.climb(&run, Some(step), &why).await?;
+    }
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/xml")],
+        EMPTY_TWIML,
+    )
+        .into_response())
+}
