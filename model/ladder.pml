@@ -21,12 +21,20 @@
  *   at most one escalation, and none for a stopped ladder; a call never rings on after the
  *   ladder stopped and the sweep ran;
  *   at quiescence (`timeout`): the ladder ended (stopped or exhausted), every claimed step was
- *   sent once, and an exhausted ladder has its escalation.
+ *   sent once (or, orphaned and found unsent after the stop, closed unsent), and an exhausted
+ *   ladder has its escalation.
  * Variants that must fail: READ_THEN_ADVANCE (the step read, then written in a second call: two
  * actors claim the same step), STOP_READ_FIRST (the worker reads the ladder's state and then
  * claims without the script checking it: a step claimed after the stop), ESCALATE_AFTER (the
  * escalation job added by the worker after the script said exhausted: a crash between loses it),
- * NO_END_ON_MARK (a call created after the stop is not ended: it rings on after the ack).
+ * NO_END_ON_MARK (a call created after the stop is not ended: it rings on after the ack),
+ * BLIND_ADOPT (the sweep takes an orphaned claim and creates without looking for the send: a
+ * step sent twice), CLOSE_STOPPED_BLIND (the sweep closes an orphaned claim of a stopped
+ * ladder without looking for its call: a call created before the stop rings on).
+ *
+ * A claim is orphaned when its owner crashed, or (LOST_REPLY) when its create's answer was lost
+ * (Twilio may have created the call; the owner leaves the claim for the sweep rather than
+ * create again).
  */
 
 #define STEPS 4        /* steps after the text: a call, the next person's text, their call, ... */
@@ -54,7 +62,8 @@ byte claim[STEPS + 1];          /* per step: NONE, CLAIMED, SENT; step 0 is the 
 byte claimed[STEPS + 1];        /* how many times each step was claimed (must stay <= 1) */
 byte sends[STEPS + 1];          /* creates at the provider per step (must stay <= 1) */
 byte owner[STEPS + 1];          /* the actor holding the step's claim; 0: orphaned */
-bool ringing[STEPS + 1];        /* a call of this step rings */
+bool ringing[STEPS + 1];        /* a call of this step rings (the truth, at Twilio) */
+bool known[STEPS + 1];          /* the record knows it rings (`ringing:<k>`, written by the mark) */
 bool is_call[STEPS + 1];
 bool end_pending;               /* a stop found a call ringing: the sweep ends it */
 byte escalations, crashes, acks;
@@ -77,7 +86,7 @@ inline send(k) {
 inline mark(k) {
   atomic {
     if
-    :: claim[k] == CLAIMED -> claim[k] = SENT
+    :: claim[k] == CLAIMED -> claim[k] = SENT; known[k] = ringing[k]
     :: else -> skip
     fi;
 #ifndef NO_END_ON_MARK
@@ -168,7 +177,14 @@ end_actor:
         may_crash();
         send(k);
         may_crash();
+#ifdef LOST_REPLY
+        if
+        :: mark(k)
+        :: owner[k] = 0   /* the create's answer was lost: left claimed for the sweep */
+        fi
+#else
         mark(k)
+#endif
      :: else -> skip
      fi
   od;
@@ -178,14 +194,28 @@ crashed:
 
 /* the ladder sweep: an orphaned claim is the window sweep's (sent once, then marked); a call
  * still ringing on a stopped ladder is ended */
-#define ORPHAN(k) (claim[k] == CLAIMED && !alive[owner[k]])
+#define ORPHAN(k) (claim[k] == CLAIMED && (owner[k] == 0 || !alive[owner[k]]))
 
+/* the claim taken, the send looked for (its status callback, then Twilio's list): created only
+ * when none is found and the ladder still climbs; a found call of a stopped ladder is ended by
+ * the mark */
 inline adopt(k) {
+#ifdef BLIND_ADOPT
+  send(k);
+#else
   if
-  :: sends[k] == 0 -> send(k)
-  :: else -> skip   /* the evidence shows it sent: no second create */
+  :: sends[k] == 0 && state != STOPPED -> send(k)
+  :: else -> skip
   fi;
+#endif
+#ifdef CLOSE_STOPPED_BLIND
+  if
+  :: state == STOPPED -> claim[k] = SENT
+  :: else -> mark(k)
+  fi
+#else
   mark(k)
+#endif
 }
 
 proctype sweep() {
@@ -196,8 +226,10 @@ end_sweep:
   :: ORPHAN(3) -> adopt(3)
   :: ORPHAN(4) -> adopt(4)
   :: atomic {
+       /* the calls the stop named (the record's): ended */
        end_pending -> end_pending = false;
-       ringing[1] = false; ringing[2] = false; ringing[3] = false; ringing[4] = false
+       ringing[1] = ringing[1] && !known[1]; ringing[2] = ringing[2] && !known[2];
+       ringing[3] = ringing[3] && !known[3]; ringing[4] = ringing[4] && !known[4]
      }
   od
 }
@@ -215,8 +247,8 @@ end_person:
           state = STOPPED;
           k = 1;
           do
-          :: k <= STEPS && ringing[k] -> end_pending = true; k++
-          :: k <= STEPS && !ringing[k] -> k++
+          :: k <= STEPS && known[k] && ringing[k] -> end_pending = true; k++
+          :: k <= STEPS && !(known[k] && ringing[k]) -> k++
           :: else -> break
           od
        :: else -> skip   /* a later answer: the first one won */
@@ -249,7 +281,8 @@ init {
     do
     :: i <= STEPS ->
        assert(claim[i] != CLAIMED);
-       assert(claimed[i] == 0 || sends[i] == 1);
+       /* sent once; or closed unsent, found not sent after the stop */
+       assert(claimed[i] == 0 || sends[i] == 1 || (state == STOPPED && sends[i] == 0));
        assert(!(state == STOPPED && ringing[i]));
        i++
     :: else -> break

@@ -413,6 +413,30 @@ mod climbing {
         );
         assert_eq!(jobs(&e, "escalations").await.len(), 1);
         assert_eq!(jobs(&e, "replies").await.len(), 1);
+        // `ringback status` tells it, step by step
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ringback"))
+            .args(["status", run])
+            .env_clear()
+            .env("REDIS_URL", e.redis.url())
+            .env("RINGBACK_QUEUE", &e.queue)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        assert!(
+            stdout.contains("ladder     exhausted: nobody acknowledged"),
+            "{stdout}"
+        );
+        for line in [
+            "step 1   call",
+            "no-answer",
+            "step 2   text",
+            "step 3   call",
+            "climbed: call busy",
+        ] {
+            assert!(stdout.contains(line), "{line}: {stdout}");
+        }
+        assert!(!stdout.contains(ONCALL), "numbers masked: {stdout}");
         worker.stop().await;
     }
 

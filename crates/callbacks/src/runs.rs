@@ -244,17 +244,20 @@ impl Reads {
             Option<String>,
             Option<i64>,
             Vec<String>,
+            HashMap<String, String>,
         );
-        let (record, attempt, history, claim, open, claimed, workers): Parts = redis::pipe()
-            .hgetall(&w.record)
-            .hgetall(&w.attempt)
-            .lrange(keys::callback_history(&self.claim_prefix, run_id), 0, -1)
-            .get(&w.claim)
-            .zscore(keys::open_attempts(&self.claim_prefix), run_id)
-            .zscore(self.recent(), run_id)
-            .zrange(keys::ringback_workers(&self.claim_prefix), 0, -1)
-            .query_async(&mut self.conn.clone())
-            .await?;
+        let (record, attempt, history, claim, open, claimed, workers, ladder): Parts =
+            redis::pipe()
+                .hgetall(&w.record)
+                .hgetall(&w.attempt)
+                .lrange(keys::callback_history(&self.claim_prefix, run_id), 0, -1)
+                .get(&w.claim)
+                .zscore(keys::open_attempts(&self.claim_prefix), run_id)
+                .zscore(self.recent(), run_id)
+                .zrange(keys::ringback_workers(&self.claim_prefix), 0, -1)
+                .hgetall(keys::ladder(&self.claim_prefix, run_id))
+                .query_async(&mut self.conn.clone())
+                .await?;
         // the attempt's job, else the invalid job escalated for this run, else the runId (the
         // legacy API's job id)
         let job_id = attempt
@@ -279,7 +282,11 @@ impl Reads {
             let tail = format!("({id})");
             workers.into_iter().find(|w| w.ends_with(&tail))
         });
-        let known = !record.is_empty() || !attempt.is_empty() || job.is_some() || claim.is_some();
+        let known = !record.is_empty()
+            || !attempt.is_empty()
+            || job.is_some()
+            || claim.is_some()
+            || !ladder.is_empty();
         let history = crate::receipts::history_of(&record, &history);
         Ok(RunDetail {
             run_id: run_id.to_string(),
@@ -296,6 +303,7 @@ impl Reads {
             job,
             question: None,
             replies: vec![],
+            ladder: crate::ladder::view::LadderView::of(&ladder),
         })
     }
 
@@ -410,6 +418,8 @@ pub struct RunDetail {
     pub question: Option<crate::replies::Question>,
     /// Its replies, oldest first, each with the replies-queue job that carries it.
     pub replies: Vec<(crate::replies::ReplyView, Option<JobView>)>,
+    /// Its escalation ladder, if it climbs one.
+    pub ladder: Option<crate::ladder::view::LadderView>,
 }
 
 /// The job as BullMQ keeps it.

@@ -157,7 +157,9 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
         let record = receipts.record(run_id, Some(&q)).await?;
         let question = replies.reads.question_of(run_id).await?;
         let answers = replies.reads.replies_of(run_id).await?;
-        Ok::<_, crate::Error>((record, question, answers))
+        let ladder =
+            crate::callbacks::ladder::view::LadderView::of(&replies.ladders.read(run_id).await?);
+        Ok::<_, crate::Error>((record, question, answers, ladder))
     };
     let when = |ms: i64| {
         chrono::DateTime::from_timestamp_millis(ms)
@@ -165,7 +167,9 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             .unwrap_or_default()
     };
     match record.await {
-        Ok((r, question, answers)) if !r.seen && question.is_none() && answers.is_empty() => {
+        Ok((r, question, answers, ladder))
+            if !r.seen && question.is_none() && answers.is_empty() && ladder.is_none() =>
+        {
             // not "unknown": that word is a send whose outcome is unknown
             println!("run        {}", r.run_id);
             println!(
@@ -175,7 +179,7 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             );
             ExitCode::from(3)
         }
-        Ok((r, question, answers)) => {
+        Ok((r, question, answers, ladder)) => {
             println!("run        {}", r.run_id);
             println!("state      {}", r.state);
             println!("message    {}", r.message_sid.as_deref().unwrap_or("-"));
@@ -213,6 +217,9 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
                     a.text
                 );
             }
+            if let Some(l) = &ladder {
+                print_ladder(l, &when);
+            }
             for h in &r.history {
                 let at = h["at"].as_i64().map(when).unwrap_or_default();
                 println!(
@@ -228,6 +235,45 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             eprintln!("ringback: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A run's ladder, for `ringback status`: where it stands, then each step.
+fn print_ladder(l: &crate::callbacks::ladder::view::LadderView, when: &dyn Fn(i64) -> String) {
+    let total = l.steps.len();
+    let stands = match (l.state.as_str(), &l.acknowledged) {
+        ("stopped", Some((how, who))) => format!(
+            "stopped: acknowledged by {how} from {who} at {}",
+            l.ended.map(when).unwrap_or_default()
+        ),
+        ("exhausted", _) => format!(
+            "exhausted: nobody acknowledged (escalated) at {}",
+            l.ended.map(when).unwrap_or_default()
+        ),
+        _ => format!(
+            "climbing: step {} of {total} started; next at {}",
+            l.step,
+            l.due.map(when).unwrap_or_default()
+        ),
+    };
+    println!("ladder     {stands}");
+    if let Some(why) = &l.text_failed {
+        println!("  text     climbed at once: {why}");
+    }
+    for s in &l.steps {
+        println!(
+            "  step {}   {:<4} {}  {}  {}  {}{}",
+            s.k,
+            s.channel,
+            s.to,
+            s.started.map(when).unwrap_or_else(|| "not started".into()),
+            s.sent.as_deref().unwrap_or("-"),
+            s.status.as_deref().unwrap_or("-"),
+            s.climbed
+                .as_deref()
+                .map(|w| format!("  climbed: {w}"))
+                .unwrap_or_default()
+        );
     }
 }
 

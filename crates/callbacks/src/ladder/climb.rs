@@ -190,29 +190,38 @@ impl Climber {
     async fn adopt(&self, run: &str, plan: &Plan, k: u32, token: &str) -> Result<(), Error> {
         let mine = uuid::Uuid::new_v4().simple().to_string();
         match self.record.adopt(run, k, token, &mine, self.lease).await? {
-            Adopted::Adopted { since } => {
-                tracing::warn!(run_id = %run, step = k, "ladder step's sender is gone; resolving it");
-                self.send(run, plan, k, &mine, Some(since)).await
+            Adopted::Adopted { since, stopped } => {
+                tracing::warn!(run_id = %run, step = k, stopped, "ladder step's sender is gone; resolving it");
+                self.send(run, plan, k, &mine, Some((since, stopped))).await
             }
-            Adopted::Young(_) | Adopted::Gone | Adopted::Stopped => Ok(()),
+            Adopted::Young(_) | Adopted::Gone => Ok(()),
         }
     }
 
-    /// Send step `k` (claimed under `token`); `adopted_since`: a taken-over claim, first
-    /// claimed then (ms), whose send is looked for first.
+    /// Send step `k` (claimed under `token`); `adopted`: a taken-over claim, first claimed
+    /// then (ms), whose send is looked for first, and whether its ladder stopped since (then
+    /// nothing is created).
     async fn send(
         &self,
         run: &str,
         plan: &Plan,
         k: u32,
         token: &str,
-        adopted_since: Option<i64>,
+        adopted: Option<(i64, bool)>,
     ) -> Result<(), Error> {
         let Some(step) = plan.step(k) else {
             return Ok(());
         };
         self.record.reached(run, &step.to).await?;
         if step.channel == "text" {
+            if let Some((_, true)) = adopted {
+                // its job was added or not; adding it now would text after the stop, and a job
+                // added before is the window's, sent once
+                self.record
+                    .mark(run, k, token, "none:stopped", false)
+                    .await?;
+                return Ok(());
+            }
             return self.text(run, plan, k, token, &step.to).await;
         }
         let Some(from) = self.config.voice_from.as_deref() else {
@@ -226,10 +235,16 @@ impl Climber {
                 )
                 .await;
         };
-        if let Some(since) = adopted_since {
+        if let Some((since, stopped)) = adopted {
             match self.find_call(run, k, &step.to, from, since).await? {
                 Found::Call(sid) => return self.marked(run, k, token, &sid).await,
                 Found::Unsure => return Ok(()),
+                Found::None if stopped => {
+                    self.record
+                        .mark(run, k, token, "none:stopped", false)
+                        .await?;
+                    return Ok(());
+                }
                 Found::None => {}
             }
         }
@@ -299,9 +314,11 @@ impl Climber {
                 .await
             }
             SendOutcome::RetryLater { reason, .. } | SendOutcome::Ambiguous { reason, .. } => {
-                // left claimed: past the lease, the sweep looks for it before creating it
+                // left claimed: past the lease, the sweep looks for it before creating it (the
+                // run is looked at again then, not only when its next step is due)
                 tracing::warn!(run_id = %run, step = k, reason = %reason, "ladder call not confirmed; resolved once its lease is over");
-                Ok(())
+                let at = self.record.redis_now().await? + self.lease.as_millis() as i64 + 500;
+                self.record.reindex(run, at).await
             }
         }
     }

@@ -10,6 +10,7 @@ pub mod plan;
 pub mod record;
 pub mod settings;
 pub mod twiml;
+pub mod view;
 
 /// Whether a call status is final (the call no longer rings).
 pub fn call_ended(status: &str) -> bool {

@@ -74,15 +74,17 @@ pub enum Ack {
 /// What [`LadderRecord::adopt`] did with a step's claim whose sender is gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Adopted {
-    /// The claim is the caller's now: look for the step's send from `since` (ms), then send.
+    /// The claim is the caller's now: look for the step's send from `since` (ms); send it
+    /// only when none is found and the ladder still climbs (`stopped` false).
     Adopted {
         /// When the step was first claimed (ms, Redis's clock).
         since: i64,
+        /// The ladder stopped: a call found is marked (and ended), none found closes the
+        /// claim unsent.
+        stopped: bool,
     },
     /// The sender's lease runs until this time (ms, Redis's clock).
     Young(i64),
-    /// The ladder stopped: the claim is closed unsent.
-    Stopped,
     /// Not that claim any more (marked, or taken by another).
     Gone,
 }
@@ -432,9 +434,11 @@ impl LadderRecord {
                 .ok_or_else(|| bad("ladder_adopt", &reply))
         };
         match reply.first().map(String::as_str) {
-            Some("adopted") => Ok(Adopted::Adopted { since: at(1)? }),
+            Some("adopted") => Ok(Adopted::Adopted {
+                since: at(1)?,
+                stopped: reply.get(2).is_some_and(|s| s == "stopped"),
+            }),
             Some("young") => Ok(Adopted::Young(at(1)?)),
-            Some("stopped") => Ok(Adopted::Stopped),
             Some("gone") => Ok(Adopted::Gone),
             _ => Err(bad("ladder_adopt", &reply)),
         }

@@ -56,6 +56,35 @@ pub(super) fn section(
     }
 }
 
+/// The run page's escalation ladder: where it stands, and each step.
+pub(super) fn ladder(l: Option<&crate::callbacks::ladder::view::LadderView>) -> Markup {
+    html! {
+        @if let Some(l) = l {
+            h2 { "Escalation ladder" }
+            dl.summary #ladder {
+                dt { "state" } dd #ladder-state { (l.state) }
+                @if let Some((how, who)) = &l.acknowledged { dt { "acknowledged" } dd { "by " (how) " from " span.mono { (who) } } }
+                @if let Some(due) = l.due { dt { "next step" } dd { (at(due)) } }
+                @if let Some(why) = &l.text_failed { dt { "the text" } dd { "climbed at once: " (why) } }
+            }
+            table.ladder #ladder-steps {
+                thead { tr { th { "step" } th { "channel" } th { "to" } th { "started" } th { "sent" } th { "outcome" } th { "climbed" } } }
+                tbody {
+                    @for s in &l.steps {
+                        tr {
+                            td { (s.k) } td { (s.channel) } td.mono { (s.to) }
+                            td { (s.started.map(at).unwrap_or_else(|| "—".into())) }
+                            td.mono { (s.sent.as_deref().unwrap_or("—")) }
+                            td { (s.status.as_deref().unwrap_or("—")) }
+                            td { (s.climbed.as_deref().unwrap_or("")) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Timeline entries for a run's replies: (at, kind, title, detail).
 pub(super) fn events(
     replies: &[(ReplyView, Option<JobView>)],

@@ -269,6 +269,7 @@ pub fn run(d: &RunDetail, now_ms: i64) -> Markup {
             }
         }
         (super::replies::section(d.question.as_ref(), &d.replies))
+        (super::replies::ladder(d.ladder.as_ref()))
         h2 { "Receipts, in the order they arrived" }
         @if receipts.is_empty() { p.empty { "No receipt yet." } } @else {
             table.receipts #receipts {
