@@ -316,7 +316,14 @@ mod climbing {
 
     /// `serve` (receipts, replies, the ladder's webhooks) and a worker with its sweeps.
     async fn serve_and_climb(e: &Env) -> cb::Looping {
-        let mut sms = cb::sms_config();
+        serve_and_climb_with(e, cb::sms_config()).await
+    }
+
+    /// [`serve_and_climb`] with settings of the test's own.
+    async fn serve_and_climb_with(
+        e: &Env,
+        mut sms: ringback::callbacks::sms::SmsConfig,
+    ) -> cb::Looping {
         cb::serve_receipts(e, &mut sms).await;
         let client = redis::Client::open(e.redis.url()).unwrap();
         let conn = ringback::store::connection::commands(&client)
@@ -594,6 +601,189 @@ mod climbing {
         assert_eq!(rec["claim:1"], format!("sent:{}", calls[0].call.sid));
         tokio::time::sleep(Duration::from_millis(2500)).await;
         assert_eq!(e.sim.calls.to(TO).len(), 1);
+        worker.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_step_claimed_by_a_worker_that_died_before_its_create_is_created_once() {
+        let e = cb::env(
+            "ladder-orphan",
+            &format!(r#"{{"calls":[{{"to":"{TO}","outcome":"no-answer"}}]}}"#),
+        )
+        .await;
+        // a worker opened the ladder, claimed its first step and died before the create
+        let client = redis::Client::open(e.redis.url()).unwrap();
+        let conn = ringback::store::connection::commands(&client)
+            .await
+            .unwrap();
+        let l = cb::sms_config().ladders(conn);
+        let run = "orphan-1";
+        let plan = ringback::callbacks::ladder::plan::Plan {
+            steps: vec![ringback::callbacks::ladder::plan::PlannedStep {
+                channel: "call".into(),
+                to: TO.into(),
+            }],
+            step_wait_ms: 20_000,
+            recipient: TO.into(),
+            body: "Run 5 finished.".into(),
+            choices: vec![],
+            question: false,
+            urgent: false,
+            time_zone: None,
+        };
+        assert!(l.start(run, 1, Duration::ZERO, &plan).await.unwrap());
+        let ringback::callbacks::ladder::record::Advance::Claimed { step: 1, .. } =
+            l.advance(run, 0, Duration::from_secs(20)).await.unwrap()
+        else {
+            panic!("step 1 claimed")
+        };
+        let worker = serve_and_climb(&e).await;
+        // past the lease, the sweep takes the claim, finds no call and creates it, once
+        let rec = wait_for(SOON, "the orphaned step sent", || async {
+            let rec = ladder(&e, run).await;
+            rec.get("claim:1")
+                .is_some_and(|c| c.starts_with("sent:CA"))
+                .then_some(rec)
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let calls = e.sim.calls.to(TO);
+        assert_eq!(calls.len(), 1, "created once");
+        assert_eq!(rec["claim:1"], format!("sent:{}", calls[0].call.sid));
+        worker.stop().await;
+    }
+
+    #[tokio::test]
+    async fn quiet_hours_hold_a_step_in_its_persons_zone_and_the_cap_skips_a_call() {
+        let e = cb::env(
+            "ladder-quiet",
+            &format!(r#"{{"calls":[{{"to":"{TO}","outcome":"no-answer"}}]}}"#),
+        )
+        .await;
+        // quiet now in UTC (the deployment's zone, the next person's), not in Tokyo (the
+        // recipient's); one call per number an hour
+        let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
+        let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
+        let start = now
+            .checked_sub(jiff::SignedDuration::from_mins(60))
+            .unwrap();
+        let end = now
+            .checked_add(jiff::SignedDuration::from_mins(60))
+            .unwrap();
+        let mut sms = cb::sms_config();
+        sms.quiet = Some(ringback::callbacks::quiet::Quiet {
+            hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
+            zone: jiff::tz::TimeZone::UTC,
+            zone_name: "UTC".into(),
+        });
+        sms.ladder.calls_per_hour = 1;
+        let worker = serve_and_climb_with(&e, sms).await;
+        let ask = |run: &str| {
+            serde_json::json!({
+                "runId": run, "to": TO, "body": "Run finished.", "timeZone": "Asia/Tokyo",
+                "expectReply": true,
+                "ladder": {"callAfter": "1s", "stepWait": "1s", "then": [ONCALL]},
+            })
+            .to_string()
+        };
+        cb::add(&e, &ask("quiet-1")).await;
+        let rec = wait_for(SOON, "the next person's step deferred", || async {
+            let rec = ladder(&e, "quiet-1").await;
+            (rec.contains_key("why:1")
+                && rec.get("due").and_then(|d| d.parse::<i64>().ok())
+                    > Some(ringback::clock::now_ms() + 1_800_000))
+            .then_some(rec)
+        })
+        .await;
+        assert_eq!(
+            rec["step"], "1",
+            "the recipient was called in their own zone"
+        );
+        // the same recipient again within the hour: the call is skipped, never queued
+        cb::add(&e, &ask("quiet-2")).await;
+        let rec2 = wait_for(SOON, "the second call skipped", || async {
+            let rec = ladder(&e, "quiet-2").await;
+            rec.get("claim:1")
+                .filter(|c| c.starts_with("sent:none"))
+                .cloned()
+        })
+        .await;
+        assert_eq!(rec2, "sent:none:cap");
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(
+            e.sim.calls.to(TO).len(),
+            1,
+            "one call an hour to the number"
+        );
+        assert_eq!(
+            texts_to(&e, ONCALL),
+            0,
+            "nobody texted inside their quiet hours"
+        );
+        assert_eq!(ladder(&e, "quiet-1").await["step"], "1");
+        worker.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_question_without_a_ladder_gets_one_no_answer_at_its_reply_within() {
+        let e = cb::env("ladder-none-no-answer", "").await;
+        let worker = serve_and_climb(&e).await;
+        for (run, within) in [
+            ("plain-q-1", "2s"),
+            ("plain-q-2", "2s"),
+            ("plain-q-3", "1h"),
+        ] {
+            let data = serde_json::json!({
+                "runId": run, "to": TO, "body": format!("Ship {run}?"), "expectReply": true,
+                "replyWithin": within,
+            });
+            cb::add(&e, &data.to_string()).await;
+        }
+        // the second is answered in time: no no-answer for it
+        wait_for(SOON, "the questions texted", || async {
+            (texts_to(&e, TO) == 3).then_some(())
+        })
+        .await;
+        let replies = ringback::callbacks::sms::SmsConfig {
+            sent_ttl: Duration::from_secs(3600),
+            ..Default::default()
+        }
+        .replies(
+            ringback::store::connection::commands(&redis::Client::open(e.redis.url()).unwrap())
+                .await
+                .unwrap(),
+            "bull",
+            &e.queue,
+        );
+        assert!(
+            replies
+                .keypad_answer(
+                    "plain-q-2",
+                    "CA00000000000000000000000000000002",
+                    "yes",
+                    "1",
+                    TO
+                )
+                .await
+                .unwrap()
+        );
+        let got = wait_for(SOON, "the no-answer job", || async {
+            let j = jobs(&e, "replies").await;
+            j.contains_key("no-answer:plain-q-1").then_some(j)
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let got2 = jobs(&e, "replies").await;
+        assert_eq!(got.len(), got2.len(), "once: {got2:?}");
+        assert_eq!(got2["no-answer:plain-q-1"]["matched"], "no-answer");
+        assert!(
+            !got2.contains_key("no-answer:plain-q-2"),
+            "answered: {got2:?}"
+        );
+        assert!(
+            !got2.contains_key("no-answer:plain-q-3"),
+            "still open: {got2:?}"
+        );
         worker.stop().await;
     }
 }

@@ -162,6 +162,12 @@ pub fn ladder_due(claim_prefix: &str) -> String {
     format!("ringback:ladder-due:{claim_prefix}")
 }
 
+/// ZSET runId → when the run's question's `replyWithin` ends: the sweep that adds its
+/// `no-answer` job when nobody answered.
+pub fn questions_due(claim_prefix: &str) -> String {
+    format!("ringback:questions-due:{claim_prefix}")
+}
+
 /// SET of the runs whose ladder has reached `number` (texted or called): a message from it
 /// acknowledges them.
 pub fn ladder_people(claim_prefix: &str, number: &str) -> String {

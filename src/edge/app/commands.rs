@@ -217,8 +217,8 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
                     a.text
                 );
             }
-            if let Some(l) = &ladder {
-                print_ladder(l, &when);
+            for line in ladder.iter().flat_map(|l| l.lines(&when)) {
+                println!("{line}");
             }
             for h in &r.history {
                 let at = h["at"].as_i64().map(when).unwrap_or_default();
@@ -235,45 +235,6 @@ pub(crate) async fn status(run_id: &str, queue: &QueueArgs, claim_prefix: &str) 
             eprintln!("ringback: {e}");
             ExitCode::FAILURE
         }
-    }
-}
-
-/// A run's ladder, for `ringback status`: where it stands, then each step.
-fn print_ladder(l: &crate::callbacks::ladder::view::LadderView, when: &dyn Fn(i64) -> String) {
-    let total = l.steps.len();
-    let stands = match (l.state.as_str(), &l.acknowledged) {
-        ("stopped", Some((how, who))) => format!(
-            "stopped: acknowledged by {how} from {who} at {}",
-            l.ended.map(when).unwrap_or_default()
-        ),
-        ("exhausted", _) => format!(
-            "exhausted: nobody acknowledged (escalated) at {}",
-            l.ended.map(when).unwrap_or_default()
-        ),
-        _ => format!(
-            "climbing: step {} of {total} started; next at {}",
-            l.step,
-            l.due.map(when).unwrap_or_default()
-        ),
-    };
-    println!("ladder     {stands}");
-    if let Some(why) = &l.text_failed {
-        println!("  text     climbed at once: {why}");
-    }
-    for s in &l.steps {
-        println!(
-            "  step {}   {:<4} {}  {}  {}  {}{}",
-            s.k,
-            s.channel,
-            s.to,
-            s.started.map(when).unwrap_or_else(|| "not started".into()),
-            s.sent.as_deref().unwrap_or("-"),
-            s.status.as_deref().unwrap_or("-"),
-            s.climbed
-                .as_deref()
-                .map(|w| format!("  climbed: {w}"))
-                .unwrap_or_default()
-        );
     }
 }
 

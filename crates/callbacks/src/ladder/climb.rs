@@ -37,7 +37,8 @@ use ringback_twilio::{PageLimits, SendOutcome, TwilioClient};
 /// Ladders looked at per round.
 const PER_ROUND: usize = 50;
 
-/// Climbs the ladders: the sweep of due ladders, the sends of their steps, their ends.
+/// Climbs the ladders: the sweep of due ladders, the sends of their steps, their ends; and the
+/// questions whose time is over unanswered ([`crate::replies::Replies::sweep_unanswered`]).
 #[derive(Clone, Debug)]
 pub struct Climber {
     /// The ladders' records.
@@ -98,6 +99,7 @@ impl Climber {
     pub async fn round(&self) -> Result<usize, Error> {
         self.hang_up().await?;
         let now = self.record.redis_now().await?;
+        self.replies.sweep_unanswered(now).await?;
         let due = self.record.due_runs(now, PER_ROUND).await?;
         for run in &due {
             if let Err(e) = self.visit(run, now).await {
@@ -478,7 +480,7 @@ impl Climber {
                 Some(q) if q.until > now => return self.record.reindex(run, q.until).await,
                 _ => {
                     self.replies
-                        .no_answer(run, &plan.recipient, plan.steps.len())
+                        .no_answer(run, Some(&plan.recipient), plan.steps.len())
                         .await?;
                     self.record.note(run, "no_answer", "added").await?;
                 }

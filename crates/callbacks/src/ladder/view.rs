@@ -98,6 +98,47 @@ impl LadderView {
             state,
         })
     }
+
+    /// The lines `ringback status` prints: where it stands, then each step; times by `when`.
+    pub fn lines(&self, when: &dyn Fn(i64) -> String) -> Vec<String> {
+        let at = |t: Option<i64>| t.map(when).unwrap_or_default();
+        let stands = match (self.state.as_str(), &self.acknowledged) {
+            ("stopped", Some((how, who))) => format!(
+                "stopped: acknowledged by {how} from {who} at {}",
+                at(self.ended)
+            ),
+            ("exhausted", _) => format!(
+                "exhausted: nobody acknowledged (escalated) at {}",
+                at(self.ended)
+            ),
+            _ => format!(
+                "climbing: step {} of {} started; next at {}",
+                self.step,
+                self.steps.len(),
+                at(self.due)
+            ),
+        };
+        let mut out = vec![format!("ladder     {stands}")];
+        if let Some(why) = &self.text_failed {
+            out.push(format!("  text     climbed at once: {why}"));
+        }
+        for s in &self.steps {
+            out.push(format!(
+                "  step {}   {:<4} {}  {}  {}  {}{}",
+                s.k,
+                s.channel,
+                s.to,
+                s.started.map(when).unwrap_or_else(|| "not started".into()),
+                s.sent.as_deref().unwrap_or("-"),
+                s.status.as_deref().unwrap_or("-"),
+                s.climbed
+                    .as_deref()
+                    .map(|w| format!("  climbed: {w}"))
+                    .unwrap_or_default()
+            ));
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -131,6 +131,13 @@ impl Replies {
             }
         };
         if question.answered_by.is_none() {
+            // when its time is over, unanswered, a `no-answer` job says so
+            let _: () = redis::cmd("ZADD")
+                .arg(keys::questions_due(&self.claim_prefix))
+                .arg(question.until)
+                .arg(&req.run_id)
+                .query_async(&mut self.conn())
+                .await?;
             self.open(&req.to, &question).await?;
             // an answer claimed while this attempt read the question: it stays closed
             let answered: Option<String> = redis::cmd("GET")

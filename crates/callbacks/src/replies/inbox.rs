@@ -281,18 +281,62 @@ impl Replies {
         Ok(())
     }
 
-    /// A question's ladder ran out and its `replyWithin` is over, unanswered: one `no-answer`
-    /// job on the replies queue (once, whoever adds it and however often).
+    /// The questions whose time is over, unanswered, and whose ladder (if any) no longer
+    /// climbs: one `no-answer` job each ([`Replies::no_answer`]). A question answered, or
+    /// asked again later, leaves the schedule; one whose ladder climbs waits for it. The
+    /// questions looked at.
+    pub async fn sweep_unanswered(&self, now: i64) -> Result<usize, Error> {
+        let key = keys::questions_due(&self.claim_prefix);
+        let due: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&key)
+            .arg("-inf")
+            .arg(now)
+            .arg("BYSCORE")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(50)
+            .query_async(&mut self.conn())
+            .await?;
+        for run in &due {
+            let later = match self.reads.question_of(run).await? {
+                Some(q) if q.answered_by.is_none() && q.until > now => Some(q.until),
+                Some(q) if q.answered_by.is_none() => {
+                    let ladder = self.ladders.read(run).await?;
+                    if ladder.get("state").is_some_and(|s| s == "climbing") {
+                        Some(now + 30_000)
+                    } else {
+                        self.no_answer(run, None, 0).await?;
+                        None
+                    }
+                }
+                _ => None,
+            };
+            let cmd = match later {
+                Some(at) => redis::cmd("ZADD").arg(&key).arg(at).arg(run).clone(),
+                None => redis::cmd("ZREM").arg(&key).arg(run).clone(),
+            };
+            let _: () = cmd.query_async(&mut self.conn()).await?;
+        }
+        Ok(due.len())
+    }
+
+    /// A question's ladder ran out and its `replyWithin` is over, unanswered (or it had no
+    /// ladder): one `no-answer` job on the replies queue (once, whoever adds it and however
+    /// often).
     pub async fn no_answer(
         &self,
         run_id: &str,
-        recipient: &str,
+        recipient: Option<&str>,
         steps: usize,
     ) -> Result<(), Error> {
         let id = format!("no-answer:{run_id}");
         let data = json!({
-            "runId": run_id, "matched": "no-answer", "to": mask(recipient), "steps": steps,
-            "meaning": "nobody answered the question: its text, its calls and the next people's texts and calls went unanswered, and its time is over",
+            "runId": run_id, "matched": "no-answer", "to": recipient.map(mask), "steps": steps,
+            "meaning": if steps > 0 {
+                "nobody answered the question: its text, its calls and the next people's texts and calls went unanswered, and its time is over"
+            } else {
+                "nobody answered the question within its replyWithin"
+            },
         });
         self.queue
             .add_job_once(
