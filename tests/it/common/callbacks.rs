@@ -475,3 +475,31 @@ pub(crate) async fn replica_of(e: &Env) -> super::RedisServer {
     .await;
     replica
 }
+
+/// Quiet hours from an hour ago to an hour from now, read in `zone` (`None`: UTC); and when they
+/// end (ms, to the minute).
+pub(crate) fn quiet_around_now(zone: Option<&str>) -> (ringback::callbacks::quiet::Quiet, i64) {
+    let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
+    let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
+    let start = now
+        .checked_sub(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let end = now
+        .checked_add(jiff::SignedDuration::from_mins(60))
+        .unwrap();
+    let name = zone.unwrap_or("UTC");
+    let quiet = ringback::callbacks::quiet::Quiet {
+        hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
+        zone: jiff::tz::TimeZone::get(name).unwrap(),
+        zone_name: name.into(),
+    };
+    let opens = end
+        .with()
+        .second(0)
+        .subsec_nanosecond(0)
+        .build()
+        .unwrap()
+        .timestamp()
+        .as_millisecond();
+    (quiet, opens)
+}
