@@ -662,20 +662,8 @@ mod climbing {
         .await;
         // quiet now in UTC (the deployment's zone, the next person's), not in Tokyo (the
         // recipient's); one call per number an hour
-        let now = jiff::Timestamp::now().to_zoned_datetime(jiff::tz::TimeZone::UTC);
-        let hm = |z: &jiff::ZonedDateTime| format!("{:02}:{:02}", z.hour(), z.minute());
-        let start = now
-            .checked_sub(jiff::SignedDuration::from_mins(60))
-            .unwrap();
-        let end = now
-            .checked_add(jiff::SignedDuration::from_mins(60))
-            .unwrap();
         let mut sms = cb::sms_config();
-        sms.quiet = Some(ringback::callbacks::quiet::Quiet {
-            hours: format!("{}-{}", hm(&start), hm(&end)).parse().unwrap(),
-            zone: jiff::tz::TimeZone::UTC,
-            zone_name: "UTC".into(),
-        });
+        sms.quiet = Some(cb::quiet_around_now(None).0);
         sms.ladder.calls_per_hour = 1;
         let worker = serve_and_climb_with(&e, sms).await;
         let ask = |run: &str| {
