@@ -61,6 +61,8 @@ pub struct Climber {
     pub lease: Duration,
     /// Quiet hours, when set.
     pub quiet: Option<crate::quiet::Quiet>,
+    /// Drills: abort at a ladder point (`RINGBACK_CRASH_AT`, drill mode only).
+    pub crash_at: Option<crate::sms::CrashAt>,
 }
 
 /// A ladder's record as read.
@@ -168,7 +170,10 @@ impl Climber {
         }
         let wait = Duration::from_millis(plan.step_wait_ms);
         match self.record.advance(run, step, wait).await? {
-            Advance::Claimed { step: k, token } => self.send(run, &plan, k, &token, None).await,
+            Advance::Claimed { step: k, token } => {
+                self.crash(crate::sms::CrashPoint::LadderAfterClaim, run);
+                self.send(run, &plan, k, &token, None).await
+            }
             Advance::Exhausted => {
                 let read = Read {
                     fields: self.record.read(run).await?,
@@ -179,6 +184,10 @@ impl Climber {
             Advance::Moved(_) => Ok(()),
             Advance::Stopped | Advance::Over | Advance::None => self.record.unindex(run).await,
         }
+    }
+
+    fn crash(&self, point: crate::sms::CrashPoint, run: &str) {
+        crate::sms::maybe_abort(self.crash_at, point, run);
     }
 
     /// When quiet hours hold `to`'s step: their end (ms, Redis's clock).
@@ -289,6 +298,7 @@ impl Climber {
         };
         match self.twilio.create_call(&call).await {
             SendOutcome::Accepted(c) => {
+                self.crash(crate::sms::CrashPoint::LadderAfterCreate, run);
                 ringback_shared::telemetry::global().ladder_step("call", "placed");
                 tracing::info!(run_id = %run, step = k, sid = %c.sid, "ladder call placed");
                 self.marked(run, k, token, &c.sid).await
@@ -390,6 +400,7 @@ impl Climber {
                 CALLBACK_JOB_OPTS,
             )
             .await?;
+        self.crash(crate::sms::CrashPoint::LadderAfterCreate, run);
         ringback_shared::telemetry::global().ladder_step("text", "queued");
         match self
             .record

@@ -18,6 +18,10 @@ pub enum CrashPoint {
     /// `serve`: an inbound message is recorded with its match; the replies queue has no job
     /// for it yet.
     AfterReplyRecorded,
+    /// A ladder step is claimed; its text or call is not sent yet.
+    LadderAfterClaim,
+    /// A ladder step's call was created (or its text's job added); nothing marked it yet.
+    LadderAfterCreate,
 }
 
 /// `RINGBACK_CRASH_AT=<point>[:<probability>]`.
@@ -44,9 +48,11 @@ impl std::str::FromStr for CrashAt {
             "after-provider-accept" => CrashPoint::AfterProviderAccept,
             "after-sent-marker" | "before-complete" => CrashPoint::AfterSentMarker,
             "after-reply-recorded" => CrashPoint::AfterReplyRecorded,
+            "ladder-after-claim" => CrashPoint::LadderAfterClaim,
+            "ladder-after-create" => CrashPoint::LadderAfterCreate,
             _ => {
                 return Err(bad(
-                    "unknown point (after-claim, after-provider-accept, after-sent-marker, after-reply-recorded)",
+                    "unknown point (after-claim, after-provider-accept, after-sent-marker, after-reply-recorded, ladder-after-claim, ladder-after-create)",
                 ));
             }
         };

@@ -66,6 +66,7 @@ impl SmsProcessor {
                 .and_then(crate::ladder::settings::webhook_base),
             lease: self.twilio.config().timeout + self.config.reconcile_window,
             quiet: self.config.quiet.clone(),
+            crash_at: self.config.crash_at,
         }
     }
 }
