@@ -27,7 +27,7 @@ use super::plan::Plan;
 use super::record::{Adopted, Advance, LadderRecord, Marked};
 use super::settings::{LadderConfig, query};
 use crate::callback::CALLBACK_JOB_OPTS;
-use crate::escalation::{Escalation, EscalationKind, Escalator};
+use crate::escalation::Escalator;
 use ringback_queue::calls::Calls;
 use ringback_shared::error::Error;
 use ringback_shared::redact::mask;
@@ -66,12 +66,12 @@ pub struct Climber {
 }
 
 /// A ladder's record as read.
-struct Read {
+pub(super) struct Read {
     fields: HashMap<String, String>,
 }
 
 impl Read {
-    fn get(&self, f: &str) -> Option<&str> {
+    pub(super) fn get(&self, f: &str) -> Option<&str> {
         self.fields.get(f).map(String::as_str)
     }
     fn num(&self, f: &str) -> Option<i64> {
@@ -456,48 +456,6 @@ impl Climber {
                 Ok(Found::Unsure)
             }
         }
-    }
-
-    /// An exhausted ladder: its escalation (once), the question's `no-answer` (once, when its
-    /// `replyWithin` is over too), then out of the schedule.
-    async fn exhausted(&self, run: &str, read: &Read, plan: &Plan, now: i64) -> Result<(), Error> {
-        if read.get("escalate").is_some() {
-            let tried: Vec<String> = plan
-                .steps
-                .iter()
-                .map(|s| format!("{} {}", s.channel, mask(&s.to)))
-                .collect();
-            self.escalator
-                .escalate(&Escalation {
-                    run_id: run.to_string(),
-                    reason: format!(
-                        "nobody acknowledged: texted {}, then {}",
-                        mask(&plan.recipient),
-                        tried.join(", ")
-                    ),
-                    last_status: None,
-                    error_code: None,
-                    kind: EscalationKind::Unacknowledged,
-                })
-                .await?;
-            self.record.escalated(run).await?;
-            ringback_shared::telemetry::global().ladder_step("ladder", "unacknowledged");
-        }
-        if plan.question && read.get("no_answer").is_none() {
-            match self.replies.reads.question_of(run).await? {
-                Some(q) if q.answered_by.is_some() => {
-                    self.record.note(run, "no_answer", "answered").await?
-                }
-                Some(q) if q.until > now => return self.record.reindex(run, q.until).await,
-                _ => {
-                    self.replies
-                        .no_answer(run, Some(&plan.recipient), plan.steps.len())
-                        .await?;
-                    self.record.note(run, "no_answer", "added").await?;
-                }
-            }
-        }
-        self.record.unindex(run).await
     }
 }
 

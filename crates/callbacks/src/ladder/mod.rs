@@ -5,6 +5,7 @@
 //! escalation, each in one script.
 
 pub mod climb;
+mod exhausted;
 mod index;
 pub mod plan;
 pub mod record;
