@@ -10,7 +10,11 @@
   ARGV[2] runId
   ARGV[3] who (the number that acknowledged)
 
-  Returns {"stopped", sid...} (the calls ringing), {"late", state} (already stopped or
+  A step still claimed and unmarked (its sender died, or its create's answer was lost) keeps
+  the run in the due index: the sweep looks for its send and ends a call it finds.
+
+  Returns {"stopped", pending, sid...} (pending: when the sweep should look again, ms on
+  Redis's clock, "0" when no step is unmarked; the calls ringing), {"late", state} (already stopped or
   exhausted: the first one stands), {"asked"} (a delivered receipt of a question: only an
   answer acknowledges it), {"none"} (no ladder)
 ]]
@@ -21,10 +25,16 @@ if ARGV[1] == "delivered" and question == "1" then return {"asked"} end
 if state ~= "climbing" then return {"late", state} end
 rcall("HSET", KEYS[1], "state", "stopped", "acked_by", ARGV[1], "acked_who", ARGV[3],
   "ended", now)
-if KEYS[2] then rcall("ZREM", KEYS[2], ARGV[2]) end
-local out = {"stopped"}
+local pending = "0"
+local out = {"stopped", pending}
 for k = 1, tonumber(step) do
   local sid = rcall("HGET", KEYS[1], "ringing:" .. k)
   if sid then out[#out + 1] = sid end
+  local claim = rcall("HGET", KEYS[1], "claim:" .. k)
+  if claim and string.sub(claim, 1, 8) == "pending:" then pending = tostring(now) end
+end
+out[2] = pending
+if KEYS[2] then
+  if pending ~= "0" then rcall("ZADD", KEYS[2], now, ARGV[2]) else rcall("ZREM", KEYS[2], ARGV[2]) end
 end
 return out

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // One drill, or all of them, end to end: `node bin/drill.js
-// <stall|cutover|chaos|mixed|rollback|edges|replies|all> [--runs N] [--bullmq 5|6] [--timings compressed,prod]
+// <stall|cutover|chaos|mixed|rollback|edges|replies|ladder|all> [--runs N] [--bullmq 5|6] [--timings compressed,prod]
 // [--cluster] [--json]`. Each drill starts its own redis-server (with `--cluster`: a real local
 // Redis Cluster, three masters with a replica each, the queues under `{bull}`) and Twilio
 // simulator and the ringback binary (env RINGBACK_BIN, as `ringback drill` sets it). Each drill

@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 
 /// The drills `node-harness/lib/drill` knows, and `all`.
-pub const DRILLS: [&str; 8] = [
-    "stall", "cutover", "chaos", "mixed", "rollback", "edges", "replies", "all",
+pub const DRILLS: [&str; 9] = [
+    "stall", "cutover", "chaos", "mixed", "rollback", "edges", "replies", "ladder", "all",
 ];
 
 /// Why a drill cannot start; each says what to do about it.

@@ -8,9 +8,10 @@ const { mixed } = require('./mixed');
 const { rollback } = require('./rollback');
 const { edges } = require('./edges');
 const { replies } = require('./replies');
+const { ladder } = require('./ladder');
 const { timingProfiles, describeTimings } = require('./lab');
 
-const DRILLS = { stall, cutover, chaos, mixed, rollback, edges, replies };
+const DRILLS = { stall, cutover, chaos, mixed, rollback, edges, replies, ladder };
 
 /**
  * Runs each drill of `names` once per timing profile (`opts.timings`: a list, or a

@@ -142,20 +142,35 @@ impl Climber {
             tracing::error!(run_id = %run, "ladder record without its plan; left alone");
             return self.record.unindex(run).await;
         };
-        if state == "exhausted" {
-            return self.exhausted(run, &read, &plan, now).await;
-        }
-        if state != "climbing" {
-            return self.record.unindex(run).await;
-        }
+        // a step claimed and unmarked, whatever the state: its send is looked for and resolved
         let step = read.num("step").unwrap_or(0) as u32;
+        let mut unmarked = false;
         for k in 1..=step {
             if let Some(token) = read
                 .get(&format!("claim:{k}"))
                 .and_then(|c| c.strip_prefix("pending:"))
             {
+                unmarked = true;
                 self.adopt(run, &plan, k, token).await?;
             }
+        }
+        // an ended ladder with a step still unmarked (its lease not over) is looked at again
+        let again = || async {
+            if unmarked {
+                self.record
+                    .reindex(run, now + self.lease.as_millis() as i64 + 500)
+                    .await
+            } else {
+                Ok(())
+            }
+        };
+        if state == "exhausted" {
+            self.exhausted(run, &read, &plan, now).await?;
+            return again().await;
+        }
+        if state != "climbing" {
+            self.record.unindex(run).await?;
+            return again().await;
         }
         let due = read.num("due").unwrap_or(0);
         if due > now {
@@ -178,11 +193,15 @@ impl Climber {
                 let read = Read {
                     fields: self.record.read(run).await?,
                 };
-                self.exhausted(run, &read, &plan, now).await
+                self.exhausted(run, &read, &plan, now).await?;
+                again().await
             }
             Advance::Early(at) => self.record.reindex(run, at).await,
             Advance::Moved(_) => Ok(()),
-            Advance::Stopped | Advance::Over | Advance::None => self.record.unindex(run).await,
+            Advance::Stopped | Advance::Over | Advance::None => {
+                self.record.unindex(run).await?;
+                again().await
+            }
         }
     }
 
@@ -226,11 +245,16 @@ impl Climber {
         self.record.reached(run, &step.to).await?;
         if step.channel == "text" {
             if let Some((_, true)) = adopted {
-                // its job was added or not; adding it now would text after the stop, and a job
-                // added before is the window's, sent once
-                self.record
-                    .mark(run, k, token, "none:stopped", false)
-                    .await?;
+                // after the stop no job is added; one added before is the window's, sent once,
+                // and the step records it
+                let step_run = super::step_run(run, k);
+                let added = self.callbacks.job_data(&step_run).await?.is_some();
+                let sent = if added {
+                    format!("run:{step_run}")
+                } else {
+                    "none:stopped".to_string()
+                };
+                self.record.mark(run, k, token, &sent, false).await?;
                 return Ok(());
             }
             return self.text(run, plan, k, token, &step.to).await;

@@ -317,8 +317,15 @@ impl LadderRecord {
             .arg("who (the number that acknowledged)", who)
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
+        let mut pending = 0;
         let out = match reply.split_first() {
-            Some((first, ringing)) if first == "stopped" => Ack::Stopped(ringing.to_vec()),
+            Some((first, rest)) if first == "stopped" => {
+                let (at, ringing) = rest
+                    .split_first()
+                    .ok_or_else(|| bad("ladder_ack", &reply))?;
+                pending = at.parse::<i64>().map_err(|_| bad("ladder_ack", &reply))?;
+                Ack::Stopped(ringing.to_vec())
+            }
             Some((first, rest)) if first == "late" => Ack::Late(
                 rest.first()
                     .cloned()
@@ -328,8 +335,9 @@ impl LadderRecord {
             Some((first, _)) if first == "asked" => Ack::Asked,
             _ => return Err(bad("ladder_ack", &reply)),
         };
+        // a step left unmarked keeps the run indexed: the sweep resolves it
         if matches!(out, Ack::Stopped(_)) {
-            self.index(run_id, None).await?;
+            self.index(run_id, (pending > 0).then_some(pending)).await?;
         }
         Ok(out)
     }
