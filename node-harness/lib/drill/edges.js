@@ -13,7 +13,8 @@
 // `ringback resend <runId>`, run twice: one more text, not two.
 'use strict';
 
-const net = require('node:net');
+const { freePort } = require('../harness/ports');
+
 const { Lab, passed } = require('./lab');
 const { JOB_NAME, JOB_OPTIONS } = require('../legacy');
 const { waitFor } = require('../harness/wait');
@@ -21,18 +22,6 @@ const { waitFor } = require('../harness/wait');
 const QUEUE = 'drill-edges';
 const SERVICE = 'MG0123456789abcdef0123456789abcdef';
 const POOL = ['+15550100001', '+15550100002', '+15550100003'];
-
-/** A free loopback port (serve's public URL must be known before it listens). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Run `i`'s callback: its own recipient, a verdict as an agent writes it. */
 function edgeRun(timings, i) {

@@ -22,7 +22,8 @@
 // run whose ladder took its failure.
 'use strict';
 
-const net = require('node:net');
+const { freePort } = require('../harness/ports');
+
 const { Lab, AUTH_TOKEN, ACCOUNT_SID, API_TOKEN } = require('./lab');
 const { JOB_NAME, JOB_OPTIONS } = require('../legacy');
 const { WorkerProcess } = require('../harness/subject');
@@ -33,17 +34,6 @@ const twilio = require('twilio');
 const QUEUE = 'drill-ladder';
 const KINDS = ['keypad', 'oncall-keypad', 'reply', 'nobody', 'delivered', 'undelivered'];
 const LADDER = { callAfter: '1s', stepWait: '2s' };
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Run i: its kind, its numbers (recipient and two next people) and job data. */
 function planRun(i, timings) {

@@ -45,8 +45,9 @@
 // message the app got twice is at least once, as promised: counted, not a failure.
 'use strict';
 
+const { freePort } = require('../harness/ports');
+
 const http = require('node:http');
-const net = require('node:net');
 const twilio = require('twilio');
 const { Lab, API_TOKEN, AUTH_TOKEN, ACCOUNT_SID } = require('./lab');
 const { JOB_NAME, JOB_OPTIONS, CLAIM_PREFIX } = require('../legacy');
@@ -79,18 +80,6 @@ const SHARES = [3, 1, 2, 1, 2, 1, 1, 1];
 // since serve dies on 3 posts in 10 and other posts in flight die with it
 const MAX_POSTS = 40;
 const IN_FLIGHT = 4;
-
-/** A free loopback port (serve's port must outlive each serve process). */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const shuffle = (xs) => {
   const a = [...xs];

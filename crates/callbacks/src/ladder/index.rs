@@ -152,4 +152,36 @@ impl LadderRecord {
             .await?;
         Ok(secs * 1000 + micros / 1000)
     }
+    /// The escalation of an exhausted ladder was added: clear `escalate`. True when this call
+    /// cleared it.
+    pub async fn escalated(&self, run_id: &str) -> Result<bool, Error> {
+        let n: i64 = redis::cmd("HDEL")
+            .arg(keys::ladder(&self.claim_prefix, run_id))
+            .arg("escalate")
+            .round_trip(&mut self.conn.clone(), &self.trips)
+            .await?;
+        Ok(n == 1)
+    }
+
+    /// The ladder's record as stored (empty: none), for status pages and tests.
+    pub async fn read(
+        &self,
+        run_id: &str,
+    ) -> Result<std::collections::HashMap<String, String>, Error> {
+        Ok(redis::cmd("HGETALL")
+            .arg(keys::ladder(&self.claim_prefix, run_id))
+            .round_trip(&mut self.conn.clone(), &self.trips)
+            .await?)
+    }
+
+    /// Keep `value` under `field` of `run_id`'s ladder (the sweep's notes: `no_answer`).
+    pub async fn note(&self, run_id: &str, field: &str, value: &str) -> Result<(), Error> {
+        redis::cmd("HSET")
+            .arg(keys::ladder(&self.claim_prefix, run_id))
+            .arg(field)
+            .arg(value)
+            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
+            .await?;
+        Ok(())
+    }
 }

@@ -342,28 +342,6 @@ impl LadderRecord {
         Ok(out)
     }
 
-    /// The escalation of an exhausted ladder was added: clear `escalate`. True when this call
-    /// cleared it.
-    pub async fn escalated(&self, run_id: &str) -> Result<bool, Error> {
-        let n: i64 = redis::cmd("HDEL")
-            .arg(keys::ladder(&self.claim_prefix, run_id))
-            .arg("escalate")
-            .round_trip(&mut self.conn.clone(), &self.trips)
-            .await?;
-        Ok(n == 1)
-    }
-
-    /// The ladder's record as stored (empty: none), for status pages and tests.
-    pub async fn read(
-        &self,
-        run_id: &str,
-    ) -> Result<std::collections::HashMap<String, String>, Error> {
-        Ok(redis::cmd("HGETALL")
-            .arg(keys::ladder(&self.claim_prefix, run_id))
-            .round_trip(&mut self.conn.clone(), &self.trips)
-            .await?)
-    }
-
     /// Move the next step sooner: the step the caller read (`None`: whichever stands) failed
     /// to reach its person, `why`. True when the ladder is now due.
     pub async fn climb(&self, run_id: &str, read: Option<u32>, why: &str) -> Result<bool, Error> {
@@ -488,16 +466,5 @@ impl LadderRecord {
             state: reply.get(1).cloned().unwrap_or_default(),
             step: reply.get(2).and_then(|s| s.parse().ok()).unwrap_or(0),
         })
-    }
-
-    /// Keep `value` under `field` of `run_id`'s ladder (the sweep's notes: `no_answer`).
-    pub async fn note(&self, run_id: &str, field: &str, value: &str) -> Result<(), Error> {
-        redis::cmd("HSET")
-            .arg(keys::ladder(&self.claim_prefix, run_id))
-            .arg(field)
-            .arg(value)
-            .round_trip::<()>(&mut self.conn.clone(), &self.trips)
-            .await?;
-        Ok(())
     }
 }
