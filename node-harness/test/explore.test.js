@@ -46,6 +46,8 @@ describe('the explorer', () => {
     assert.ok(some((p) => p.bursts.some((b) => b.producer === 'python')), 'the Python producer');
     assert.ok(some((p) => p.runs.some((r) => r.kind === 'bignum-twin')), 'two runs on one key');
     assert.ok(some((p) => p.drainCheck), 'heartbeats and drain beside a live fleet');
+    assert.ok(some((p) => p.runs.some((r) => r.ladder) && p.config.receipts) && some((p) => p.runs.some((r) => r.ladder) && !p.config.receipts), 'ladders, with and without serve');
+    assert.ok(some((p) => p.runs.some((r) => r.ladder) && p.config.quiet?.covers) && some((p) => p.runs.some((r) => r.ladder) && p.config.legacy), 'ladders beside quiet hours and a legacy worker');
     const answers = plans.flatMap((p) => Object.values(p.replies?.answers || {}));
     assert.ok(answers.some((a) => a.codeless) && answers.some((a) => !a.codeless), 'coded and codeless answers');
     assert.ok(some((p) => p.replies?.strangers) && some((p) => p.replies?.forged), 'strangers and a forged post');
@@ -55,7 +57,7 @@ describe('the explorer', () => {
     for (const t of ['replica', 'sentinel']) assert.ok(some((p) => p.config.topology === t), `Redis as ${t}`);
     for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'redis-forget', 'sentinel-failover', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
     assert.ok([...classes].some((c) => c.startsWith('twilio-server')), 'a Twilio fault');
-    for (const c of ['twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late', 'twilio-rewrite-trial', 'twilio-auth-refused']) assert.ok(classes.has(c), `fault class ${c}`);
+    for (const c of ['twilio-call-no-answer', 'twilio-call-busy', 'twilio-call-machine', 'twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late', 'twilio-rewrite-trial', 'twilio-auth-refused']) assert.ok(classes.has(c), `fault class ${c}`);
   });
 
   it("CI's seeds: no violation, and the last line counts trials, faults, checks and violations", { timeout: 480_000 }, async () => {

@@ -26,6 +26,9 @@ const SIM_FAULTS = [
   { fault: 'create_then_drop' },
 ];
 
+/** How a ladder's calls go (the simulator's call rules, at a drawn rate; otherwise answered, 1). */
+const CALL_OUTCOMES = [{ outcome: 'no-answer' }, { outcome: 'busy' }, { outcome: 'machine' }, { outcome: 'answered', digits: '' }, { outcome: 'answered', digits: '1', duplicate: true, shuffled: true }];
+
 /** How Twilio's receipts misbehave (the simulator's callback rules, at a drawn rate). */
 const RECEIPT_FAULTS = [
   { name: 'shuffled', rule: { reversed: true, duplicate: true } },
@@ -186,6 +189,16 @@ function drawPlan(seed) {
   // legacy bug itself). Drawn last.
   config.topology = !config.cluster && !faults.forget && !config.python ? r.weighted([[6, 'one'], [2, 'replica'], [2, 'sentinel']]) : 'one';
   faults.failover = config.topology === 'sentinel' && !replies && !config.legacy && r.chance(0.5) ? { atMs: r.int(0, 800) } : null;
+  // escalation ladders (a call, the next person's text and call) on some callbacks of plain
+  // runIds (their steps' runs are named after them), at compressed step times; their calls go as
+  // drawn while the faults last, and Twilio's create faults hit call creates too. Drawn last.
+  config.ladders = r.chance(0.35);
+  if (config.ladders) {
+    for (const run of runs) {
+      if (run.kind === 'plain' && run.name === 'agent-callback' && !run.pythonOnly && r.chance(0.5)) run.ladder = { then: `+1555032${String((seed * 3 + run.i) % 10000).padStart(4, '0')}` };
+    }
+    faults.calls = r.shuffle(CALL_OUTCOMES).slice(0, r.int(1, 3)).map((c) => ({ ...c, rate: r.pick([0.3, 0.6]) }));
+  }
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
@@ -211,6 +224,7 @@ function faultClasses(plan) {
     ...(f.receipts || []).map((x) => `twilio-receipts-${x.name}`),
     ...(f.forget ? ['redis-forget'] : []),
     ...(f.failover ? ['sentinel-failover'] : []),
+    ...(f.calls || []).map((c) => `twilio-call-${c.outcome}`),
   ];
 }
 
@@ -231,6 +245,7 @@ function without(plan, cls) {
   if (cls === 'twilio-list-lag') p.faults.listLagMs = null;
   if (cls === 'redis-forget') p.faults.forget = null;
   if (cls === 'sentinel-failover') p.faults.failover = null;
+  if (cls.startsWith('twilio-call-')) p.faults.calls = p.faults.calls.filter((c) => `twilio-call-${c.outcome}` !== cls);
   if (cls.startsWith('twilio-receipts-')) p.faults.receipts = p.faults.receipts.filter((x) => `twilio-receipts-${x.name}` !== cls);
   return p;
 }

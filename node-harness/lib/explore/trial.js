@@ -26,6 +26,8 @@ const TRUE_PAGE = {
   // "may have been sent, not sent again": true of a run texted once, when no receipt could link
   // the message to it (receipts off, or serve down when Twilio called)
   unknown_settled: (n) => n === 1,
+  // a ladder run out: checked against its record by checkLadders
+  unacknowledged: () => true,
 };
 
 /**
@@ -109,6 +111,7 @@ function jobData(plan, run, quiet) {
   if (run.urgent) rest.urgent = true;
   if (quiet?.zones[run.i]) rest.timeZone = quiet.zones[run.i];
   if (run.question) Object.assign(rest, { expectReply: true, replyWithin: '1h' });
+  if (run.ladder) rest.ladder = { callAfter: '1s', stepWait: '1s', then: [run.ladder.then] };
   return `{"runId":${runIdJson(run)},${JSON.stringify(rest).slice(1)}`;
 }
 
@@ -149,6 +152,70 @@ async function addWithPython(lab, jobs) {
   child.stdin.end(JSON.stringify(jobs));
   const code = await new Promise((resolve) => child.on('exit', resolve));
   if (code !== 0) throw new Error(`the Python producer exited ${code}: ${out.slice(-600)}`);
+}
+
+/**
+ * The ladders of `plan` at rest: each ended (stopped, or run out with its escalation) or waiting
+ * for quiet hours; no call placed twice for a run's step (the call reads the run's tagged body);
+ * no next person texted twice for a run; one `unacknowledged` escalation for each ladder run out,
+ * none for another.
+ */
+async function checkLadders({ lab, plan, callbacks, quiet, check, label }) {
+  const ladders = callbacks.filter((r) => r.ladder);
+  if (!ladders.length) return;
+  const recordOf = (r) => lab.admin.hgetall(`ringback:ladder:{${CLAIM_PREFIX}${String(runIdValue(r))}}`);
+  const restful = (rec) => {
+    const unmarked = Object.keys(rec).some((k) => k.startsWith('claim:') && rec[k].startsWith('pending:'));
+    if (!rec.state) return true; // never opened: its text was held, or the legacy worker sent it
+    if (rec.state === 'climbing') return Boolean(quiet) && Number(rec.due) - Date.now() > 600_000;
+    return !unmarked && rec.escalate === undefined;
+  };
+  let recs = [];
+  const ended = await waitFor(
+    async () => {
+      recs = await Promise.all(ladders.map(recordOf));
+      return recs.every(restful);
+    },
+    45_000,
+    'every ladder to end',
+    250,
+  ).then(
+    () => true,
+    () => false,
+  );
+  ladders.forEach((r, k) => check(restful(recs[k]), 'every ladder ends once', `ladder ${JSON.stringify(Object.fromEntries(Object.entries(recs[k]).filter(([f]) => f !== 'plan'))).slice(0, 500)}${ended ? '' : ' (not ended in 45 s)'}`, label(r)));
+  const calls = await fetch(`${lab.sim.base}/sim/calls`).then((x) => x.json());
+  const texts = await fetch(`${lab.sim.base}/sim/messages`).then((x) => x.json());
+  const tagged = (s) => {
+    const m = /\[x(\d+)-(\d+)\]/.exec(s || '');
+    return m && Number(m[1]) === plan.seed ? Number(m[2]) : null;
+  };
+  const count = (items, of) => {
+    const per = new Map();
+    for (const it of items) {
+      const key = of(it);
+      if (key) per.set(key, (per.get(key) || 0) + 1);
+    }
+    return per;
+  };
+  const callsPer = count(calls, (c) => (tagged(c.twiml) === null ? null : `${tagged(c.twiml)} ${c.call.to}`));
+  const stepTexts = count(
+    texts.filter((m) => /has not answered this yet\./.test(m.body || '')),
+    (m) => (tagged(m.body) === null ? null : `${tagged(m.body)} ${m.to}`),
+  );
+  for (const r of ladders) {
+    for (const to of [r.to, r.ladder.then]) {
+      const n = callsPer.get(`${r.i} ${to}`) || 0;
+      check(n <= 1, 'no ladder step sent twice', `${n} calls to ${to}`, label(r));
+    }
+    const n = stepTexts.get(`${r.i} ${r.ladder.then}`) || 0;
+    check(n <= 1, 'no ladder step sent twice', `${n} texts to the next person ${r.ladder.then}`, label(r));
+  }
+  const pages = await lab.queue(ESCALATIONS).getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'], 0, -1);
+  ladders.forEach((r, k) => {
+    const unack = pages.filter((p) => p.data?.kind === 'unacknowledged' && String(p.data?.runId) === String(runIdValue(r))).length;
+    check(unack === (recs[k].state === 'exhausted' ? 1 : 0), 'one unacknowledged escalation for each ladder run out, none else', `${unack} for a ladder ${recs[k].state || 'never opened'}`, label(r));
+  });
 }
 
 // a run's tag at the start of a body (behind a trial account's prefix when Twilio stores one;
@@ -194,6 +261,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       ...(plan.faults.rewrite === 'trial' ? { trial_prefix: true } : {}),
       ...(plan.faults.authRefusedMs ? { auth: { refuse: 'all', for_ms: plan.faults.authRefusedMs } } : {}),
       ...(plan.faults.listLagMs ? { list_lag_ms: plan.faults.listLagMs } : {}),
+      ...(plan.faults.calls?.length ? { calls: plan.faults.calls, ...(plan.faults.sim.length ? { call_create: plan.faults.sim } : {}) } : {}),
     };
     if (Object.keys(twilioFaults).length) await lab.sim.putFaults(twilioFaults);
 
@@ -539,6 +607,9 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     }
     // as the legacy worker keys a run: JavaScript's String of the runId it parsed
     const expected = new Set(callbacks.map((r) => `${CLAIM_PREFIX}${String(runIdValue(r))}`));
+    // a ladder's step texts run as `<runId>:ladder:<k>` (steps 2 and 4 at most: texts to the next person)
+    for (const r of callbacks.filter((x) => x.ladder)) for (const k of [1, 2, 3]) expected.add(`${CLAIM_PREFIX}${String(runIdValue(r))}:ladder:${k}`);
+    await checkLadders({ lab, plan, callbacks, quiet, check, label });
     // the "which one?" text asking a person back runs under `reply:<MessageSid>`
     for (const m of people?.messages || []) expected.add(`${CLAIM_PREFIX}reply:${m.sid}`);
     for (const key of claimKeys) check(expected.has(key), 'one claim key per run, across both fleets', `claim key ${key} belongs to no run`);
