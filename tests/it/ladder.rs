@@ -774,4 +774,67 @@ mod climbing {
         );
         worker.stop().await;
     }
+
+    #[tokio::test]
+    async fn a_keypad_answer_cut_short_by_a_crash_of_serve_is_finished_by_its_sweep_once() {
+        let e = cb::env("ladder-keypad-crash", "").await;
+        let conn =
+            ringback::store::connection::commands(&redis::Client::open(e.redis.url()).unwrap())
+                .await
+                .unwrap();
+        let sms = cb::sms_config();
+        let replies = sms.replies(conn.clone(), "bull", &e.queue);
+        let run = "keypad-crash-1";
+        let plan = ringback::callbacks::ladder::plan::Plan {
+            steps: vec![ringback::callbacks::ladder::plan::PlannedStep {
+                channel: "call".into(),
+                to: TO.into(),
+            }],
+            step_wait_ms: 60_000,
+            recipient: TO.into(),
+            body: "Ship it?".into(),
+            choices: vec!["YES".into(), "NO".into()],
+            question: true,
+            urgent: false,
+            time_zone: None,
+        };
+        let l = sms.ladders(conn);
+        assert!(l.start(run, 1, Duration::ZERO, &plan).await.unwrap());
+        // serve kept the answer, then died before it acknowledged or answered anything
+        let k = ringback::callbacks::replies::keypad::Keypad {
+            run_id: run.into(),
+            call_sid: "CA0000000000000000000000000000000a".into(),
+            choice: "NO".into(),
+            digits: "2".into(),
+            who: TO.into(),
+            question: true,
+        };
+        let at = ringback::clock::now_ms();
+        replies.keep_keypad_only(&k, at).await.unwrap();
+        assert_eq!(
+            replies.finish_keypads(at + 1000).await.unwrap(),
+            0,
+            "its own handler may still be at work"
+        );
+        assert_eq!(replies.finish_keypads(at + 20_000).await.unwrap(), 1);
+        assert_eq!(
+            replies.finish_keypads(at + 40_000).await.unwrap(),
+            0,
+            "once"
+        );
+        // Twilio posting it again changes nothing
+        replies.keypad(&k, at + 41_000).await.unwrap();
+        let got = jobs(&e, "replies").await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        let answer = &got[&format!("call:{}", k.call_sid)];
+        assert_eq!(
+            (&answer["text"], &answer["via"], &answer["runId"]),
+            (&"NO".into(), &"call".into(), &run.into())
+        );
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (rec["state"].as_str(), rec["acked_by"].as_str()),
+            ("stopped", "keypad")
+        );
+    }
 }

@@ -850,12 +850,18 @@ async fn every_script_runs_after_script_flush() {
         .await
         .unwrap();
     assert_eq!(taken, None);
-    // the escalation ladder's four: open, start a step, mark it, stop
+    // the escalation ladder's seven: open, start a step, mark it, its call's status, climb,
+    // adopt (nothing to take), stop
     let ladder = ["ringback:ladder:{flush}", "ringback:ladder-due:flush"];
     let s = ringback::store::scripts::scripts();
     let opened: i64 = s
         .ladder_start
-        .run(&mut c, &trips, &ladder, &["flush", "1", "0", "60000"])
+        .run(
+            &mut c,
+            &trips,
+            &ladder,
+            &["flush", "1", "0", "60000", "{}", "0", "+15550000001"],
+        )
         .await
         .unwrap();
     let advanced: Vec<String> = s
@@ -873,6 +879,31 @@ async fn every_script_runs_after_script_flush() {
         )
         .await
         .unwrap();
+    let status: Vec<String> = s
+        .ladder_call_status
+        .run(
+            &mut c,
+            &trips,
+            &ladder[..1],
+            &["1", "CAflush", "ringing", "2", "0", ""],
+        )
+        .await
+        .unwrap();
+    let climbed: Vec<String> = s
+        .ladder_due
+        .run(
+            &mut c,
+            &trips,
+            &ladder,
+            &["climb", "1", "call busy", "flush"],
+        )
+        .await
+        .unwrap();
+    let adopted: Vec<String> = s
+        .ladder_adopt
+        .run(&mut c, &trips, &ladder[..1], &["1", "t0", "t2", "1000"])
+        .await
+        .unwrap();
     let acked: Vec<String> = s
         .ladder_ack
         .run(&mut c, &trips, &ladder, &["reply", "flush", "+15550000001"])
@@ -880,12 +911,13 @@ async fn every_script_runs_after_script_flush() {
         .unwrap();
     assert!(opened > 0, "opened, due at {opened}");
     assert_eq!(
-        (advanced[0].as_str(), marked.as_str(), acked),
-        (
-            "claimed",
-            "marked",
-            vec!["stopped".to_string(), "CAflush".into()]
-        )
+        (advanced[0].as_str(), marked.as_str(), status[0].as_str()),
+        ("claimed", "marked", "1")
+    );
+    assert_eq!((climbed[0].as_str(), adopted[0].as_str()), ("kept", "gone"));
+    assert_eq!(
+        acked,
+        vec!["stopped".to_string(), "0".into(), "CAflush".into()]
     );
     let loaded: Vec<bool> = redis::cmd("SCRIPT")
         .arg("EXISTS")
@@ -903,10 +935,10 @@ async fn every_script_runs_after_script_flush() {
         loaded.iter().all(|l| *l),
         "every script was re-sent after NOSCRIPT: {loaded:?}"
     );
-    // 24 of the scripts ran through `trips` (the queue's, the window's, the ladder's); the
+    // 27 of the scripts ran through `trips` (the queue's, the window's, the ladder's); the
     // receipt store counts its own. Each first call after the flush cost EVALSHA + EVAL.
     assert!(
-        trips.get() >= 2 * 24,
+        trips.get() >= 2 * 27,
         "a NOSCRIPT fallback costs one extra round trip: {}",
         trips.get()
     );

@@ -168,6 +168,12 @@ pub fn questions_due(claim_prefix: &str) -> String {
     format!("ringback:questions-due:{claim_prefix}")
 }
 
+/// ZSET of keypad answers kept and not yet finished (JSON → when they came, ms): `serve`'s
+/// sweep finishes one a crash cut short.
+pub fn keypad_pending(claim_prefix: &str) -> String {
+    format!("ringback:keypad-pending:{claim_prefix}")
+}
+
 /// SET of the runs whose ladder has reached `number` (texted or called): a message from it
 /// acknowledges them.
 pub fn ladder_people(claim_prefix: &str, number: &str) -> String {

@@ -5,7 +5,9 @@
 //!
 //! A key that answers (a choice's digit, or `1` to acknowledge) stops the ladder, once
 //! (the first acknowledgement on any channel wins), and a question's answer lands once on the
-//! replies queue (`via: "call"`); a wrong key is asked once more, then the call ends unanswered.
+//! replies queue (`via: "call"`), kept first so a crash of `serve` loses nothing
+//! ([`crate::callbacks::replies::keypad`]); a wrong key is asked once more, then the call ends
+//! unanswered.
 //! A call that ends without a key (`no-answer`, `busy`, `failed`, an answering machine,
 //! `completed` with no key) climbs the ladder at once. Repeats and statuses arriving after a
 //! later one change nothing ([`crate::callbacks::ladder::record::LadderRecord::call_status`]).
@@ -19,8 +21,9 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::callbacks::ladder::plan::{Plan, choice_of};
-use crate::callbacks::ladder::record::{Ack, Channel};
+use crate::callbacks::ladder::record::Ack;
 use crate::callbacks::ladder::{call_ended, twiml};
+use crate::callbacks::replies::keypad::Keypad;
 
 fn xml(body: String) -> Response {
     (StatusCode::OK, [(header::CONTENT_TYPE, "text/xml")], body).into_response()
@@ -79,28 +82,18 @@ pub(super) async fn webhook_voice(
         }
         return Ok(xml(twiml::goodbye("Goodbye.", &s.voice)));
     };
-    let said = match ladders
-        .ack(&run, Channel::Keypad, &crate::redact::mask(&who))
-        .await?
-    {
-        Ack::Stopped(ringing) => {
-            crate::telemetry::global().ladder_step("call", "answered");
-            crate::telemetry::global().ladder_step("ladder", "acknowledged");
-            tracing::info!(run_id = %run, "a keypad answer acknowledged the ladder; it stops");
-            let others: Vec<String> = ringing.into_iter().filter(|c| *c != call_sid).collect();
-            ladders.hang_up_later(&others).await?;
-            "Thank you. Goodbye."
-        }
+    let keypad = Keypad {
+        run_id: run.clone(),
+        call_sid,
+        choice,
+        digits,
+        who,
+        question: plan.question,
+    };
+    let said = match s.replies.keypad(&keypad, s.replies.now()).await? {
+        Ack::Stopped(_) => "Thank you. Goodbye.",
         _ => "Thank you. This was answered already. Goodbye.",
     };
-    if plan.question
-        && !s
-            .replies
-            .keypad_answer(&run, &call_sid, &choice, &digits, &who)
-            .await?
-    {
-        tracing::info!(run_id = %run, "keypad answer after the question's first answer; kept out");
-    }
     Ok(xml(twiml::goodbye(said, &s.voice)))
 }
 

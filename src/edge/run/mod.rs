@@ -220,6 +220,11 @@ async fn sweep_inbound(state: Arc<crate::edge::api::ApiState>, shutdown: Cancell
             Err(e) => tracing::warn!(error = %e, "the inbound sweep failed; trying again"),
         }
         let now = state.replies.now();
+        match state.replies.finish_keypads(now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(finished = n, "keypad answers kept earlier were finished"),
+            Err(e) => tracing::warn!(error = %e, "the keypad sweep failed; trying again"),
+        }
         match crate::edge::api::inbound::forward_due(&state, now).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(forwarded = n, "inbound messages forwarded again"),

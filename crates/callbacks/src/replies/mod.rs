@@ -23,6 +23,7 @@ mod ask;
 pub mod code;
 pub mod forwards;
 mod inbox;
+pub mod keypad;
 mod matching;
 pub mod optouts;
 pub mod reads;

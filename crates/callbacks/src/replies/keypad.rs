@@ -1,0 +1,127 @@
+//! A key pressed on a ladder's call, made safe under `serve` crashes as an inbound message is:
+//! kept first (a pending entry), then it acknowledges the ladder and, for a question, lands
+//! once as its answer (`via: "call"`, first answer wins); `serve`'s sweep finishes an entry a
+//! crash cut short, [`PENDING_GRACE`] after it came. Each step is safe to repeat.
+
+use serde::{Deserialize, Serialize};
+
+use ringback_shared::error::Error;
+use ringback_shared::redact::mask;
+use ringback_store::keys;
+
+use super::{PENDING_GRACE, Replies};
+use crate::ladder::record::{Ack, Channel};
+
+/// A keypad answer as the call's `<Gather>` posted it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Keypad {
+    /// The run whose ladder called.
+    pub run_id: String,
+    /// The call (`CallSid`).
+    pub call_sid: String,
+    /// The choice the key names (`acknowledged` for a plain callback).
+    pub choice: String,
+    /// The keys pressed.
+    pub digits: String,
+    /// The person called.
+    pub who: String,
+    /// The run is a question: the key is its answer.
+    pub question: bool,
+}
+
+impl Replies {
+    /// Take a keypad answer received at `at` (ms): kept, then acknowledged and answered. What
+    /// the ladder's acknowledgement said.
+    pub async fn keypad(&self, k: &Keypad, at: i64) -> Result<Ack, Error> {
+        self.keep_keypad(k, at).await?;
+        let ack = self.finish_keypad(k).await?;
+        let _: () = redis::cmd("ZREM")
+            .arg(keys::keypad_pending(&self.claim_prefix))
+            .arg(member(k))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(ack)
+    }
+
+    /// Tests (`test-support`): keep a keypad answer as a handler does first, and stop there (as
+    /// a crash of `serve` would).
+    #[cfg(any(test, feature = "test-support"))]
+    pub async fn keep_keypad_only(&self, k: &Keypad, at: i64) -> Result<(), Error> {
+        self.keep_keypad(k, at).await
+    }
+
+    async fn keep_keypad(&self, k: &Keypad, at: i64) -> Result<(), Error> {
+        // NX: a repeat of the post keeps the first arrival's time
+        let _: () = redis::cmd("ZADD")
+            .arg(keys::keypad_pending(&self.claim_prefix))
+            .arg("NX")
+            .arg(at)
+            .arg(member(k))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
+    }
+
+    /// The ladder acknowledged (the calls still ringing left for a worker to end, this one
+    /// aside: its answer ends it), then the question's answer.
+    async fn finish_keypad(&self, k: &Keypad) -> Result<Ack, Error> {
+        let ack = self
+            .ladders
+            .ack(&k.run_id, Channel::Keypad, &mask(&k.who))
+            .await?;
+        if let Ack::Stopped(ringing) = &ack {
+            let telemetry = ringback_shared::telemetry::global();
+            telemetry.ladder_step("call", "answered");
+            telemetry.ladder_step("ladder", "acknowledged");
+            tracing::info!(run_id = %k.run_id, "a keypad answer acknowledged the ladder; it stops");
+            let others: Vec<String> = ringing
+                .iter()
+                .filter(|c| **c != k.call_sid)
+                .cloned()
+                .collect();
+            self.ladders.hang_up_later(&others).await?;
+        }
+        if k.question
+            && !self
+                .keypad_answer(&k.run_id, &k.call_sid, &k.choice, &k.digits, &k.who)
+                .await?
+        {
+            tracing::info!(run_id = %k.run_id, "keypad answer after the question's first answer; kept out");
+        }
+        Ok(ack)
+    }
+
+    /// `serve`'s sweep: finish the keypad answers kept before `now` less [`PENDING_GRACE`]
+    /// whose handler was cut short. How many it finished.
+    pub async fn finish_keypads(&self, now: i64) -> Result<usize, Error> {
+        let pending = keys::keypad_pending(&self.claim_prefix);
+        let entries: Vec<String> = redis::cmd("ZRANGEBYSCORE")
+            .arg(&pending)
+            .arg("-inf")
+            .arg(now - PENDING_GRACE.as_millis() as i64)
+            .arg("LIMIT")
+            .arg(0)
+            .arg(100)
+            .query_async(&mut self.conn())
+            .await?;
+        let mut done = 0;
+        for entry in entries {
+            if let Ok(k) = serde_json::from_str::<Keypad>(&entry) {
+                self.finish_keypad(&k).await?;
+                done += 1;
+            }
+            let _: () = redis::cmd("ZREM")
+                .arg(&pending)
+                .arg(&entry)
+                .query_async(&mut self.conn())
+                .await?;
+        }
+        Ok(done)
+    }
+}
+
+/// The pending entry of `k`: the same for every post of the same key press.
+fn member(k: &Keypad) -> String {
+    serde_json::to_string(k).unwrap_or_default()
+}
