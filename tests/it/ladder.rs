@@ -314,6 +314,23 @@ mod climbing {
     const ONCALL: &str = "+15558675311";
     const SOON: Duration = Duration::from_secs(30);
 
+    /// A ladder of one call to the recipient, `wait_ms` long; a question when it has `choices`.
+    fn one_call(wait_ms: u64, choices: &[&str]) -> ringback::callbacks::ladder::plan::Plan {
+        ringback::callbacks::ladder::plan::Plan {
+            steps: vec![ringback::callbacks::ladder::plan::PlannedStep {
+                channel: "call".into(),
+                to: TO.into(),
+            }],
+            step_wait_ms: wait_ms,
+            recipient: TO.into(),
+            body: "Run finished: ship it?".into(),
+            choices: choices.iter().map(|c| c.to_string()).collect(),
+            question: !choices.is_empty(),
+            urgent: false,
+            time_zone: None,
+        }
+    }
+
     /// `serve` (receipts, replies, the ladder's webhooks) and a worker with its sweeps.
     async fn serve_and_climb(e: &Env) -> cb::Looping {
         serve_and_climb_with(e, cb::sms_config()).await
@@ -618,19 +635,7 @@ mod climbing {
             .unwrap();
         let l = cb::sms_config().ladders(conn);
         let run = "orphan-1";
-        let plan = ringback::callbacks::ladder::plan::Plan {
-            steps: vec![ringback::callbacks::ladder::plan::PlannedStep {
-                channel: "call".into(),
-                to: TO.into(),
-            }],
-            step_wait_ms: 20_000,
-            recipient: TO.into(),
-            body: "Run 5 finished.".into(),
-            choices: vec![],
-            question: false,
-            urgent: false,
-            time_zone: None,
-        };
+        let plan = one_call(20_000, &[]);
         assert!(l.start(run, 1, Duration::ZERO, &plan).await.unwrap());
         let ringback::callbacks::ladder::record::Advance::Claimed { step: 1, .. } =
             l.advance(run, 0, Duration::from_secs(20)).await.unwrap()
@@ -785,19 +790,7 @@ mod climbing {
         let sms = cb::sms_config();
         let replies = sms.replies(conn.clone(), "bull", &e.queue);
         let run = "keypad-crash-1";
-        let plan = ringback::callbacks::ladder::plan::Plan {
-            steps: vec![ringback::callbacks::ladder::plan::PlannedStep {
-                channel: "call".into(),
-                to: TO.into(),
-            }],
-            step_wait_ms: 60_000,
-            recipient: TO.into(),
-            body: "Ship it?".into(),
-            choices: vec!["YES".into(), "NO".into()],
-            question: true,
-            urgent: false,
-            time_zone: None,
-        };
+        let plan = one_call(60_000, &["YES", "NO"]);
         let l = sms.ladders(conn);
         assert!(l.start(run, 1, Duration::ZERO, &plan).await.unwrap());
         // serve kept the answer, then died before it acknowledged or answered anything

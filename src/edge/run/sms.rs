@@ -40,8 +40,25 @@ pub async fn connect(
     if let Err(e) = processor.window().learn_clock().await {
         tracing::debug!(error = %e, "Redis's clock not read at start; the first claim's reply gives it");
     }
+    // which Redis serves each identity key, before the first claim (bounded: a shard down at
+    // start leaves its slots to their first claims, as the sweep's own note would)
+    match tokio::time::timeout(
+        NOTE_AT_START_FOR,
+        processor.window().note_redis_before_work(),
+    )
+    .await
+    {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "Redis identity not noted at start; the sweep notes it")
+        }
+        Err(_) => tracing::debug!("Redis identity still being noted at start; the sweep notes it"),
+    }
     Ok(processor)
 }
+
+/// How long a worker waits at start for the Redis identity of every slot to be noted.
+const NOTE_AT_START_FOR: Duration = Duration::from_secs(15);
 
 /// How often a worker looks for ladders whose next step is due.
 const LADDER_SWEEP_EVERY: Duration = Duration::from_secs(1);

@@ -287,16 +287,7 @@ impl Replies {
     /// questions looked at.
     pub async fn sweep_unanswered(&self, now: i64) -> Result<usize, Error> {
         let key = keys::questions_due(&self.claim_prefix);
-        let due: Vec<String> = redis::cmd("ZRANGE")
-            .arg(&key)
-            .arg("-inf")
-            .arg(now)
-            .arg("BYSCORE")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(50)
-            .query_async(&mut self.conn())
-            .await?;
+        let due = self.due_members(&key, now, 50).await?;
         for run in &due {
             let later = match self.reads.question_of(run).await? {
                 Some(q) if q.answered_by.is_none() && q.until > now => Some(q.until),
@@ -458,14 +449,8 @@ impl Replies {
     /// stops the batch. Returns how many it finished.
     pub async fn finish_pending(&self) -> Result<usize, Error> {
         let pending = keys::inbound_pending(&self.claim_prefix);
-        let sids: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(&pending)
-            .arg("-inf")
-            .arg(self.now() - PENDING_GRACE.as_millis() as i64)
-            .arg("LIMIT")
-            .arg(0)
-            .arg(100)
-            .query_async(&mut self.conn())
+        let sids = self
+            .due_members(&pending, self.now() - PENDING_GRACE.as_millis() as i64, 100)
             .await?;
         let mut done = 0;
         for sid in sids {

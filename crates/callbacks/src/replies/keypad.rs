@@ -96,14 +96,8 @@ impl Replies {
     /// whose handler was cut short. How many it finished.
     pub async fn finish_keypads(&self, now: i64) -> Result<usize, Error> {
         let pending = keys::keypad_pending(&self.claim_prefix);
-        let entries: Vec<String> = redis::cmd("ZRANGEBYSCORE")
-            .arg(&pending)
-            .arg("-inf")
-            .arg(now - PENDING_GRACE.as_millis() as i64)
-            .arg("LIMIT")
-            .arg(0)
-            .arg(100)
-            .query_async(&mut self.conn())
+        let entries = self
+            .due_members(&pending, now - PENDING_GRACE.as_millis() as i64, 100)
             .await?;
         let mut done = 0;
         for entry in entries {

@@ -342,6 +342,21 @@ impl Replies {
         self
     }
 
+    /// The members of the sorted set `key` scored at or before `cut`, at most `limit`: what a
+    /// sweep takes (pending messages and keypad answers, questions whose time is over).
+    async fn due_members(&self, key: &str, cut: i64, limit: usize) -> Result<Vec<String>, Error> {
+        Ok(redis::cmd("ZRANGE")
+            .arg(key)
+            .arg("-inf")
+            .arg(cut)
+            .arg("BYSCORE")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit)
+            .query_async(&mut self.conn())
+            .await?)
+    }
+
     fn conn(&self) -> Conn {
         self.conn.clone()
     }

@@ -15,6 +15,9 @@ use super::Window;
 /// enough that the jobs' own calls on the same connection are not kept waiting behind them.
 const NOTES_IN_FLIGHT: usize = 16;
 
+/// How many identity notes are in flight at once before the first job.
+const NOTES_AT_START: usize = 256;
+
 impl Window {
     /// The identity key the claim of `claim_key` compares: the one of the Redis on one Redis;
     /// on a Cluster (and the cluster layout on one Redis) its slot's, so a shard's failover is
@@ -34,6 +37,18 @@ impl Window {
     /// or failing over): the calls to a dead node would each wait out the command timeout on
     /// the connection the jobs share, and a slot left unnoted is noted by its first claim.
     pub async fn note_redis(&self) -> Result<usize, Error> {
+        self.note_redis_by(NOTES_IN_FLIGHT).await
+    }
+
+    /// [`Window::note_redis`] before this process takes its first job, many notes at once (no
+    /// job shares the connection yet): on a Cluster a slot's first claim would otherwise write
+    /// its identity, and a claim in a second its shard later forgets would take the identity
+    /// with it, leaving nothing that tells the promoted replica from the server it replaced.
+    pub async fn note_redis_before_work(&self) -> Result<usize, Error> {
+        self.note_redis_by(NOTES_AT_START).await
+    }
+
+    async fn note_redis_by(&self, in_flight: usize) -> Result<usize, Error> {
         let keys: Vec<String> = if self.per_slot() {
             (0..SLOTS).map(redis_identity_of_slot).collect()
         } else {
@@ -41,7 +56,7 @@ impl Window {
         };
         let window = self.times.lost_writes_window.as_millis().to_string();
         let mut in_window = 0;
-        for batch in keys.chunks(NOTES_IN_FLIGHT) {
+        for batch in keys.chunks(in_flight) {
             let mut notes = tokio::task::JoinSet::new();
             for key in batch {
                 let (window, key, mut conn) = (window.clone(), key.clone(), self.conn.clone());
