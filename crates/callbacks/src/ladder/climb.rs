@@ -172,16 +172,19 @@ impl Climber {
             self.record.unindex(run).await?;
             return again().await;
         }
+        // a step still unmarked is looked at again when its lease ends, not only at the due
         let due = read.num("due").unwrap_or(0);
         if due > now {
-            return self.record.reindex(run, due).await;
+            let lease_end = now + self.lease.as_millis() as i64 + 500;
+            let at = if unmarked { due.min(lease_end) } else { due };
+            return self.record.reindex(run, at).await;
         }
         if let Some(next) = plan.step(step + 1)
             && let Some(opens) = self.quiet_until(&plan, &next.to, now)
         {
             tracing::info!(run_id = %run, step = step + 1, "ladder step waits for quiet hours to end");
             self.record.defer(run, step, opens).await?;
-            return Ok(());
+            return again().await;
         }
         let wait = Duration::from_millis(plan.step_wait_ms);
         match self.record.advance(run, step, wait).await? {
