@@ -41,16 +41,19 @@ fn named<'a>(stderr: &'a str, name: &str, flag: &str) -> Option<&'a str> {
     stderr.lines().find(|l| l.starts_with(&start))
 }
 
+/// The settings a worker cannot do without, valid (Redis on a closed port: check-config does
+/// not connect).
+fn worker_env(cmd: &mut Command) {
+    cmd.env("REDIS_URL", "redis://127.0.0.1:1")
+        .env("TWILIO_ACCOUNT_SID", ACCOUNT)
+        .env("TWILIO_AUTH_TOKEN", TOKEN)
+        .env("TWILIO_FROM", "+15005550006");
+}
+
 #[test]
 fn quiet_hours_and_the_inbound_settings_are_checked_together() {
-    let base = |cmd: &mut Command| {
-        cmd.env("REDIS_URL", "redis://127.0.0.1:1")
-            .env("TWILIO_ACCOUNT_SID", ACCOUNT)
-            .env("TWILIO_AUTH_TOKEN", TOKEN)
-            .env("TWILIO_FROM", "+15005550006");
-    };
     let mut cmd = ringback(&["check-config"]);
-    base(&mut cmd);
+    worker_env(&mut cmd);
     cmd.env("RINGBACK_QUIET_HOURS", "22-08")
         .env("RINGBACK_INBOUND_RETENTION_MS", "1000");
     let (code, stdout, stderr) = run(&mut cmd);
@@ -76,7 +79,7 @@ fn quiet_hours_and_the_inbound_settings_are_checked_together() {
         assert!(line.contains(says), "{name} says {says:?}: {line}");
     }
     let mut cmd = ringback(&["check-config"]);
-    base(&mut cmd);
+    worker_env(&mut cmd);
     cmd.env("RINGBACK_QUIET_HOURS", "22:00-08:00")
         .env("RINGBACK_QUIET_HOURS_TZ", "Mars/Olympus");
     let (code, _, stderr) = run(&mut cmd);
@@ -87,7 +90,7 @@ fn quiet_hours_and_the_inbound_settings_are_checked_together() {
         "{stderr}"
     );
     let mut cmd = ringback(&["check-config"]);
-    base(&mut cmd);
+    worker_env(&mut cmd);
     cmd.env("RINGBACK_QUIET_HOURS", "22:00-08:00")
         .env("RINGBACK_QUIET_HOURS_TZ", "Europe/Paris");
     let (_, stdout, stderr) = run(&mut cmd);
@@ -120,14 +123,8 @@ fn quiet_hours_and_the_inbound_settings_are_checked_together() {
 
 #[test]
 fn the_ladders_settings_are_named_all_at_once_and_a_good_set_passes() {
-    let base = |cmd: &mut Command| {
-        cmd.env("REDIS_URL", "redis://127.0.0.1:1")
-            .env("TWILIO_ACCOUNT_SID", ACCOUNT)
-            .env("TWILIO_AUTH_TOKEN", TOKEN)
-            .env("TWILIO_FROM", "+15005550006");
-    };
     let mut cmd = ringback(&["check-config"]);
-    base(&mut cmd);
+    worker_env(&mut cmd);
     cmd.env("RINGBACK_CALL_AFTER", "soon")
         .env("RINGBACK_LADDER_STEP_MS", "10")
         .env("RINGBACK_ONCALL", "+15550000001, 555-0100")
@@ -165,7 +162,7 @@ fn the_ladders_settings_are_named_all_at_once_and_a_good_set_passes() {
     }
     // a default ladder needs serve's webhooks for its calls' answers
     let mut cmd = ringback(&["check-config"]);
-    base(&mut cmd);
+    worker_env(&mut cmd);
     cmd.env("RINGBACK_CALL_AFTER", "10m");
     let (code, _, stderr) = run(&mut cmd);
     assert_eq!(code, Some(2));
@@ -175,7 +172,7 @@ fn the_ladders_settings_are_named_all_at_once_and_a_good_set_passes() {
         "{stderr}"
     );
     let mut cmd = ringback(&["check-config"]);
-    base(&mut cmd);
+    worker_env(&mut cmd);
     cmd.env("RINGBACK_CALL_AFTER", "10m")
         .env(
             "RINGBACK_STATUS_CALLBACK_URL",

@@ -100,7 +100,9 @@ impl Climber {
     /// looked at.
     pub async fn round(&self) -> Result<usize, Error> {
         self.hang_up().await?;
-        let now = self.record.redis_now().await?;
+        // Redis's clock, read once a round; the steps below read it from here
+        self.replies.read_clock().await?;
+        let now = self.replies.now();
         self.replies.sweep_unanswered(now).await?;
         let due = self.record.due_runs(now, PER_ROUND).await?;
         for run in &due {
@@ -286,7 +288,7 @@ impl Climber {
                 Found::None => {}
             }
         }
-        let now = self.record.redis_now().await?;
+        let now = self.replies.now();
         let placed = self.record.count_call(&step.to, now).await?;
         if placed > u64::from(self.config.calls_per_hour) {
             return self
@@ -356,7 +358,7 @@ impl Climber {
                 // left claimed: past the lease, the sweep looks for it before creating it (the
                 // run is looked at again then, not only when its next step is due)
                 tracing::warn!(run_id = %run, step = k, reason = %reason, "ladder call not confirmed; resolved once its lease is over");
-                let at = self.record.redis_now().await? + self.lease.as_millis() as i64 + 500;
+                let at = self.replies.now() + self.lease.as_millis() as i64 + 500;
                 self.record.reindex(run, at).await
             }
         }

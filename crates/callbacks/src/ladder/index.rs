@@ -144,14 +144,6 @@ impl LadderRecord {
             .await?;
         Ok(())
     }
-
-    /// Redis's clock (ms).
-    pub async fn redis_now(&self) -> Result<i64, Error> {
-        let (secs, micros): (i64, i64) = redis::cmd("TIME")
-            .round_trip(&mut self.conn.clone(), &self.trips)
-            .await?;
-        Ok(secs * 1000 + micros / 1000)
-    }
     /// The escalation of an exhausted ladder was added: clear `escalate`. True when this call
     /// cleared it.
     pub async fn escalated(&self, run_id: &str) -> Result<bool, Error> {

@@ -76,16 +76,22 @@ pub fn call(body: &str, choices: &[String], action: &str, voice: &Voice) -> Stri
         return whole;
     }
     // cut the text (never the prompt or the route) to fit, at a character boundary
-    let room = MAX_TWIML - render("").chars().count() - 1;
+    let cut = escaped_within(body, MAX_TWIML - render("").chars().count() - 1);
+    render(&format!("{cut}…"))
+}
+
+/// `text` escaped, cut at a character boundary to at most `room` characters (an entity is never
+/// cut in two).
+fn escaped_within(text: &str, room: usize) -> String {
     let mut cut = String::new();
-    for c in body.trim().chars() {
+    for c in text.trim().chars() {
         let next = xml(&c.to_string());
         if cut.chars().count() + next.chars().count() > room {
             break;
         }
         cut.push_str(&next);
     }
-    render(&format!("{cut}…"))
+    cut
 }
 
 /// `<Say>`'s attributes for `voice`.
@@ -103,15 +109,7 @@ fn say_attrs(voice: &Voice) -> String {
 /// A call that only reads `body` (no webhook to take a key on): the ladder climbs on time.
 pub fn say_only(body: &str, voice: &Voice) -> String {
     let attrs = say_attrs(voice);
-    let room = MAX_TWIML - 200;
-    let mut text = String::new();
-    for c in body.trim().chars() {
-        let next = xml(&c.to_string());
-        if text.chars().count() + next.chars().count() > room {
-            break;
-        }
-        text.push_str(&next);
-    }
+    let text = escaped_within(body, MAX_TWIML - 200);
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Say{attrs}>{text}</Say><Say{attrs}>Goodbye.</Say></Response>"
     )
