@@ -213,7 +213,7 @@ describe('ringback drill', () => {
     }
   });
 
-  it('ladder: workers crashing at every ladder step, people answering by keypad, text and delivery, a legacy worker alive: every ladder ends once, no step twice', { timeout: 240_000 }, async () => {
+  it('ladder: workers and serve crashing at every ladder step, people answering by keypad, text and delivery, a legacy worker alive: every ladder ends once, no step twice', { timeout: 240_000 }, async () => {
     // in CI at the production profile alone (the defaults' order), compressed step times
     const profiles = process.env.CI ? ['prod'] : PROFILES;
     const r = await drill(['ladder', '--runs', '12'], { env: { DRILL_TIMINGS: profiles.join(',') } });
@@ -221,8 +221,9 @@ describe('ringback drill', () => {
     assert.deepEqual(r.reports.map((x) => [x.drill, x.timings]), profiles.map((t) => ['ladder', t]));
     for (const report of r.reports) {
       assert.ok(report.checks.length >= 7 && report.checks.every((c) => c.startsWith('ok')), report.checks.join('\n'));
-      const [claim, create] = report.figures['crashes (ladder-after-claim, ladder-after-create, serve)'].split(', ').map(Number);
+      const [claim, create, serve] = report.figures['crashes (ladder-after-claim, ladder-after-create, serve)'].split(', ').map(Number);
       assert.ok(claim + create > 0, `the workers crashed at ladder steps: ${claim}, ${create}`);
+      assert.ok(serve > 0, `serve crashed after recording a ladder webhook: ${serve}`);
     }
   });
 

@@ -523,26 +523,15 @@ mod climbing {
     }
 
     /// A signed inbound message from `from`.
-    async fn reply(e: &Env, from: &str, sid: &str, body: &str) -> u16 {
-        let url = e
-            .status_callback
-            .get()
-            .unwrap()
-            .replace("/webhook/status", "/webhook/inbound");
-        let params: Vec<(String, String)> = [
-            ("MessageSid", sid),
-            ("AccountSid", cb::ACCOUNT),
-            ("From", from),
-            ("To", "+15005550006"),
-            ("Body", body),
-            ("NumMedia", "0"),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        let sig = ringback::twilio::signature::sign(cb::TOKEN, &url, &params);
+    /// `params` posted to `url`, signed as Twilio signs them; the status.
+    async fn signed_post(url: &str, params: &[(&str, &str)]) -> u16 {
+        let params: Vec<(String, String)> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let sig = ringback::twilio::signature::sign(cb::TOKEN, url, &params);
         reqwest::Client::new()
-            .post(&url)
+            .post(url)
             .header("X-Twilio-Signature", sig)
             .form(&params)
             .send()
@@ -550,6 +539,23 @@ mod climbing {
             .unwrap()
             .status()
             .as_u16()
+    }
+
+    async fn reply(e: &Env, from: &str, sid: &str, body: &str) -> u16 {
+        let url = e
+            .status_callback
+            .get()
+            .unwrap()
+            .replace("/webhook/status", "/webhook/inbound");
+        let params = [
+            ("MessageSid", sid),
+            ("AccountSid", cb::ACCOUNT),
+            ("From", from),
+            ("To", "+15005550006"),
+            ("Body", body),
+            ("NumMedia", "0"),
+        ];
+        signed_post(&url, &params).await
     }
 
     #[tokio::test]
@@ -828,6 +834,106 @@ mod climbing {
         assert_eq!(
             (rec["state"].as_str(), rec["acked_by"].as_str()),
             ("stopped", "keypad")
+        );
+    }
+
+    /// A call status posted to `serve`'s call-status route for `run`'s step `k`, signed.
+    async fn call_status(e: &Env, run: &str, k: u32, sid: &str, status: &str) -> u16 {
+        let base = e
+            .status_callback
+            .get()
+            .unwrap()
+            .replace("/webhook/status", "/webhook/call-status");
+        let url = format!("{base}?run={run}&step={k}");
+        let params = [
+            ("CallSid", sid),
+            ("AccountSid", cb::ACCOUNT),
+            ("CallStatus", status),
+            ("To", TO),
+        ];
+        signed_post(&url, &params).await
+    }
+
+    /// `serve` may die between recording a ladder webhook and acting on it
+    /// (`ladder-after-webhook`); Twilio, told by the URL's overrides, posts it again. A call's
+    /// end recorded by a `serve` that died before it climbed climbs on the repeat; a key
+    /// pressed and kept by a `serve` that died is that call's answer when the call's end comes,
+    /// not "answered without a key".
+    #[tokio::test]
+    async fn a_call_status_or_a_key_that_a_crash_of_serve_cut_short_is_taken_on_twilios_repeat() {
+        let e = cb::env("ladder-webhook-crash", "").await;
+        let mut sms = cb::sms_config();
+        cb::serve_receipts(&e, &mut sms).await;
+        let conn =
+            ringback::store::connection::commands(&redis::Client::open(e.redis.url()).unwrap())
+                .await
+                .unwrap();
+        let replies = sms.replies(conn.clone(), "bull", &e.queue);
+        let l = sms.ladders(conn);
+        let mut plan = one_call(60_000, &["YES", "NO"]);
+        plan.steps.push(plan.steps[0].clone());
+        let open = |run: &'static str, sid: &'static str| {
+            let (l, plan) = (l.clone(), plan.clone());
+            async move {
+                assert!(l.start(run, 2, Duration::ZERO, &plan).await.unwrap());
+                let ringback::callbacks::ladder::record::Advance::Claimed { step, token } =
+                    l.advance(run, 0, Duration::from_secs(60)).await.unwrap()
+                else {
+                    panic!("{run}: the first step is not claimed");
+                };
+                l.mark(run, step, &token, sid, true).await.unwrap();
+            }
+        };
+
+        // the call's end was recorded, then serve died: the repeat climbs
+        let (run, sid) = ("webhook-crash-1", "CA00000000000000000000000000000001");
+        open(run, sid).await;
+        l.call_status(run, 1, sid, "no-answer", None).await.unwrap();
+        assert!(
+            !ladder(&e, run).await.contains_key("why:1"),
+            "not climbed yet"
+        );
+        assert_eq!(call_status(&e, run, 1, sid, "no-answer").await, 200);
+        let rec = ladder(&e, run).await;
+        assert_eq!(rec.get("why:1").map(String::as_str), Some("call no-answer"));
+        let now: i64 = ringback::clock::now_ms();
+        assert!(
+            rec["due"].parse::<i64>().unwrap() <= now,
+            "the next step is due now: {rec:?}"
+        );
+
+        // a key kept, then serve died; the call's end arrives: the key answers
+        let (run, sid) = ("webhook-crash-2", "CA00000000000000000000000000000002");
+        open(run, sid).await;
+        let k = ringback::callbacks::replies::keypad::Keypad {
+            run_id: run.into(),
+            call_sid: sid.into(),
+            choice: "YES".into(),
+            digits: "1".into(),
+            who: TO.into(),
+            question: true,
+        };
+        replies
+            .keep_keypad_only(&k, ringback::clock::now_ms())
+            .await
+            .unwrap();
+        assert_eq!(call_status(&e, run, 1, sid, "completed").await, 200);
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (rec["state"].as_str(), rec["acked_by"].as_str()),
+            ("stopped", "keypad"),
+            "{rec:?}"
+        );
+        assert!(!rec.contains_key("why:1"), "no climb: {rec:?}");
+        let got = jobs(&e, "replies").await;
+        assert_eq!(got[&format!("call:{sid}")]["text"], "YES", "{got:?}");
+        // and the pending entry is gone: the sweep finishes nothing more
+        assert_eq!(
+            replies
+                .finish_keypads(ringback::clock::now_ms() + 60_000)
+                .await
+                .unwrap(),
+            0
         );
     }
 }

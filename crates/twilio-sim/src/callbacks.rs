@@ -1,6 +1,6 @@
 //! Status callbacks: after accepting a message the simulator posts its later statuses to the
 //! message's `StatusCallback`, form-encoded and signed as Twilio signs them
-//! (`X-Twilio-Signature` with the account's auth token, `I-Twilio-Idempotency-Token`), in the
+//! ([`super::webhook::post`]: signed, retried as the URL's connection overrides say), in the
 //! order, number and timing the fault rules ask for.
 
 use std::sync::Arc;
@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use super::Simulator;
 use super::faults::CallbackRule;
-use ringback_twilio::signature;
 
 /// Statuses after creation, for a final status: `sent` then the final one (`failed` never
 /// reached the carrier, so it comes alone; `sent` alone means the carrier gave no receipt).
@@ -85,25 +84,7 @@ pub async fn deliver(
                 chrono::Utc::now().format("%y%m%d%H%M").to_string(),
             ));
         }
-        let token = uuid::Uuid::new_v4().simple().to_string();
-        let sig = signature::sign(
-            sim.config.auth_token.expose(),
-            url.split('#').next().unwrap_or(&url),
-            &params,
-        );
-        for _ in 0..if rule.duplicate { 2 } else { 1 } {
-            let sent = sim
-                .http
-                .post(url.split('#').next().unwrap_or(&url))
-                .header("X-Twilio-Signature", &sig)
-                .header("I-Twilio-Idempotency-Token", &token)
-                .header("User-Agent", "TwilioProxy/1.1")
-                .form(&params)
-                .send()
-                .await;
-            if let Err(e) = sent {
-                tracing::debug!(error = %e, %sid, status, "status callback not delivered");
-            }
-        }
+        let times = if rule.duplicate { 2 } else { 1 };
+        super::webhook::post(&sim, &url, &params, times).await;
     }
 }

@@ -23,6 +23,7 @@ pub mod list;
 pub mod server;
 pub mod store;
 pub mod voice;
+pub mod webhook;
 
 use std::sync::{Arc, Mutex};
 

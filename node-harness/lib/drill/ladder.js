@@ -14,8 +14,11 @@
 //   - two ringback workers, one aborting right after it claims a ladder step
 //     (ladder-after-claim:0.3), one right after a step's call or text went out, before it is
 //     marked (ladder-after-create:0.3), both restarted; `ringback serve` takes the keypad
-//     answers, the call statuses (shuffled and repeated) and the replies; a legacy Node worker
-//     joins once the callbacks were texted and shares the steps' texts.
+//     answers, the call statuses (shuffled and repeated) and the replies, and aborts right
+//     after it recorded a key pressed or a call's status, before it acknowledges or climbs
+//     (ladder-after-webhook:0.3), restarted on its port; the webhooks' URLs carry the connection
+//     overrides the docs give (`#rc=5&rp=ct,rt,5xx`), which the simulator honours as Twilio
+//     does; a legacy Node worker joins once the callbacks were texted and shares the steps' texts.
 // Verdict: each ladder ended as its kind says (stopped by keypad, reply or delivery; run out
 // with one `unacknowledged` escalation and one `no-answer`); each step called or texted at most
 // once; no call left ringing; each callback texted once; no escalation of another kind for a
@@ -34,6 +37,9 @@ const twilio = require('twilio');
 const QUEUE = 'drill-ladder';
 const KINDS = ['keypad', 'oncall-keypad', 'reply', 'nobody', 'delivered', 'undelivered'];
 const LADDER = { callAfter: '1s', stepWait: '2s' };
+// Twilio's connection overrides on every webhook URL, as docs/http-api.md gives them
+const OVERRIDES = '#rc=5&rp=ct,rt,5xx';
+const SERVE_CRASH_AT = 'ladder-after-webhook:0.1';
 
 /** Run i: its kind, its numbers (recipient and two next people) and job data. */
 function planRun(i, timings) {
@@ -98,8 +104,8 @@ async function ladder({ runs = 12, version = '6', timings = 'compressed', cluste
     // serve: the ladder's webhooks, the receipts and the replies, where Twilio calls it
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
-    const statusUrl = `${base}/api/notify/webhook/status`;
-    const serveEnv = { ...lab.ringbackEnv(QUEUE), RINGBACK_PUBLIC_URL: base, RINGBACK_API_TOKEN: API_TOKEN };
+    const statusUrl = `${base}/api/notify/webhook/status${OVERRIDES}`;
+    const serveEnv = { ...lab.ringbackEnv(QUEUE), RINGBACK_PUBLIC_URL: base, RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_STATUS_CALLBACK_URL: statusUrl, RINGBACK_CRASH_AT: SERVE_CRASH_AT };
     lab.supervise('serve', (i) => lab.track(new WorkerProcess(`ringback-serve#${i}`, lab.bin, ['serve', '--listen', `127.0.0.1:${port}`], serveEnv)));
     await waitFor(async () => (await fetch(`${base}/readyz`).catch(() => null))?.status === 200, 20_000, 'ringback serve to be ready');
 
@@ -112,7 +118,7 @@ async function ladder({ runs = 12, version = '6', timings = 'compressed', cluste
     const q = lab.queue(QUEUE);
     const t0 = Date.now();
     await q.addBulk(plan.map((r) => ({ name: JOB_NAME, data: r.data, opts: { ...JOB_OPTIONS } })));
-    log(`[ladder ${timings}] ${plan.length} callbacks with ladders (${KINDS.join(', ')}); workers crashing at ladder-after-claim and ladder-after-create`);
+    log(`[ladder ${timings}] ${plan.length} callbacks with ladders (${KINDS.join(', ')}); workers crashing at ladder-after-claim and ladder-after-create, serve at ${SERVE_CRASH_AT}`);
 
     // once every callback was texted, a legacy worker shares the queue (the steps' texts)
     const sims = async (path) => (await fetch(`${lab.sim.base}${path}`)).json();
@@ -224,6 +230,7 @@ async function ladder({ runs = 12, version = '6', timings = 'compressed', cluste
     check(wrong.texts.length === 0, `each callback texted once${wrong.texts.length ? `: ${wrong.texts.slice(0, 6).join('; ')}` : ''}`);
     check(wrong.escalation.length === 0, `one unacknowledged escalation for each ladder run out, none else${wrong.escalation.length ? `: ${wrong.escalation.slice(0, 6).join('; ')}` : ''}`);
     check(wrong.replies.length === 0, `each question's answer (keypad via call, or text) or its no-answer, once${wrong.replies.length ? `: ${wrong.replies.slice(0, 6).join('; ')}` : ''}`);
+    check((lab.crashes.serve || 0) >= 1, `serve crashed after recording a ladder webhook (${lab.crashes.serve || 0} times)`);
     check(lab.failures.length === 0, `no process failed by itself${lab.failures.length ? `: ${lab.failures.slice(0, 2).join(' | ').slice(0, 400)}` : ''}`);
     const ok = checks.every((c) => c.startsWith('ok'));
     const report = {

@@ -83,6 +83,9 @@ pub struct ApiState {
     pub http: reqwest::Client,
     /// What the ladder's calls speak in (`RINGBACK_VOICE`, `RINGBACK_VOICE_LANGUAGE`).
     pub voice: crate::callbacks::ladder::twiml::Voice,
+    /// The connection overrides (`#rc=…&rp=…`) of `RINGBACK_STATUS_CALLBACK_URL`, which the
+    /// keypad's second ask carries as the first did ("" without them).
+    pub webhook_overrides: String,
 }
 
 /// Rate-limited logging: when each kind of repeated warning was last written (ms).
@@ -115,6 +118,7 @@ impl ApiState {
                     .unwrap_or_default()
             },
             voice: Default::default(),
+            webhook_overrides: String::new(),
             receipts,
             queue,
             queue_name: queue_name.to_string(),
@@ -168,7 +172,7 @@ impl IntoResponse for AppError {
         match self {
             AppError::Status(code, body) => (code, Json(body)).into_response(),
             // Redis down or failing over: a 503 says "try again", and a 5xx is what Twilio's
-            // `#rp=5xx` retries on (a 500 would say the request itself broke something).
+            // `#rp=ct,rt,5xx` retries on (a 500 would say the request itself broke something).
             AppError::Internal(e) if e.is_transient() => {
                 tracing::warn!(error = %e, "redis unavailable; answered 503");
                 (
@@ -201,7 +205,7 @@ fn refuse(code: StatusCode, error: impl Into<String>, field: Option<&str>) -> Ap
 }
 
 /// How long one request may take before it is answered 503 (Redis calls included): a 5xx,
-/// which Twilio's webhooks retry (`#rc=…&rp=5xx`, as the docs configure them), before Twilio's
+/// which Twilio's webhooks retry (`#rc=…&rp=ct,rt,5xx`, as the docs configure them), before Twilio's
 /// own 15 s timeout. A 4xx here would lose an inbound reply or a status callback for good
 /// while Redis is slow (a failover, a fork).
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -13,7 +13,7 @@ use serde_json::json;
 
 /// `ringback serve` while it waits for Redis: listening at once lets a supervisor's
 /// `/healthz` see a live process, and gives Twilio a 503 rather than a refused connection. Twilio
-/// retries a status callback only when its URL asks (`#rc=…&rp=5xx`); a callback refused here is
+/// retries a status callback only when its URL asks (`#rc=…&rp=ct,rt,5xx`); a callback refused here is
 /// otherwise lost, and the worker's reconciliation poll recovers its status.
 #[derive(Debug)]
 pub struct Startup {

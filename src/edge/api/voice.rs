@@ -76,8 +76,12 @@ pub(super) async fn webhook_voice(
     let Some(choice) = choice else {
         if n == "0" {
             let path = uri.path_and_query().map_or("", |p| p.as_str());
-            let action =
-                format!("{}{}", s.public_url.trim_end_matches('/'), path).replace("&n=0", "");
+            let action = format!(
+                "{}{}{}",
+                s.public_url.trim_end_matches('/'),
+                path.replace("&n=0", ""),
+                s.webhook_overrides
+            );
             return Ok(xml(twiml::ask_again(&plan.choices, &action, &s.voice)));
         }
         return Ok(xml(twiml::goodbye("Goodbye.", &s.voice)));
@@ -119,7 +123,14 @@ pub(super) async fn webhook_call_status(
         .call_status(&run, step, &sid, &status, answered_by.as_deref())
         .await?;
     tracing::info!(run_id = %run, step, %status, applied = applied.applied, "call status callback");
-    if applied.applied && call_ended(&status) && applied.state == "climbing" && applied.step == step
+    s.replies.ladder_webhook_recorded();
+    // A repeat climbs too (climbing is idempotent): the first post may have been recorded by a
+    // `serve` that died before it climbed. A key pressed on this call and kept by such a
+    // `serve` is an answer, not "answered without a key": it is finished first.
+    if call_ended(&status)
+        && applied.state == "climbing"
+        && applied.step == step
+        && !s.replies.finish_keypads_of_call(&sid).await?
     {
         let why = match (status.as_str(), answered_by.as_deref()) {
             ("completed", Some(m)) if m.starts_with("machine") || m == "fax" => {

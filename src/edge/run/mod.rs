@@ -139,19 +139,26 @@ pub async fn serve(
         let (receipts, escalator) = sms.after_send(conn.clone(), prefix, name);
         let mut replies = sms.replies(conn.clone(), prefix, name);
         if let Some(crash_at) = sms.crash_at {
-            replies = replies.with_crash_after_record(Arc::new(move || {
-                crate::callbacks::sms::maybe_abort(
-                    Some(crash_at),
-                    crate::callbacks::sms::CrashPoint::AfterReplyRecorded,
-                    "",
-                )
-            }));
+            use crate::callbacks::sms::{CrashPoint, maybe_abort};
+            replies = replies
+                .with_crash_after_record(Arc::new(move || {
+                    maybe_abort(Some(crash_at), CrashPoint::AfterReplyRecorded, "")
+                }))
+                .with_crash_after_ladder_webhook(Arc::new(move || {
+                    maybe_abort(Some(crash_at), CrashPoint::LadderAfterWebhook, "")
+                }));
         }
         let commands = Calls::new(conn, QueueKeys::new(prefix, name), Default::default());
         let mut state =
             crate::edge::api::ApiState::new(receipts, commands, name, escalator, replies, &serve);
         state.console.delivery_deadline = sms.delivery_deadline;
         state.voice = sms.ladder.voice.clone();
+        state.webhook_overrides = sms
+            .status_callback_url
+            .as_deref()
+            .map(crate::callbacks::ladder::settings::overrides)
+            .unwrap_or_default()
+            .to_string();
         let state = Arc::new(state);
         tokio::spawn(sweep_inbound(state.clone(), sweeping));
         state

@@ -25,7 +25,7 @@ use serde_json::json;
 
 use super::plan::Plan;
 use super::record::{Adopted, Advance, LadderRecord, Marked};
-use super::settings::{LadderConfig, query};
+use super::settings::LadderConfig;
 use crate::callback::CALLBACK_JOB_OPTS;
 use crate::escalation::Escalator;
 use ringback_queue::calls::Calls;
@@ -56,7 +56,7 @@ pub struct Climber {
     /// The deployment's settings.
     pub config: LadderConfig,
     /// `serve`'s webhooks (`…/api/notify/webhook`); `None`: calls take no keypad answer.
-    pub webhooks: Option<String>,
+    pub webhooks: Option<super::settings::Webhooks>,
     /// How long a step's sender holds its claim before another may take it.
     pub lease: Duration,
     /// Quiet hours, when set.
@@ -306,10 +306,10 @@ impl Climber {
                 .await;
         }
         let twiml = match &self.webhooks {
-            Some(base) => super::twiml::call(
+            Some(hooks) => super::twiml::call(
                 &plan.body,
                 &plan.choices,
-                &format!("{base}/voice?{}", query(run, k)),
+                &hooks.step("voice", run, k),
                 &self.config.voice,
             ),
             None => super::twiml::say_only(&plan.body, &self.config.voice),
@@ -321,7 +321,7 @@ impl Climber {
             status_callback: self
                 .webhooks
                 .as_ref()
-                .map(|b| format!("{b}/call-status?{}", query(run, k))),
+                .map(|hooks| hooks.step("call-status", run, k)),
             machine_detection: self.config.machine_detection,
             ring_for: None,
         };

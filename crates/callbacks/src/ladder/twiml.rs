@@ -52,15 +52,15 @@ pub fn prompt(choices: &[String]) -> String {
 }
 
 /// The call's TwiML: `body` read out with the keypad prompt, asked twice; `action` is the
-/// keypad route for this call (each ask adds `n=0` or `n=1` to it, so a post says which).
+/// keypad route for this call (each ask adds `n=0` or `n=1` to its query, before the
+/// connection overrides, so a post says which).
 pub fn call(body: &str, choices: &[String], action: &str, voice: &Voice) -> String {
     let say = say_attrs(voice);
-    let sep = if action.contains('?') { '&' } else { '?' };
     let gather = |n: u8, text: &str| {
         format!(
             "<Gather input=\"dtmf\" numDigits=\"1\" timeout=\"{KEYPAD_WAIT_S}\" method=\"POST\" \
              action=\"{}\"><Say{say}>{text}</Say></Gather>",
-            xml(&format!("{action}{sep}n={n}"))
+            xml(&asked(action, n))
         )
     };
     let prompt = xml(&prompt(choices));
@@ -118,14 +118,20 @@ pub fn say_only(body: &str, voice: &Voice) -> String {
 /// The keypad route's answer to a key that is no choice: asked once more (`n=1`).
 pub fn ask_again(choices: &[String], action: &str, voice: &Voice) -> String {
     let attrs = say_attrs(voice);
-    let sep = if action.contains('?') { '&' } else { '?' };
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response><Gather input=\"dtmf\" numDigits=\"1\" \
          timeout=\"{KEYPAD_WAIT_S}\" method=\"POST\" action=\"{}\"><Say{attrs}>That is not one of \
          the choices. {}</Say></Gather><Say{attrs}>Goodbye.</Say></Response>",
-        xml(&format!("{action}{sep}n=1")),
+        xml(&asked(action, 1)),
         xml(&prompt(choices))
     )
+}
+
+/// The keypad route with which ask it is (`n`) in its query, before the connection overrides.
+fn asked(action: &str, n: u8) -> String {
+    let (route, overrides) = action.split_at(action.find('#').unwrap_or(action.len()));
+    let sep = if route.contains('?') { '&' } else { '?' };
+    format!("{route}{sep}n={n}{overrides}")
 }
 
 /// The keypad route's last words: `text`, then the call ends.
@@ -181,6 +187,12 @@ mod tests {
         );
         assert!(t.contains("<Say>Run 42 finished. Press 1 to acknowledge.</Say>"));
         assert!(t.contains("action=\"https://h.example/voice?n=0\""));
+        let again = ask_again(
+            &[],
+            "https://h.example/voice?run=r#rc=5&rp=ct",
+            &Voice::default(),
+        );
+        assert!(again.contains("action=\"https://h.example/voice?run=r&amp;n=1#rc=5&amp;rp=ct\""));
     }
 
     #[test]

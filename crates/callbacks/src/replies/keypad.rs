@@ -35,6 +35,7 @@ impl Replies {
     /// the ladder's acknowledgement said.
     pub async fn keypad(&self, k: &Keypad, at: i64) -> Result<Ack, Error> {
         self.keep_keypad(k, at).await?;
+        self.ladder_webhook_recorded();
         let ack = self.finish_keypad(k).await?;
         let _: () = redis::cmd("ZREM")
             .arg(keys::keypad_pending(&self.claim_prefix))
@@ -99,11 +100,36 @@ impl Replies {
         let entries = self
             .due_members(&pending, now - PENDING_GRACE.as_millis() as i64, 100)
             .await?;
-        let mut done = 0;
+        Ok(self.finish_entries(entries, |_| true).await?.len())
+    }
+
+    /// The call `call_sid` ended: a key pressed on it whose handler was cut short (a `serve`
+    /// that crashed between keeping the answer and acknowledging) is finished now, before the
+    /// call's end is taken for "answered without a key". True when one was.
+    pub async fn finish_keypads_of_call(&self, call_sid: &str) -> Result<bool, Error> {
+        let pending = keys::keypad_pending(&self.claim_prefix);
+        let entries = self.due_members(&pending, i64::MAX, 1000).await?;
+        let done = self
+            .finish_entries(entries, |k| k.call_sid == call_sid)
+            .await?;
+        Ok(!done.is_empty())
+    }
+
+    /// Finish the pending `entries` that `pick` chooses (an unreadable one is dropped); their
+    /// acknowledgements.
+    async fn finish_entries(
+        &self,
+        entries: Vec<String>,
+        pick: impl Fn(&Keypad) -> bool,
+    ) -> Result<Vec<Ack>, Error> {
+        let pending = keys::keypad_pending(&self.claim_prefix);
+        let mut done = vec![];
         for entry in entries {
-            if let Ok(k) = serde_json::from_str::<Keypad>(&entry) {
-                self.finish_keypad(&k).await?;
-                done += 1;
+            let keypad = serde_json::from_str::<Keypad>(&entry).ok();
+            match &keypad {
+                Some(k) if pick(k) => done.push(self.finish_keypad(k).await?),
+                Some(_) => continue,
+                None => {}
             }
             let _: () = redis::cmd("ZREM")
                 .arg(&pending)

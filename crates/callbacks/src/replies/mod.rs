@@ -249,6 +249,7 @@ pub struct Replies {
     forwarding: bool,
     before_record: Option<CrashHook>,
     crash_after_record: Option<CrashHook>,
+    crash_after_ladder_webhook: Option<CrashHook>,
     /// Redis's clock less this process's (ms), as last read: the pending set's scores and the
     /// sweep's cut are on Redis's clock, so replicas of `serve` whose clocks disagree by more
     /// than the grace period never sweep each other's messages early.
@@ -302,6 +303,7 @@ impl Replies {
             callbacks,
             callback_job_name: callback_job_name.into(),
             crash_after_record: None,
+            crash_after_ladder_webhook: None,
             clock_offset: Arc::default(),
         }
     }
@@ -340,6 +342,20 @@ impl Replies {
     pub fn with_crash_after_record(mut self, hook: CrashHook) -> Self {
         self.crash_after_record = Some(hook);
         self
+    }
+
+    /// Drills: call `hook` right after a ladder webhook is recorded (a key pressed kept, a
+    /// call's status ranked), before what it does (the acknowledgement, the climb).
+    pub fn with_crash_after_ladder_webhook(mut self, hook: CrashHook) -> Self {
+        self.crash_after_ladder_webhook = Some(hook);
+        self
+    }
+
+    /// A ladder webhook is recorded: the drills' crash point.
+    pub fn ladder_webhook_recorded(&self) {
+        if let Some(hook) = &self.crash_after_ladder_webhook {
+            hook();
+        }
     }
 
     /// The members of the sorted set `key` scored at or before `cut`, at most `limit`: what a

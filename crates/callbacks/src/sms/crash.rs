@@ -22,6 +22,9 @@ pub enum CrashPoint {
     LadderAfterClaim,
     /// A ladder step's call was created (or its text's job added); nothing marked it yet.
     LadderAfterCreate,
+    /// `serve`: a ladder webhook is recorded (a key pressed kept, a call status ranked); its
+    /// acknowledgement or climb is not done yet.
+    LadderAfterWebhook,
 }
 
 /// `RINGBACK_CRASH_AT=<point>[:<probability>]`.
@@ -50,9 +53,10 @@ impl std::str::FromStr for CrashAt {
             "after-reply-recorded" => CrashPoint::AfterReplyRecorded,
             "ladder-after-claim" => CrashPoint::LadderAfterClaim,
             "ladder-after-create" => CrashPoint::LadderAfterCreate,
+            "ladder-after-webhook" => CrashPoint::LadderAfterWebhook,
             _ => {
                 return Err(bad(
-                    "unknown point (after-claim, after-provider-accept, after-sent-marker, after-reply-recorded, ladder-after-claim, ladder-after-create)",
+                    "unknown point (after-claim, after-provider-accept, after-sent-marker, after-reply-recorded, ladder-after-claim, ladder-after-create, ladder-after-webhook)",
                 ));
             }
         };

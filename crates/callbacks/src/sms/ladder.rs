@@ -63,7 +63,7 @@ impl SmsProcessor {
                 .config
                 .status_callback_url
                 .as_deref()
-                .and_then(crate::ladder::settings::webhook_base),
+                .and_then(crate::ladder::settings::Webhooks::beside),
             lease: self.twilio.config().timeout + self.config.reconcile_window,
             quiet: self.config.quiet.clone(),
             crash_at: self.config.crash_at,

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use super::{CallRule, ended};
 use crate::{Simulator, twilio_date};
-use ringback_twilio::signature;
 
 /// The statuses a call goes through for its rule's outcome, with `AnsweredBy` where set.
 fn plan(outcome: &str, machine_detection: bool) -> Vec<(&'static str, Option<&'static str>)> {
@@ -102,25 +101,8 @@ fn callback_params(
     Some(p)
 }
 
-/// Post `params` to `url`, signed, `times` times.
 async fn post(sim: &Simulator, url: &str, params: &[(String, String)], times: usize) {
-    let url = url.split('#').next().unwrap_or(url);
-    let sig = signature::sign(sim.config.auth_token.expose(), url, params);
-    let token = uuid::Uuid::new_v4().simple().to_string();
-    for _ in 0..times {
-        let sent = sim
-            .http
-            .post(url)
-            .header("X-Twilio-Signature", &sig)
-            .header("I-Twilio-Idempotency-Token", &token)
-            .header("User-Agent", "TwilioProxy/1.1")
-            .form(params)
-            .send()
-            .await;
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "call webhook not delivered");
-        }
-    }
+    crate::webhook::post(sim, url, params, times).await
 }
 
 /// Move the call to `status`; false when it had already ended.
