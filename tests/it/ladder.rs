@@ -332,21 +332,87 @@ mod climbing {
     }
 
     /// `serve` (receipts, replies, the ladder's webhooks) and a worker with its sweeps.
-    async fn serve_and_climb(e: &Env) -> cb::Looping {
+    async fn serve_and_climb(e: &Env) -> Fleet {
         serve_and_climb_with(e, cb::sms_config()).await
     }
 
-    /// [`serve_and_climb`] with settings of the test's own.
-    async fn serve_and_climb_with(
-        e: &Env,
-        mut sms: ringback::callbacks::sms::SmsConfig,
-    ) -> cb::Looping {
+    /// [`serve_and_climb`] with settings of the test's own, at the defaults' order and
+    /// concurrency: a claim shorter than the job's lock (1.5 s against 3 s, as 15 s against
+    /// 30 s), one job at a time, and a worker that waits its full default drain delay when the
+    /// queue is empty (the ladder's sweep must climb while it waits).
+    async fn serve_and_climb_with(e: &Env, mut sms: ringback::callbacks::sms::SmsConfig) -> Fleet {
+        sms.pending_ttl = Duration::from_millis(1500);
         cb::serve_receipts(e, &mut sms).await;
         let client = redis::Client::open(e.redis.url()).unwrap();
         let conn = ringback::store::connection::commands(&client)
             .await
             .unwrap();
-        cb::run_worker(e, cb::processor(e, conn, sms), 2)
+        let processor = cb::processor(e, conn, sms);
+        let defaults = ringback::WorkerConfig::default();
+        let config = ringback::WorkerConfig {
+            concurrency: defaults.concurrency,
+            drain_delay: defaults.drain_delay,
+            lock_duration: Duration::from_millis(3000),
+            lock_renew_time: Duration::from_millis(1500),
+            stalled_interval: Duration::from_millis(1000),
+            ..cb::worker_config(e)
+        };
+        Fleet {
+            ringback: cb::run_worker_with(config, processor),
+            legacy: None,
+        }
+    }
+
+    /// The ringback worker, and the legacy Node worker once it joined.
+    struct Fleet {
+        ringback: cb::Looping,
+        legacy: Option<Legacy>,
+    }
+
+    /// The legacy Node worker's process, ended with the test.
+    struct Legacy(std::process::Child);
+
+    impl Drop for Legacy {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    impl Fleet {
+        /// The legacy Node worker joins the queue (it claims a run's text with `SET NX` on
+        /// the keys ringback claims): it shares the ladder's step texts from now. It joins once
+        /// the callbacks were texted, as in a cutover: a callback it took would get no ladder.
+        fn with_legacy(&mut self, e: &Env) {
+            let root = env!("CARGO_MANIFEST_DIR");
+            let child = std::process::Command::new("node")
+                .arg(format!("{root}/node-harness/bin/legacy-worker.js"))
+                .env("REDIS_URL", e.redis.url())
+                .env("RINGBACK_QUEUE", &e.queue)
+                .env("RINGBACK_PREFIX", "bull")
+                .env("RINGBACK_CONCURRENCY", "1")
+                .env("TWILIO_ACCOUNT_SID", cb::ACCOUNT)
+                .env("TWILIO_AUTH_TOKEN", cb::TOKEN)
+                .env("TWILIO_FROM", "+15005550006")
+                .env("TWILIO_API_BASE", &e.sim_base)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("node runs (the Node harness is installed by scripts/lib.sh ensure_node_harness)");
+            self.legacy = Some(Legacy(child));
+        }
+
+        async fn stop(mut self) {
+            if let Some(legacy) = &mut self.legacy {
+                let exited = legacy.0.try_wait().unwrap();
+                assert!(
+                    exited.is_none(),
+                    "the legacy worker ran to the end: {exited:?}"
+                );
+            }
+            drop(self.legacy);
+            self.ringback.stop().await;
+        }
     }
 
     fn question(run: &str, within: &str) -> String {
@@ -399,9 +465,14 @@ mod climbing {
             ),
         )
         .await;
-        let worker = serve_and_climb(&e).await;
+        let mut worker = serve_and_climb(&e).await;
         let run = "unanswered-1";
         cb::add(&e, &question(run, "6s")).await;
+        wait_for(SOON, "the callback texted", || async {
+            (texts_to(&e, TO) == 1).then_some(())
+        })
+        .await;
+        worker.with_legacy(&e);
         let replies = wait_for(SOON, "the no-answer job", || async {
             let j = jobs(&e, "replies").await;
             j.contains_key(&format!("no-answer:{run}")).then_some(j)

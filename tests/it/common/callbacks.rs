@@ -175,6 +175,11 @@ pub(crate) fn run_worker(e: &Env, processor: SmsProcessor, concurrency: usize) -
         concurrency,
         ..worker_config(e)
     };
+    run_worker_with(config, processor)
+}
+
+/// [`run_worker`] with the worker's settings whole.
+pub(crate) fn run_worker_with(config: WorkerConfig, processor: SmsProcessor) -> Looping {
     let cancel = CancellationToken::new();
     let handle = tokio::spawn(ringback::edge::run::worker(
         config,
