@@ -437,6 +437,14 @@ mod climbing {
         out
     }
 
+    /// The first job on the replies queue, waited for.
+    async fn first_reply(e: &Env) -> serde_json::Value {
+        wait_for(SOON, "a job on the replies queue", || async {
+            jobs(e, "replies").await.into_values().next()
+        })
+        .await
+    }
+
     fn texts_to(e: &Env, to: &str) -> usize {
         e.sim
             .store
@@ -545,10 +553,7 @@ mod climbing {
         let worker = serve_and_climb(&e).await;
         let run = "keypad-1";
         cb::add(&e, &question(run, "1h")).await;
-        let answer = wait_for(SOON, "the keypad answer", || async {
-            jobs(&e, "replies").await.into_values().next()
-        })
-        .await;
+        let answer = first_reply(&e).await;
         assert_eq!(
             (
                 &answer["runId"],
@@ -661,6 +666,56 @@ mod climbing {
         assert_eq!(replies.len(), 1, "the text's answer alone: {replies:?}");
         assert_eq!(e.sim.calls.all().len(), 1);
         assert_eq!(texts_to(&e, ONCALL), 0);
+        worker.stop().await;
+    }
+
+    /// The next person the ladder texted answers the question by text: their reply is the
+    /// question's answer (once, first answer wins) and stops the ladder before their call.
+    #[tokio::test]
+    async fn the_next_persons_text_reply_answers_the_question() {
+        let e = cb::env(
+            "ladder-next-reply",
+            &format!(r#"{{"calls":[{{"to":"{TO}","outcome":"no-answer"}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "next-reply-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Deploy build 7?", "expectReply": true,
+            "replyWithin": "1h", "choices": ["YES", "NO"],
+            "ladder": {"callAfter": "1s", "stepWait": "3s", "then": [ONCALL]},
+        });
+        cb::add(&e, &data.to_string()).await;
+        wait_for(SOON, "the next person texted", || async {
+            (texts_to(&e, ONCALL) == 1).then_some(())
+        })
+        .await;
+        assert_eq!(reply(&e, ONCALL, &format!("SM{:032x}", 2), "no").await, 200);
+        let answer = first_reply(&e).await;
+        let got = ["runId", "matched", "text", "from"].map(|f| answer[f].clone());
+        assert_eq!(
+            got,
+            [run, "answer", "no", ONCALL].map(serde_json::Value::from)
+        );
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (rec["state"].as_str(), rec["acked_by"].as_str()),
+            ("stopped", "reply"),
+            "{rec:?}"
+        );
+        // the recipient's late reply is not a second answer
+        assert_eq!(reply(&e, TO, &format!("SM{:032x}", 3), "yes").await, 200);
+        tokio::time::sleep(Duration::from_millis(3500)).await;
+        let answers: Vec<_> = jobs(&e, "replies")
+            .await
+            .into_values()
+            .filter(|j| j["matched"] == "answer")
+            .collect();
+        assert_eq!(answers.len(), 1, "{answers:?}");
+        assert!(
+            e.sim.calls.to(ONCALL).is_empty(),
+            "no call after the answer"
+        );
         worker.stop().await;
     }
 

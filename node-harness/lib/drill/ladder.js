@@ -2,11 +2,13 @@
 // next person texted and called) while ringback workers crash at every ladder step and people
 // answer on every channel at once; every ladder must stop once or run out once, no step sent
 // twice, nothing silent. Once per timing profile:
-//   - N callbacks, six kinds in turn, each to numbers of its own (so every text and call is
+//   - N callbacks, seven kinds in turn, each to numbers of its own (so every text and call is
 //     told by its number): `keypad` (a question; the recipient's call answered, 1 pressed),
 //     `oncall-keypad` (the recipient does not answer; the next person's call is answered, 2
 //     pressed), `reply` (the recipient's call rings long and the person answers by text
-//     meanwhile), `nobody` (no answer, busy, an answering machine: the ladder runs out), and two
+//     meanwhile), `oncall-reply` (the recipient does not answer; the next person answers the
+//     question by text once texted), `nobody` (no answer, busy, an answering machine: the ladder
+//     runs out), and two
 //     plain callbacks: `delivered` (its delivered receipt acknowledges it before any call) and
 //     `undelivered` (its text undelivered: the ladder climbs at once);
 //   - ladders at compressed step times (`callAfter` 1 s, `stepWait` 2 s), the defaults' order
@@ -35,7 +37,7 @@ const { messageSid, inboundParams, INBOUND_PATH } = require('../harness/inbound'
 const twilio = require('twilio');
 
 const QUEUE = 'drill-ladder';
-const KINDS = ['keypad', 'oncall-keypad', 'reply', 'nobody', 'delivered', 'undelivered'];
+const KINDS = ['keypad', 'oncall-keypad', 'reply', 'oncall-reply', 'nobody', 'delivered', 'undelivered'];
 const LADDER = { callAfter: '1s', stepWait: '2s' };
 // Twilio's connection overrides on every webhook URL, as docs/http-api.md gives them
 const OVERRIDES = '#rc=5&rp=ct,rt,5xx';
@@ -74,6 +76,11 @@ function rulesOf(r) {
       break;
     case 'reply':
       call(r.to, { outcome: 'answered', digits: '', step_ms: 1500 });
+      break;
+    case 'oncall-reply':
+      call(r.to, { outcome: 'no-answer' });
+      call(r.first, { outcome: 'no-answer' });
+      call(r.second, { outcome: 'no-answer' });
       break;
     case 'nobody':
       call(r.to, { outcome: 'no-answer' });
@@ -130,16 +137,20 @@ async function ladder({ runs = 12, version = '6', timings = 'compressed', cluste
     const legacy = lab.legacyWorker('legacy#1', QUEUE, { RINGBACK_CONCURRENCY: '2' });
     await legacy.waitStarted();
 
-    // the `reply` people answer by text while their call rings
+    // the `reply` people answer by text while their call rings; the `oncall-reply` next
+    // person once their text came
     let n = 0;
     const replied = new Set();
     const answerWhileRinging = async () => {
       const calls = await sims('/sim/calls');
-      for (const r of plan.filter((x) => x.kind === 'reply' && !replied.has(x.runId))) {
-        if (!calls.some((c) => c.call.to === r.to)) continue;
+      const sent = await sims('/sim/messages');
+      const due = (x) =>
+        (x.kind === 'reply' && calls.some((c) => c.call.to === x.to)) || (x.kind === 'oncall-reply' && sent.some((m) => m.to === x.first));
+      for (const r of plan.filter((x) => !replied.has(x.runId) && due(x))) {
         replied.add(r.runId);
         n += 1;
-        const params = inboundParams({ sid: messageSid(n, 0x1ad), from: r.to, to: '+15005550006', body: 'YES', accountSid: ACCOUNT_SID });
+        const from = r.kind === 'reply' ? r.to : r.first;
+        const params = inboundParams({ sid: messageSid(n, 0x1ad), from, to: '+15005550006', body: r.kind === 'reply' ? 'YES' : 'no', accountSid: ACCOUNT_SID });
         const url = `${base}${INBOUND_PATH}`;
         const signature = twilio.getExpectedTwilioSignature(AUTH_TOKEN, url, params);
         // posted until serve answers (it may be restarting)
@@ -185,6 +196,7 @@ async function ladder({ runs = 12, version = '6', timings = 'compressed', cluste
       keypad: { state: 'stopped', by: ['keypad'] },
       'oncall-keypad': { state: 'stopped', by: ['keypad'] },
       reply: { state: 'stopped', by: ['reply'] },
+      'oncall-reply': { state: 'stopped', by: ['reply'] },
       nobody: { state: 'exhausted' },
       delivered: { state: 'stopped', by: ['delivered'] },
       // its next person's text is the legacy worker's or ringback's: acknowledged by its
@@ -221,7 +233,8 @@ async function ladder({ runs = 12, version = '6', timings = 'compressed', cluste
       const via = rs.filter((j) => j.data.via === 'call').length;
       const noAnswer = rs.filter((j) => j.data.matched === 'no-answer').length;
       if (r.question) {
-        const okReplies = r.kind === 'nobody' ? noAnswer === 1 && via === 0 : r.kind === 'reply' ? noAnswer === 0 && via === 0 && rs.length === 1 : via === 1 && noAnswer === 0;
+        const byText = (from) => noAnswer === 0 && via === 0 && rs.length === 1 && rs[0].data.matched === 'answer' && rs[0].data.from === from;
+        const okReplies = r.kind === 'nobody' ? noAnswer === 1 && via === 0 : r.kind === 'reply' ? byText(r.to) : r.kind === 'oncall-reply' ? byText(r.first) : via === 1 && noAnswer === 0;
         if (!okReplies) wrong.replies.push(`${r.runId} (${r.kind}): ${rs.map((j) => `${j.data.matched}${j.data.via ? `/${j.data.via}` : ''}`).join(', ') || 'none'}`);
       }
     }

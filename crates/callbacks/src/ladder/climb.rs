@@ -248,6 +248,11 @@ impl Climber {
             return Ok(());
         };
         self.record.reached(run, &step.to).await?;
+        if plan.question && step.to != plan.recipient {
+            let left = plan.steps.len().saturating_sub(k as usize) as u32 + 1;
+            let open_for = Duration::from_millis(plan.step_wait_ms) * left;
+            self.replies.share_question(run, &step.to, open_for).await?;
+        }
         if step.channel == "text" {
             if let Some((_, true)) = adopted {
                 // after the stop no job is added; one added before is the window's, sent once,

@@ -172,6 +172,35 @@ impl Replies {
         Ok(())
     }
 
+    /// A ladder reached `number`, another person than the recipient, for `run_id`'s question:
+    /// it is open to them too, at least `open_for` from now, so their text reply answers it as
+    /// their keypad answer would (the first answer wins, whoever gives it). Not when another
+    /// question of theirs has the same code: their replies could not tell the two apart (they
+    /// still acknowledge the ladder). True when it is open to them.
+    pub async fn share_question(
+        &self,
+        run_id: &str,
+        number: &str,
+        open_for: std::time::Duration,
+    ) -> Result<bool, Error> {
+        let Some(mut q) = self.reads.question_of(run_id).await? else {
+            return Ok(false);
+        };
+        if q.answered_by.is_some() {
+            return Ok(false);
+        }
+        let theirs = self.questions_to(number).await?;
+        if theirs
+            .iter()
+            .any(|o| o.run_id != run_id && o.code.eq_ignore_ascii_case(&q.code))
+        {
+            return Ok(false);
+        }
+        q.until = q.until.max(self.now() + open_for.as_millis() as i64);
+        self.open(number, &q).await?;
+        Ok(true)
+    }
+
     /// A question whose text was never sent (Twilio refused it) is closed: no reply answers it.
     pub async fn withdraw(&self, run_id: &str, to: &str) -> Result<(), Error> {
         let _: () = redis::cmd("HDEL")
