@@ -6,17 +6,26 @@
   (`escalate` in the record, written here, so a crash after this call loses nothing: the
   caller adds the escalation job under an id of the run's, and clears `escalate`).
 
+  A Redis that lost acknowledged writes (window.lua's redisLost: an AOF a second old, a replica
+  promoted behind) may have forgotten a step already claimed and sent: a step claimed within the
+  lost-writes window after the change says so, and its caller looks for its send before it
+  sends (never a second call).
+
   KEYS[1] ladder record
-  KEYS[2] ladder due index (global: absent = the caller writes it in a separate call)
+  KEYS[2] the Redis identity (window_claim.lua's KEYS[4], of the record's slot on a Cluster)
+  KEYS[3] ladder due index (global: absent = the caller writes it in a separate call)
 
   ARGV[1] the step the caller read (0: the text)
   ARGV[2] the new step's token
   ARGV[3] the new step's wait (ms, from now)
   ARGV[4] runId
+  ARGV[5] the lost-writes window (ms; window_claim.lua's ARGV[17])
 
-  Returns {"claimed", step, token, due}: the step is the caller's to send (its claim
-  `pending:<token>` in the record), the next due at `due` (ms, Redis's clock); {"exhausted"}: the escalation is due; {"early", due}; {"moved", step};
-  {"stopped"}; {"over"} (exhausted before); {"none"} (no ladder)
+  Returns {"claimed", step, token, due, lost}: the step is the caller's to send (its claim
+  `pending:<token>` in the record), the next due at `due` (ms, Redis's clock), `lost` when the
+  Redis changed within the lost-writes window (ms; "0" outside one); {"exhausted"}: the
+  escalation is due; {"early", due}; {"moved", step}; {"stopped"}; {"over"} (exhausted before);
+  {"none"} (no ladder)
 ]]
 local now = redisNowMs()
 local state, step, steps, due = unpack(rcall("HMGET", KEYS[1], "state", "step", "steps", "due"))
@@ -29,12 +38,13 @@ if now < tonumber(due) then return {"early", due} end
 if step >= tonumber(steps) then
   rcall("HSET", KEYS[1], "state", "exhausted", "escalate", now, "ended", now)
   -- still indexed: the sweep that finds `escalate` adds the escalation, then unindexes it
-  if KEYS[2] then rcall("ZADD", KEYS[2], now, ARGV[4]) end
+  if KEYS[3] then rcall("ZADD", KEYS[3], now, ARGV[4]) end
   return {"exhausted"}
 end
 local k = step + 1
+local lost = redisLost(KEYS[2], now, tonumber(ARGV[5]), true) or 0
 local next_due = now + tonumber(ARGV[3])
 rcall("HSET", KEYS[1], "step", k, "due", next_due, "claim:" .. k, "pending:" .. ARGV[2],
   "started:" .. k, now)
-if KEYS[2] then rcall("ZADD", KEYS[2], next_due, ARGV[4]) end
-return {"claimed", tostring(k), ARGV[2], tostring(next_due)}
+if KEYS[3] then rcall("ZADD", KEYS[3], next_due, ARGV[4]) end
+return {"claimed", tostring(k), ARGV[2], tostring(next_due), tostring(int(lost))}

@@ -59,7 +59,7 @@ async fn climb(l: LadderRecord, run: String) -> (Vec<u32>, usize, Vec<Marked>) {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
         match l.advance(&run, read, Duration::ZERO).await.unwrap() {
-            Advance::Claimed { step, token } => {
+            Advance::Claimed { step, token, .. } => {
                 claimed.push(step);
                 tokio::task::yield_now().await;
                 let sid = format!("CA{step:032x}");
@@ -236,7 +236,8 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
     l.start("late-call", 2, Duration::ZERO, &plan(2))
         .await
         .unwrap();
-    let Advance::Claimed { step, token } = l.advance("late-call", 0, Duration::ZERO).await.unwrap()
+    let Advance::Claimed { step, token, .. } =
+        l.advance("late-call", 0, Duration::ZERO).await.unwrap()
     else {
         panic!("step 1 claimed")
     };
@@ -443,6 +444,23 @@ mod climbing {
             jobs(e, "replies").await.into_values().next()
         })
         .await
+    }
+
+    /// Wait until `run`'s first step is marked sent as a call; the recipient was called once,
+    /// that call, and is not called again.
+    async fn called_once(e: &Env, run: &str, what: &str) {
+        let rec = wait_for(SOON, what, || async {
+            let rec = ladder(e, run).await;
+            rec.get("claim:1")
+                .is_some_and(|c| c.starts_with("sent:CA"))
+                .then_some(rec)
+        })
+        .await;
+        let calls = e.sim.calls.to(TO);
+        assert_eq!(calls.len(), 1, "{what}: never called twice");
+        assert_eq!(rec["claim:1"], format!("sent:{}", calls[0].call.sid));
+        tokio::time::sleep(Duration::from_millis(2000)).await;
+        assert_eq!(e.sim.calls.to(TO).len(), 1, "{what}: not called again");
     }
 
     fn texts_to(e: &Env, to: &str) -> usize {
@@ -738,18 +756,51 @@ mod climbing {
         cb::add(&e, &data.to_string()).await;
         // the lease (the create's timeout and the reconcile window) passes, the sweep takes the
         // claim, finds the call in Twilio's list and marks it
-        let rec = wait_for(SOON, "the lost call found", || async {
+        called_once(&e, run, "the lost call found").await;
+        worker.stop().await;
+    }
+
+    /// A Redis that lost its last writes (an AOF a second old, a replica promoted behind)
+    /// forgot the step it had claimed and whose call went out: the step claimed again within the
+    /// lost-writes window looks for its call first, and the person is not called twice.
+    #[tokio::test]
+    async fn a_step_a_redis_that_lost_its_last_writes_forgot_is_never_called_twice() {
+        let e = cb::env(
+            "ladder-forgot",
+            &format!(r#"{{"calls":[{{"to":"{TO}","outcome":"no-answer","no_callbacks":true}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "forgot-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Run 4 finished.", "expectReply": true,
+            "ladder": {"callAfter": "1s", "stepWait": "60s", "then": []},
+        });
+        cb::add(&e, &data.to_string()).await;
+        wait_for(SOON, "the call placed and marked", || async {
             let rec = ladder(&e, run).await;
             rec.get("claim:1")
                 .is_some_and(|c| c.starts_with("sent:CA"))
-                .then_some(rec)
+                .then_some(())
         })
         .await;
-        let calls = e.sim.calls.to(TO);
-        assert_eq!(calls.len(), 1, "never created twice");
-        assert_eq!(rec["claim:1"], format!("sent:{}", calls[0].call.sid));
-        tokio::time::sleep(Duration::from_millis(2500)).await;
-        assert_eq!(e.sim.calls.to(TO).len(), 1);
+        // the Redis that comes back is another server that never saw the step: the record as
+        // it was before the advance, the due index with it
+        let mut c = e.redis.conn().await;
+        let key = ringback::store::keys::ladder("agent-callback:", run);
+        let _: () = redis::pipe()
+            .hset_multiple(&key, &[("step", "0"), ("due", "0")])
+            .hdel(&key, &["claim:1", "started:1", "callsid:1"])
+            .zadd(ringback::store::keys::ladder_due("agent-callback:"), run, 0)
+            .hset(
+                ringback::store::keys::redis_identity(),
+                "run",
+                "0".repeat(40),
+            )
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        called_once(&e, run, "the step claimed again and its call found").await;
         worker.stop().await;
     }
 
@@ -1002,7 +1053,7 @@ mod climbing {
             let (l, plan) = (l.clone(), plan.clone());
             async move {
                 assert!(l.start(run, 2, Duration::ZERO, &plan).await.unwrap());
-                let ringback::callbacks::ladder::record::Advance::Claimed { step, token } =
+                let ringback::callbacks::ladder::record::Advance::Claimed { step, token, .. } =
                     l.advance(run, 0, Duration::from_secs(60)).await.unwrap()
                 else {
                     panic!("{run}: the first step is not claimed");

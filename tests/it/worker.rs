@@ -866,7 +866,12 @@ async fn every_script_runs_after_script_flush() {
         .unwrap();
     let advanced: Vec<String> = s
         .ladder_advance
-        .run(&mut c, &trips, &ladder, &["0", "t1", "0", "flush"])
+        .run(
+            &mut c,
+            &trips,
+            &[ladder[0], "ringback:redis-identity", ladder[1]],
+            &["0", "t1", "0", "flush", "120000"],
+        )
         .await
         .unwrap();
     let marked: String = s

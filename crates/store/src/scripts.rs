@@ -101,7 +101,7 @@ scripts! {
     /// Open a run's escalation ladder.
     ladder_start => "ladder_start.lua",
     /// Start a run's next ladder step, or end its ladder exhausted.
-    ladder_advance => "ladder_advance.lua",
+    ladder_advance => "ladder_advance.lua" [window],
     /// Record a ladder step's send; a call on a stopped ladder is to be ended.
     ladder_mark => "ladder_mark.lua",
     /// Stop a run's ladder at the first acknowledgement.

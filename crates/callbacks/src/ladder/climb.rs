@@ -190,9 +190,19 @@ impl Climber {
         }
         let wait = Duration::from_millis(plan.step_wait_ms);
         match self.record.advance(run, step, wait).await? {
-            Advance::Claimed { step: k, token } => {
+            Advance::Claimed {
+                step: k,
+                token,
+                lost,
+            } => {
                 self.crash(crate::sms::CrashPoint::LadderAfterClaim, run);
-                self.send(run, &plan, k, &token, None).await
+                // a Redis that lost its last writes may have forgotten this step sent: its
+                // send is looked for over the window before the change, as an adopted one's is
+                let look_first = lost.map(|at| {
+                    tracing::warn!(run_id = %run, step = k, "the Redis changed within the lost-writes window; looking for the step's send first");
+                    (at - self.record.lost_writes_window().as_millis() as i64, false)
+                });
+                self.send(run, &plan, k, &token, look_first).await
             }
             Advance::Exhausted => {
                 let read = Read {

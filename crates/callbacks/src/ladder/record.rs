@@ -31,6 +31,10 @@ pub enum Advance {
         step: u32,
         /// Its claim's token, for [`LadderRecord::mark`].
         token: String,
+        /// The Redis behind the record changed at this time (ms), within the lost-writes
+        /// window: it may have forgotten this step claimed and sent, so its send is looked for
+        /// before anything is sent.
+        lost: Option<i64>,
     },
     /// Past the last step: the ladder is exhausted and its escalation due (`escalate` in the
     /// record until [`LadderRecord::escalated`]).
@@ -129,6 +133,9 @@ pub struct LadderRecord {
     pub(super) claim_prefix: String,
     topology: Topology,
     pub(super) record_ttl: Duration,
+    /// How long after the Redis behind a record changed a step claimed looks for its send
+    /// first (the window's lost-writes window).
+    lost_writes: Duration,
 }
 
 pub(super) fn ms(d: Duration) -> String {
@@ -157,6 +164,29 @@ impl LadderRecord {
             claim_prefix: claim_prefix.to_string(),
             topology,
             record_ttl,
+            lost_writes: Duration::ZERO,
+        }
+    }
+
+    /// The same records, a step claimed within `window` after the Redis changed looking for
+    /// its send first.
+    pub fn with_lost_writes_window(mut self, window: Duration) -> Self {
+        self.lost_writes = window;
+        self
+    }
+
+    /// How long after the Redis changed a step claimed looks for its send first.
+    pub fn lost_writes_window(&self) -> Duration {
+        self.lost_writes
+    }
+
+    /// The identity key a step's claim compares (the window's, of the record's slot on a
+    /// Cluster).
+    fn identity_of(&self, record: &str) -> String {
+        if self.topology.per_slot() {
+            keys::redis_identity_of_slot(ringback_store::slots::slot(record.as_bytes()))
+        } else {
+            keys::redis_identity()
         }
     }
 
@@ -234,15 +264,24 @@ impl LadderRecord {
     /// waiting `wait` before the one after it; or end the ladder exhausted past its last step.
     pub async fn advance(&self, run_id: &str, read: u32, wait: Duration) -> Result<Advance, Error> {
         let token = uuid::Uuid::new_v4().simple().to_string();
+        let record = keys::ladder(&self.claim_prefix, run_id);
         let reply: Vec<String> = scripts()
             .ladder_advance
             .call()
-            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
+            .key("ladder record", record.clone())
+            .key(
+                "the Redis identity (window_claim.lua's KEYS[4], of the record's slot on a Cluster)",
+                self.identity_of(&record),
+            )
             .key_if("ladder due index", self.due_index())
             .arg("the step the caller read (0: the text)", read)
             .arg("the new step's token", &token)
             .arg("the new step's wait (ms, from now)", ms(wait))
             .arg("runId", run_id)
+            .arg(
+                "the lost-writes window (ms; window_claim.lua's ARGV[17])",
+                ms(self.lost_writes),
+            )
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         let number = |i: usize| reply.get(i).and_then(|n| n.parse::<i64>().ok());
@@ -254,6 +293,7 @@ impl LadderRecord {
                     .get(2)
                     .cloned()
                     .ok_or_else(|| bad("ladder_advance", &reply))?,
+                lost: number(4).filter(|at| *at > 0),
             },
             Some("exhausted") => Advance::Exhausted,
             Some("early") => {

@@ -429,6 +429,7 @@ impl SmsConfig {
             topology,
             self.sent_ttl,
         )
+        .with_lost_writes_window(self.lost_writes_window)
     }
 
     /// The replies of callbacks on queue `prefix`/`queue`: questions, the inbound messages and
