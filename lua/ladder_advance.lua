@@ -7,9 +7,11 @@
   caller adds the escalation job under an id of the run's, and clears `escalate`).
 
   A Redis that lost acknowledged writes (window.lua's redisLost: an AOF a second old, a replica
-  promoted behind) may have forgotten a step already claimed and sent: a step claimed within the
-  lost-writes window after the change says so, and its caller looks for its send before it
-  sends (never a second call).
+  promoted behind) may have forgotten a step already claimed, whose sender may still be creating
+  its call: a step claimed within the lost-writes window after the change says so, its caller
+  sends nothing, and the step is adopted as an orphaned claim is (ladder_adopt.lua), once the
+  lease is over, its send looked for from the window's start (`first:<k>`): never a second
+  call.
 
   KEYS[1] ladder record
   KEYS[2] the Redis identity (window_claim.lua's KEYS[4], of the record's slot on a Cluster)
@@ -46,5 +48,6 @@ local lost = redisLost(KEYS[2], now, tonumber(ARGV[5]), true) or 0
 local next_due = now + tonumber(ARGV[3])
 rcall("HSET", KEYS[1], "step", k, "due", next_due, "claim:" .. k, "pending:" .. ARGV[2],
   "started:" .. k, now)
+if lost > 0 then rcall("HSET", KEYS[1], "first:" .. k, int(lost - tonumber(ARGV[5]))) end
 if KEYS[3] then rcall("ZADD", KEYS[3], next_due, ARGV[4]) end
 return {"claimed", tostring(k), ARGV[2], tostring(next_due), tostring(int(lost))}

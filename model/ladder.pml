@@ -35,6 +35,15 @@
  * A claim is orphaned when its owner crashed, or (LOST_REPLY) when its create's answer was lost
  * (Twilio may have created the call; the owner leaves the claim for the sweep rather than
  * create again).
+ *
+ * FORGET: the Redis behind the record loses its last advance once (an AOF a second old, a replica
+ * promoted behind): the step's claim and mark are gone and the ladder stands a step back, while
+ * its call may ring, or its sender may still be about to create it. The advance that claims a
+ * step after the change (the Redis identity differs) sends nothing: the step is the sweep's,
+ * adopted once its lease is over (no live sender of it is still creating), its send looked for
+ * first. FORGET_BLIND (the claim after the change sends at once) and FORGET_NO_LEASE (the step
+ * adopted at once, while its first sender may still create it) must fail: the step twice.
+ * Under FORGET a call the Redis forgot is not ended by a stop (it rings out): exempted below.
  */
 
 #define STEPS 4        /* steps after the text: a call, the next person's text, their call, ... */
@@ -68,12 +77,28 @@ bool is_call[STEPS + 1];
 bool end_pending;               /* a stop found a call ringing: the sweep ends it */
 byte escalations, crashes, acks;
 bool exhausted_seen;            /* ESCALATE_AFTER: the script said exhausted */
-bool alive[ACTORS + 1];
+bool alive[4];
+#ifdef FORGET
+bool changed;                   /* the Redis identity changed (within the lost-writes window) */
+bool forgot[STEPS + 1];         /* the Redis forgot this step's claim and mark */
+byte creating_by[4];            /* the step each live sender claimed and has not created yet */
+#define BUSY(a, k) (a <= ACTORS && alive[a] && creating_by[a] == k)
+#ifdef FORGET_NO_LEASE
+#define LEASE_OVER(k) true
+#else
+#define LEASE_OVER(k) (!BUSY(1, k) && !BUSY(2, k) && !BUSY(3, k))
+#endif
+#else
+#define LEASE_OVER(k) true
+#endif
 
 /* the send of a claimed step (the window's exactly-once send): one create, then the mark */
 inline send(k) {
   atomic {
+#ifndef FORGET
     claim[k] == CLAIMED ->
+#endif
+    /* (under FORGET the sender creates whatever the Redis forgot since its claim) */
     sends[k]++;
     assert(sends[k] <= 1);
     if
@@ -152,7 +177,15 @@ end_actor:
        if
        :: state == CLIMBING && step == s && s < STEPS ->
           step = s + 1; k = step; claim[k] = CLAIMED; claimed[k]++; owner[k] = me;
-          assert(claimed[k] <= 1); assert(state == CLIMBING)
+          assert(claimed[k] <= 1); assert(state == CLIMBING);
+  #ifdef FORGET
+          if
+    #ifndef FORGET_BLIND
+          :: changed -> owner[k] = 0; k = 0   /* left for adoption after the lease */
+    #endif
+          :: else -> creating_by[me] = k
+          fi
+  #endif
        :: state == CLIMBING && step == s && s == STEPS ->
           state = EXHAUSTED; k = 0;
   #ifdef ESCALATE_AFTER
@@ -170,17 +203,28 @@ end_actor:
      fi;
   #endif
 #endif
-     /* a stopped ladder never gets a claim */
+     /* a stopped ladder never gets a claim (the Redis may have forgotten it since, under FORGET) */
+#ifndef FORGET
      assert(k == 0 || claimed[k] == 1);
+#endif
      if
      :: k > 0 ->
         may_crash();
         send(k);
+#ifdef FORGET
+        creating_by[me] = 0;
+#endif
         may_crash();
 #ifdef LOST_REPLY
         if
         :: mark(k)
         :: owner[k] = 0   /* the create's answer was lost: left claimed for the sweep */
+        fi
+#elif defined(FORGET)
+        /* the mark names its token: a claim taken again after the Redis forgot is not its */
+        if
+        :: owner[k] == me -> mark(k)
+        :: else -> skip
         fi
 #else
         mark(k)
@@ -194,7 +238,7 @@ crashed:
 
 /* the ladder sweep: an orphaned claim is the window sweep's (sent once, then marked); a call
  * still ringing on a stopped ladder is ended */
-#define ORPHAN(k) (claim[k] == CLAIMED && (owner[k] == 0 || !alive[owner[k]]))
+#define ORPHAN(k) (claim[k] == CLAIMED && (owner[k] == 0 || !alive[owner[k]]) && LEASE_OVER(k))
 
 /* the claim taken, the send looked for (its status callback, then Twilio's list): created only
  * when none is found and the ladder still climbs; a found call of a stopped ladder is ended by
@@ -233,6 +277,22 @@ end_sweep:
      }
   od
 }
+
+#ifdef FORGET
+/* the Redis loses its last advance once: the step's claim and mark, the ladder a step back */
+proctype redis() {
+  short k;
+end_redis:
+  if
+  :: atomic {
+       state == CLIMBING && step > 0 && claim[step] != NONE ->
+       k = step; step = k - 1; claim[k] = NONE; claimed[k]--; owner[k] = 0; known[k] = false;
+       forgot[k] = true; changed = true
+     }
+  :: skip
+  fi
+}
+#endif
 
 /* the person acknowledges: a reply, a keypad answer, a delivered receipt */
 proctype person() {
@@ -273,6 +333,9 @@ init {
     :: else -> break
     od;
     run sweep();
+#ifdef FORGET
+    run redis();
+#endif
     run person()
   }
   timeout ->
@@ -283,7 +346,11 @@ init {
        assert(claim[i] != CLAIMED);
        /* sent once; or closed unsent, found not sent after the stop */
        assert(claimed[i] == 0 || sends[i] == 1 || (state == STOPPED && sends[i] == 0));
+#ifdef FORGET
+       assert(!(state == STOPPED && ringing[i] && !forgot[i]));
+#else
        assert(!(state == STOPPED && ringing[i]));
+#endif
        i++
     :: else -> break
     od;

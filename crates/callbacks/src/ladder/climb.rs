@@ -196,13 +196,15 @@ impl Climber {
                 lost,
             } => {
                 self.crash(crate::sms::CrashPoint::LadderAfterClaim, run);
-                // a Redis that lost its last writes may have forgotten this step sent: its
-                // send is looked for over the window before the change, as an adopted one's is
-                let look_first = lost.map(|at| {
-                    tracing::warn!(run_id = %run, step = k, "the Redis changed within the lost-writes window; looking for the step's send first");
-                    (at - self.record.lost_writes_window().as_millis() as i64, false)
-                });
-                self.send(run, &plan, k, &token, look_first).await
+                if lost.is_some() {
+                    // a Redis that lost its last writes may have forgotten this step claimed,
+                    // and its first sender may still be creating the call: the step is left to
+                    // adoption once the lease is over, which looks for its send first
+                    tracing::warn!(run_id = %run, step = k, "the Redis changed within the lost-writes window; the step's send is looked for before anything is sent");
+                    let at = self.replies.now() + self.lease.as_millis() as i64 + 500;
+                    return self.record.reindex(run, at).await;
+                }
+                self.send(run, &plan, k, &token, None).await
             }
             Advance::Exhausted => {
                 let read = Read {

@@ -32,8 +32,8 @@ pub enum Advance {
         /// Its claim's token, for [`LadderRecord::mark`].
         token: String,
         /// The Redis behind the record changed at this time (ms), within the lost-writes
-        /// window: it may have forgotten this step claimed and sent, so its send is looked for
-        /// before anything is sent.
+        /// window: it may have forgotten this step claimed and sent, so nothing is sent now; the
+        /// step is adopted once the lease is over, its send looked for first.
         lost: Option<i64>,
     },
     /// Past the last step: the ladder is exhausted and its escalation due (`escalate` in the
@@ -173,11 +173,6 @@ impl LadderRecord {
     pub fn with_lost_writes_window(mut self, window: Duration) -> Self {
         self.lost_writes = window;
         self
-    }
-
-    /// How long after the Redis changed a step claimed looks for its send first.
-    pub fn lost_writes_window(&self) -> Duration {
-        self.lost_writes
     }
 
     /// The identity key a step's claim compares (the window's, of the record's slot on a
