@@ -44,6 +44,11 @@
  * first. FORGET_BLIND (the claim after the change sends at once) and FORGET_NO_LEASE (the step
  * adopted at once, while its first sender may still create it) must fail: the step twice.
  * Under FORGET a call the Redis forgot is not ended by a stop (it rings out): exempted below.
+ *
+ * The sweep finds ladders through the due index: a run leaves it only once its ladder ended and
+ * no step's claim is unmarked (an orphan left there would never be adopted). UNINDEX_ENDED (the
+ * run unindexed as soon as its ladder ended) must fail. PER_SLOT: on a Cluster the index is a
+ * key of its own, so the sweep reads the record and removes the run in a second call.
  */
 
 #define STEPS 4        /* steps after the text: a call, the next person's text, their call, ... */
@@ -78,6 +83,13 @@ bool end_pending;               /* a stop found a call ringing: the sweep ends i
 byte escalations, crashes, acks;
 bool exhausted_seen;            /* ESCALATE_AFTER: the script said exhausted */
 bool alive[4];
+bool indexed = true;            /* the run is in the due index (ladder_start wrote it) */
+#define NO_CLAIMED (claim[1] != CLAIMED && claim[2] != CLAIMED && claim[3] != CLAIMED && claim[4] != CLAIMED)
+#ifdef UNINDEX_ENDED
+#define MAY_UNINDEX (state != CLIMBING)
+#else
+#define MAY_UNINDEX (state != CLIMBING && NO_CLAIMED)
+#endif
 #ifdef FORGET
 bool changed;                   /* the Redis identity changed (within the lost-writes window) */
 bool forgot[STEPS + 1];         /* the Redis forgot this step's claim and mark */
@@ -265,10 +277,15 @@ inline adopt(k) {
 proctype sweep() {
 end_sweep:
   do
-  :: ORPHAN(1) -> adopt(1)
-  :: ORPHAN(2) -> adopt(2)
-  :: ORPHAN(3) -> adopt(3)
-  :: ORPHAN(4) -> adopt(4)
+  :: indexed && ORPHAN(1) -> adopt(1)
+  :: indexed && ORPHAN(2) -> adopt(2)
+  :: indexed && ORPHAN(3) -> adopt(3)
+  :: indexed && ORPHAN(4) -> adopt(4)
+#ifdef PER_SLOT
+  :: indexed && MAY_UNINDEX -> indexed = false   /* read the record, then ZREM: two calls */
+#else
+  :: atomic { indexed && MAY_UNINDEX -> indexed = false }
+#endif
   :: atomic {
        /* the calls the stop named (the record's): ended */
        end_pending -> end_pending = false;
