@@ -301,6 +301,36 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
     );
 }
 
+/// A call's status callbacks arrive shuffled and repeated: ranked by status, then by Twilio's
+/// `SequenceNumber`; a repeat or an earlier one arriving late changes nothing.
+#[tokio::test]
+async fn call_statuses_rank_by_status_then_sequence_and_repeats_change_nothing() {
+    let server = RedisServer::start();
+    let l = record(&server, Topology::Fused).await;
+    l.start("ranks", 2, Duration::ZERO, &plan(2)).await.unwrap();
+    let sid = "CA00000000000000000000000000000009";
+    let mut applied = vec![];
+    for (status, seq) in [
+        ("ringing", Some(1)),
+        ("initiated", Some(0)),
+        ("ringing", Some(1)),
+        ("in-progress", Some(2)),
+        ("completed", Some(3)),
+        ("completed", Some(3)),
+        ("in-progress", None),
+    ] {
+        let a = l
+            .call_status("ranks", 1, sid, status, None, seq)
+            .await
+            .unwrap();
+        applied.push(a.applied);
+    }
+    assert_eq!(applied, [true, false, false, true, true, false, false]);
+    let rec = l.read("ranks").await.unwrap();
+    assert_eq!(rec["status:1"], "completed");
+    assert_eq!(rec["callsid:1"], sid);
+}
+
 // The ladder climbed end to end: a worker (with its sweeps) texting and calling through the
 // simulator, `serve` taking the receipts, replies, keypad answers and call statuses, signed.
 
@@ -1065,7 +1095,9 @@ mod climbing {
         // the call's end was recorded, then serve died: the repeat climbs
         let (run, sid) = ("webhook-crash-1", "CA00000000000000000000000000000001");
         open(run, sid).await;
-        l.call_status(run, 1, sid, "no-answer", None).await.unwrap();
+        l.call_status(run, 1, sid, "no-answer", None, Some(3))
+            .await
+            .unwrap();
         assert!(
             !ladder(&e, run).await.contains_key("why:1"),
             "not climbed yet"

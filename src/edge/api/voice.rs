@@ -120,7 +120,14 @@ pub(super) async fn webhook_call_status(
     let answered_by = field("AnsweredBy");
     let ladders = &s.escalator.ladders;
     let applied = ladders
-        .call_status(&run, step, &sid, &status, answered_by.as_deref())
+        .call_status(
+            &run,
+            step,
+            &sid,
+            &status,
+            answered_by.as_deref(),
+            field("SequenceNumber").and_then(|n| n.parse().ok()),
+        )
         .await?;
     tracing::info!(run_id = %run, step, %status, applied = applied.applied, "call status callback");
     s.replies.ladder_webhook_recorded();

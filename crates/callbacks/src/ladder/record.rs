@@ -465,7 +465,7 @@ impl LadderRecord {
         }
     }
 
-    /// Keep a status callback of step `step`'s call, ranked.
+    /// Keep a status callback of step `step`'s call, ranked by status, then `SequenceNumber`.
     pub async fn call_status(
         &self,
         run_id: &str,
@@ -473,8 +473,12 @@ impl LadderRecord {
         sid: &str,
         status: &str,
         answered_by: Option<&str>,
+        sequence: Option<u32>,
     ) -> Result<CallStatusApplied, Error> {
-        let rank = ringback_twilio::call::call_status_rank(status).unwrap_or(0);
+        // by status, then by Twilio's `SequenceNumber` (which counts a call's callbacks): a
+        // repeat ranks equal, an earlier callback arriving late ranks lower
+        let rank = u64::from(ringback_twilio::call::call_status_rank(status).unwrap_or(0)) * 1000
+            + u64::from(sequence.unwrap_or(0).min(999));
         let reply: Vec<String> = scripts()
             .ladder_call_status
             .call()
