@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::evidence::Found;
 use super::plan::Plan;
 use super::record::{Adopted, Advance, LadderRecord, Marked};
 use super::settings::LadderConfig;
@@ -32,7 +33,7 @@ use ringback_queue::calls::Calls;
 use ringback_shared::error::Error;
 use ringback_shared::redact::mask;
 use ringback_twilio::call::CreateCall;
-use ringback_twilio::{PageLimits, SendOutcome, TwilioClient};
+use ringback_twilio::{SendOutcome, TwilioClient};
 
 /// Ladders looked at per round.
 const PER_ROUND: usize = 50;
@@ -460,54 +461,4 @@ impl Climber {
         }
         Ok(())
     }
-
-    /// Look for step `k`'s call: its status callback, then Twilio's list for `to` since the
-    /// claim (from our caller ID).
-    async fn find_call(
-        &self,
-        run: &str,
-        k: u32,
-        to: &str,
-        from: &str,
-        since: i64,
-    ) -> Result<Found, Error> {
-        let fields = self.record.read(run).await?;
-        if let Some(sid) = fields.get(&format!("callsid:{k}")) {
-            return Ok(Found::Call(sid.clone()));
-        }
-        let Some(after) = chrono::DateTime::from_timestamp_millis(since - 1000) else {
-            return Ok(Found::Unsure);
-        };
-        match self
-            .twilio
-            .list_calls_since(to, after, PageLimits::default())
-            .await
-        {
-            Ok(search) => {
-                if let Some(c) = search
-                    .calls
-                    .iter()
-                    .find(|c| c.from.as_deref().is_none_or(|f| f == from))
-                {
-                    return Ok(Found::Call(c.sid.clone()));
-                }
-                Ok(if search.complete {
-                    Found::None
-                } else {
-                    Found::Unsure
-                })
-            }
-            Err(e) => {
-                tracing::warn!(run_id = %run, step = k, error = %e, "calls list failed; the step waits");
-                Ok(Found::Unsure)
-            }
-        }
-    }
-}
-
-/// What the evidence says of a step's call.
-enum Found {
-    Call(String),
-    None,
-    Unsure,
 }

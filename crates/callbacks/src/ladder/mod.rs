@@ -4,7 +4,9 @@
 //! `model/ladder.pml` checks: the next step claimed, the stop, the exhaustion with its
 //! escalation, each in one script.
 
+mod call_status;
 pub mod climb;
+mod evidence;
 mod exhausted;
 mod index;
 pub mod plan;

@@ -93,16 +93,7 @@ pub enum Adopted {
     Gone,
 }
 
-/// What [`LadderRecord::call_status`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallStatusApplied {
-    /// The status was newer than the one kept.
-    pub applied: bool,
-    /// The ladder's state (`climbing`, `stopped`, `exhausted`; empty: no ladder).
-    pub state: String,
-    /// The ladder's last started step.
-    pub step: u32,
-}
+pub use super::call_status::CallStatusApplied;
 
 /// How an acknowledgement came.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +122,7 @@ pub struct LadderRecord {
     pub(super) conn: Conn,
     pub(super) trips: Arc<RoundTrips>,
     pub(super) claim_prefix: String,
-    topology: Topology,
+    pub(super) topology: Topology,
     pub(super) record_ttl: Duration,
     /// How long after the Redis behind a record changed a step claimed looks for its send
     /// first (the window's lost-writes window).
@@ -463,47 +454,5 @@ impl LadderRecord {
             Some("gone") => Ok(Adopted::Gone),
             _ => Err(bad("ladder_adopt", &reply)),
         }
-    }
-
-    /// Keep a status callback of step `step`'s call, ranked by status, then `SequenceNumber`.
-    pub async fn call_status(
-        &self,
-        run_id: &str,
-        step: u32,
-        sid: &str,
-        status: &str,
-        answered_by: Option<&str>,
-        sequence: Option<u32>,
-    ) -> Result<CallStatusApplied, Error> {
-        // by status, then by Twilio's `SequenceNumber` (which counts a call's callbacks): a
-        // repeat ranks equal, an earlier callback arriving late ranks lower
-        let rank = u64::from(ringback_twilio::call::call_status_rank(status).unwrap_or(0)) * 1000
-            + u64::from(sequence.unwrap_or(0).min(999));
-        let reply: Vec<String> = scripts()
-            .ladder_call_status
-            .call()
-            .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
-            .arg("step", step)
-            .arg("CallSid", sid)
-            .arg("CallStatus", status)
-            .arg(
-                "its rank (higher is later; final statuses rank highest)",
-                rank,
-            )
-            .arg(
-                "\"1\" when the status is final",
-                if super::call_ended(status) { "1" } else { "0" },
-            )
-            .arg(
-                "AnsweredBy (\"\" when Twilio gave none)",
-                answered_by.unwrap_or_default(),
-            )
-            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
-            .await?;
-        Ok(CallStatusApplied {
-            applied: reply.first().is_some_and(|a| a == "1"),
-            state: reply.get(1).cloned().unwrap_or_default(),
-            step: reply.get(2).and_then(|s| s.parse().ok()).unwrap_or(0),
-        })
     }
 }
