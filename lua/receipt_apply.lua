@@ -22,6 +22,7 @@
 
   KEYS[1] callback record   (ringback:callback:{<claim key>})
   KEYS[2] history list      (ringback:callback-history:{<claim key>})
+  KEYS[3] ladder record     (ringback:ladder:{<claim key>}: only whether it exists is read)
 
   ARGV[1] runId           ARGV[6] now (ms)
   ARGV[2] MessageSid      ARGV[7] source: "webhook" | "poll" | "send"
@@ -32,13 +33,17 @@
   ARGV[10] the attempt token the StatusCallback URL carried ("" = none): kept in the history,
            so a receipt names the attempt that sent
 
-  Returns {outcome, status now, previous status, link}; outcome is one of
+  Returns {outcome, status now, previous status, link, ladder}; outcome is one of
     "repeat" (seen before: nothing changed), "applied", "stale" (lower rank: history only),
     "same" (no change), "conflict" (a different terminal status: history only),
     "other" (another message of the run: history only), "unknown" (not a status we rank);
   link is "1" when the caller must write the MessageSid link (ringback:message:<sid> -> runId,
-  record TTL): the record did not know this sid (its send was never marked, or another message)
+  record TTL): the record did not know this sid (its send was never marked, or another message);
+  ladder is "1" when the run has an escalation ladder (a delivered receipt may acknowledge it: the
+  caller's next call), "0" otherwise (a run without one costs no call more)
 ]]
-return applyReceipt({rec = KEYS[1], hist = KEYS[2], seen = ARGV[8],
+local out = applyReceipt({rec = KEYS[1], hist = KEYS[2], seen = ARGV[8],
   runId = ARGV[1], sid = ARGV[2], status = ARGV[3], code = ARGV[4], dlr = ARGV[5], now = ARGV[6],
   source = ARGV[7], recordTtl = ARGV[9], attempt = ARGV[10]})
+out[#out + 1] = tostring(rcall("EXISTS", KEYS[3]))
+return out

@@ -331,6 +331,51 @@ async fn call_statuses_rank_by_status_then_sequence_and_repeats_change_nothing()
     assert_eq!(rec["callsid:1"], sid);
 }
 
+/// A delivered receipt asks for the ladder's acknowledgement only when its run has a ladder or
+/// is a ladder step's text: the receipt's one call says which, so a plain callback's receipt
+/// costs no call more.
+#[tokio::test]
+async fn a_receipt_says_whether_its_run_has_a_ladder() {
+    let server = RedisServer::start();
+    for topology in [Topology::Fused, Topology::PerSlot] {
+        let l = record(&server, topology).await;
+        let with = format!("with-ladder-{topology:?}");
+        l.start(&with, 1, Duration::ZERO, &plan(1)).await.unwrap();
+        let client = redis::Client::open(server.url()).unwrap();
+        let conn = ringback::store::connection::commands(&client)
+            .await
+            .unwrap();
+        let (receipts, _) = ringback::callbacks::sms::SmsConfig::default().after_send(
+            conn,
+            "bull",
+            "receipts-ladder",
+        );
+        let receipts = receipts.with_topology(topology);
+        let mut ladder = vec![];
+        for run in [
+            with.clone(),
+            format!("plain-{topology:?}"),
+            format!("{with}:ladder:2"),
+        ] {
+            let applied = receipts
+                .apply(&ringback::callbacks::receipts::StatusUpdate {
+                    run_id: run,
+                    sid: "SM00000000000000000000000000000001".into(),
+                    status: "delivered".into(),
+                    error_code: None,
+                    raw_dlr_done_date: None,
+                    source: ringback::callbacks::receipts::Source::Webhook,
+                    repeat_id: None,
+                    attempt: None,
+                })
+                .await
+                .unwrap();
+            ladder.push(applied.ladder);
+        }
+        assert_eq!(ladder, [true, false, true], "{topology:?}");
+    }
+}
+
 // The ladder climbed end to end: a worker (with its sweeps) texting and calling through the
 // simulator, `serve` taking the receipts, replies, keypad answers and call statuses, signed.
 

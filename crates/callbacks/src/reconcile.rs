@@ -93,7 +93,7 @@ impl Reconciler {
                 .as_deref()
                 .and_then(ringback_twilio::message::status_rank)
                 .is_some_and(|r| r >= 3);
-            if status == "delivered" {
+            if status == "delivered" && applied.ladder {
                 self.escalator.delivered(&run_id).await?;
             }
             if terminal {

@@ -156,7 +156,7 @@ pub(super) async fn webhook_status(
         .inc();
     // a delivered text acknowledges its ladder where no answer was asked (idempotent: a
     // repeat finds the ladder stopped)
-    if applied.status == "delivered" {
+    if applied.status == "delivered" && applied.ladder {
         s.escalator.delivered(&run_id).await?;
     }
     // Whatever the outcome (a repeat of a callback whose escalation was cut short, or a

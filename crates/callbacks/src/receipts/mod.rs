@@ -73,6 +73,9 @@ pub struct Applied {
     pub status: String,
     /// The record's status before the update; empty when the record had none.
     pub previous: String,
+    /// The run has an escalation ladder, or its runId names a ladder step's text
+    /// (`<runId>:ladder:<k>`): a delivered receipt may acknowledge a ladder.
+    pub ladder: bool,
 }
 
 impl Applied {
@@ -183,6 +186,7 @@ impl Receipts {
                 "history list",
                 keys::callback_history(&self.claim_prefix, &u.run_id),
             )
+            .key("ladder record", keys::ladder(&self.claim_prefix, &u.run_id))
             .arg("runId", &u.run_id)
             .arg("MessageSid", &u.sid)
             .arg("status", &u.status)
@@ -198,7 +202,7 @@ impl Receipts {
             .arg("the attempt token", u.attempt.as_deref().unwrap_or(""))
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
-        let [outcome, status, previous, unlinked] = r.as_slice() else {
+        let [outcome, status, previous, unlinked, ladder] = r.as_slice() else {
             return Err(Error::Reply {
                 script: "receipt_apply",
                 detail: format!("{r:?}"),
@@ -217,6 +221,7 @@ impl Receipts {
             outcome: outcome.clone(),
             status: status.clone(),
             previous: previous.clone(),
+            ladder: ladder == "1" || crate::ladder::may_be_step_run(&u.run_id),
         })
     }
 
