@@ -58,12 +58,8 @@ impl Webhooks {
     /// From the status callback URL: beside its `/status`, else at the API's own path on its
     /// host.
     pub fn beside(status_callback_url: &str) -> Option<Self> {
-        let (url, fragment) = status_callback_url.split_at(
-            status_callback_url
-                .find('#')
-                .unwrap_or(status_callback_url.len()),
-        );
-        let url = url.split('?').next()?;
+        let fragment = overrides(status_callback_url);
+        let url = status_callback_url.split(['?', '#']).next()?;
         let (scheme, rest) = url.split_once("://")?;
         if !matches!(scheme, "http" | "https") {
             return None;

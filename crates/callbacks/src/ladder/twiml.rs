@@ -129,7 +129,8 @@ pub fn ask_again(choices: &[String], action: &str, voice: &Voice) -> String {
 
 /// The keypad route with which ask it is (`n`) in its query, before the connection overrides.
 fn asked(action: &str, n: u8) -> String {
-    let (route, overrides) = action.split_at(action.find('#').unwrap_or(action.len()));
+    let overrides = super::settings::overrides(action);
+    let route = &action[..action.len() - overrides.len()];
     let sep = if route.contains('?') { '&' } else { '?' };
     format!("{route}{sep}n={n}{overrides}")
 }
