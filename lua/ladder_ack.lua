@@ -1,12 +1,12 @@
 --[[
   ladder_ack: the person acknowledged (a reply, a keypad answer, a delivered receipt where no
-  answer was asked): a climbing ladder stops, once; the first acknowledgement wins. Answers the
+  answer was asked), or `ringback drain --end-ladders` ends it: a climbing ladder stops, once; the first acknowledgement wins. Answers the
   calls still ringing, for the caller to hang up (a later step's claim is refused from now on).
 
   KEYS[1] ladder record
   KEYS[2] ladder due index (global: absent = the caller writes it in a separate call)
 
-  ARGV[1] how: "reply" | "keypad" | "delivered"
+  ARGV[1] how: "reply" | "keypad" | "delivered" | "drain"
   ARGV[2] runId
   ARGV[3] who (the number that acknowledged)
 

@@ -22,11 +22,14 @@
   ARGV[3] the new step's wait (ms, from now)
   ARGV[4] runId
   ARGV[5] the lost-writes window (ms; window_claim.lua's ARGV[17])
+  ARGV[6] how long after a call's create the ladder waits for its end before running out (ms;
+          "0": calls take no key, the ladder runs out at its last due)
 
   Returns {"claimed", step, token, due, lost}: the step is the caller's to send (its claim
   `pending:<token>` in the record), the next due at `due` (ms, Redis's clock), `lost` when the
   Redis changed within the lost-writes window (ms; "0" outside one); {"exhausted"}: the
-  escalation is due; {"early", due}; {"moved", step}; {"stopped"}; {"over"} (exhausted before);
+  escalation is due; {"early", due} (also past the last step while a call of the ladder may still
+  ring: a key pressed on it still acknowledges, so the ladder runs out only once it ended); {"moved", step}; {"stopped"}; {"over"} (exhausted before);
   {"none"} (no ladder)
 ]]
 local now = redisNowMs()
@@ -38,6 +41,26 @@ step = tonumber(step)
 if step ~= tonumber(ARGV[1]) then return {"moved", tostring(step)} end
 if now < tonumber(due) then return {"early", due} end
 if step >= tonumber(steps) then
+  -- a call still ringing (or a create still unresolved) may yet be answered by a key: looked at
+  -- again shortly, up to its bound, before anyone is told that nobody answered
+  local bound = tonumber(ARGV[6] or "0")
+  local waits = 0
+  for k = 1, bound > 0 and step or 0 do
+    local since
+    if rcall("HEXISTS", KEYS[1], "ringing:" .. k) == 1 then
+      since = rcall("HGET", KEYS[1], "sent:" .. k)
+    elseif string.sub(rcall("HGET", KEYS[1], "claim:" .. k) or "", 1, 8) == "pending:" then
+      since = rcall("HGET", KEYS[1], "started:" .. k)
+    end
+    local untl = tonumber(since or "0") + bound
+    if since and untl > now and untl > waits then waits = untl end
+  end
+  if waits > 0 then
+    local again = math.min(waits, now + 2000)
+    rcall("HSET", KEYS[1], "due", again)
+    if KEYS[3] then rcall("ZADD", KEYS[3], again, ARGV[4]) end
+    return {"early", tostring(again)}
+  end
   rcall("HSET", KEYS[1], "state", "exhausted", "escalate", now, "ended", now)
   -- still indexed: the sweep that finds `escalate` adds the escalation, then unindexes it
   if KEYS[3] then rcall("ZADD", KEYS[3], now, ARGV[4]) end

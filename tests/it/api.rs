@@ -465,6 +465,45 @@ async fn legacy_send_enqueues_once_and_names_bad_fields() {
     );
 }
 
+/// The legacy send carries everything the job data carries: a ladder as given (an object or
+/// `false`), `choices`, and fields ringback does not read, into the job as sent.
+#[tokio::test]
+async fn legacy_send_carries_the_ladder_and_choices_into_the_job() {
+    let server = RedisServer::start();
+    let q = queue_name("send-ladder");
+    let router = app(state(&server, &q).await);
+    let k = QueueKeys::new("bull", &q);
+    let mut c = server.conn().await;
+    for (run, extra) in [
+        (
+            "ladder-object",
+            serde_json::json!({"expectReply": true, "replyWithin": "2h", "choices": ["YES", "NO"],
+                "ladder": {"callAfter": "10m", "stepWait": "5m", "then": ["+15558675311"]}}),
+        ),
+        ("ladder-off", serde_json::json!({"ladder": false})),
+        (
+            "ladder-default",
+            serde_json::json!({"team": "infra", "urgent": true}),
+        ),
+    ] {
+        let mut body = serde_json::json!({"runId": run, "to": "+15558675310", "body": "Deploy?"});
+        for (f, v) in extra.as_object().unwrap() {
+            body[f] = v.clone();
+        }
+        let resp = router
+            .clone()
+            .oneshot(send_req(&body.to_string(), Some(API_TOKEN)))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::ACCEPTED, "{run}");
+        let data: String = c.hget(k.job(run), "data").await.unwrap();
+        let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+        for (f, v) in extra.as_object().unwrap() {
+            assert_eq!(&data[f], v, "{run}: `{f}` carried as sent: {data}");
+        }
+    }
+}
+
 /// Every status sequence Twilio could send for a message ends in one final status; shuffled,
 /// repeated and partly dropped, applied concurrently, the record must end in the highest-ranked
 /// status that arrived (the truth the generator knows).

@@ -238,6 +238,7 @@ async fn drain_giving_up_on_a_held_run_escalates_it_held_not_maybe_sent() {
         &p,
         Duration::from_millis(1500),
         &Default::default(),
+        ringback::callbacks::drain::Ladders::Refuse,
         |_| {},
     )
     .await
@@ -300,9 +301,15 @@ async fn drain_waits_out_redis_holding_its_writes_between_rounds() {
         set_faults(&e, serde_json::json!({})).await;
     };
     let cancel = Default::default();
-    let drained = ringback::callbacks::drain::drain(&p, Duration::from_secs(60), &cancel, |line| {
-        let _ = lines.send(line.to_string());
-    });
+    let drained = ringback::callbacks::drain::drain(
+        &p,
+        Duration::from_secs(60),
+        &cancel,
+        ringback::callbacks::drain::Ladders::Refuse,
+        |line| {
+            let _ = lines.send(line.to_string());
+        },
+    );
     let (report, ()) = tokio::join!(drained, fault);
     let report = report.expect("the drain waits out Redis");
     assert_eq!(report.resolved, ["dp1"], "{report:?}");

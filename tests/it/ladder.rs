@@ -762,6 +762,334 @@ mod climbing {
         worker.stop().await;
     }
 
+    /// The replies-queue jobs of `run` by what they were matched to (`answer`, `late`, …).
+    async fn matched(e: &Env, run: &str) -> BTreeMap<String, Vec<serde_json::Value>> {
+        let mut out: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+        for j in jobs(e, "replies").await.into_values() {
+            if j["runId"] == run {
+                let m = j["matched"].as_str().unwrap_or_default().to_string();
+                out.entry(m).or_default().push(j);
+            }
+        }
+        out
+    }
+
+    /// One question, one answer: the recipient does not pick up, the next person presses 2 on
+    /// their call, then the recipient texts "YES". The key is the answer; the text is a late
+    /// reply naming the run and who answered first, never a second answer.
+    #[tokio::test]
+    async fn a_key_from_the_next_person_then_the_recipients_text_is_one_answer_and_a_late_reply() {
+        let e = cb::env(
+            "ladder-two-answers",
+            &format!(
+                r#"{{"calls":[{{"to":"{TO}","outcome":"no-answer"}},{{"to":"{ONCALL}","digits":"2"}}]}}"#
+            ),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "two-answers-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Deploy build 7?", "expectReply": true,
+            "replyWithin": "1h", "choices": ["YES", "NO"],
+            "ladder": {"callAfter": "1s", "stepWait": "1s", "then": [ONCALL]},
+        });
+        cb::add(&e, &data.to_string()).await;
+        let answer = first_reply(&e).await;
+        assert_eq!(
+            [&answer["text"], &answer["via"], &answer["from"]],
+            [
+                &"NO".into(),
+                &"call".into(),
+                &serde_json::Value::from(ONCALL)
+            ]
+        );
+        // more than the grace period after the key: a claim with no record would look void now
+        tokio::time::sleep(ringback::callbacks::replies::PENDING_GRACE + Duration::from_secs(1))
+            .await;
+        assert_eq!(reply(&e, TO, &format!("SM{:032x}", 41), "YES").await, 200);
+        let got = wait_for(
+            SOON,
+            "the recipient's text on the replies queue",
+            || async {
+                let m = matched(&e, run).await;
+                m.contains_key("late").then_some(m)
+            },
+        )
+        .await;
+        assert_eq!(got["answer"].len(), 1, "one answer: {got:?}");
+        let late = &got["late"][0];
+        assert_eq!(late["text"], "YES");
+        assert_eq!(late["firstAnswer"]["via"], "call", "{late}");
+        assert_eq!(
+            late["firstAnswer"]["id"],
+            format!("call:{}", answer["callSid"].as_str().unwrap()),
+            "{late}"
+        );
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (rec["state"].as_str(), rec["acked_by"].as_str()),
+            ("stopped", "keypad")
+        );
+        worker.stop().await;
+    }
+
+    /// An answer acknowledges its own run: the person answers another question of theirs (by
+    /// its code) while a ladder climbs for the first; that ladder still calls them.
+    #[tokio::test]
+    async fn an_answer_to_one_question_leaves_another_questions_ladder_climbing() {
+        let e = cb::env(
+            "ladder-other-question",
+            &format!(r#"{{"calls":[{{"to":"{TO}","digits":"1"}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let (q1, q2) = ("other-q1", "other-q2");
+        let ask = |run: &str, ladder: serde_json::Value| {
+            serde_json::json!({
+                "runId": run, "to": TO, "body": format!("Question {run}?"), "expectReply": true,
+                "replyWithin": "1h", "choices": ["YES", "NO"], "ladder": ladder,
+            })
+            .to_string()
+        };
+        cb::add(
+            &e,
+            &ask(q1, serde_json::json!({"callAfter": "4s", "then": []})),
+        )
+        .await;
+        cb::add(&e, &ask(q2, serde_json::json!(false))).await;
+        wait_for(SOON, "both questions texted", || async {
+            (texts_to(&e, TO) == 2).then_some(())
+        })
+        .await;
+        let q: String = e
+            .redis
+            .conn()
+            .await
+            .get(ringback::store::keys::question("agent-callback:", q2))
+            .await
+            .unwrap();
+        let code = serde_json::from_str::<serde_json::Value>(&q).unwrap()["code"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let sms = format!("SM{:032x}", 51);
+        assert_eq!(reply(&e, TO, &sms, &format!("{code} yes")).await, 200);
+        let answered = wait_for(SOON, "q2's answer", || async {
+            matched(&e, q2).await.remove("answer")
+        })
+        .await;
+        assert_eq!(answered.len(), 1);
+        assert_eq!(ladder(&e, q1).await["state"], "climbing", "q1 still climbs");
+        // q1's ladder calls, and its key answers q1
+        let got = wait_for(SOON, "q1 answered by its call", || async {
+            matched(&e, q1).await.remove("answer")
+        })
+        .await;
+        assert_eq!((got.len(), &got[0]["via"]), (1, &"call".into()));
+        assert_eq!(e.sim.calls.to(TO).len(), 1);
+        worker.stop().await;
+    }
+
+    /// A message that answers no question acknowledges a plain callback's ladder only where it
+    /// is the one ladder still climbing that reached the sender.
+    #[tokio::test]
+    async fn an_uncoded_reply_stops_a_plain_ladder_only_when_it_is_the_only_one() {
+        // no receipt comes: a delivered one would acknowledge a plain callback
+        let e = cb::env("ladder-plain-reply", r#"{"callbacks":[{"none":true}]}"#).await;
+        let worker = serve_and_climb(&e).await;
+        let plain = |run: &str| {
+            serde_json::json!({
+                "runId": run, "to": TO, "body": format!("Run {run} finished."),
+                "ladder": {"callAfter": "1h", "then": []},
+            })
+            .to_string()
+        };
+        cb::add(&e, &plain("plain-a")).await;
+        cb::add(&e, &plain("plain-b")).await;
+        let states = || async {
+            [
+                ladder(&e, "plain-a").await.remove("state"),
+                ladder(&e, "plain-b").await.remove("state"),
+            ]
+        };
+        let climbing = || Some("climbing".to_string());
+        wait_for(SOON, "both ladders climbing", || async {
+            (states().await == [climbing(), climbing()]).then_some(())
+        })
+        .await;
+        assert_eq!(reply(&e, TO, &format!("SM{:032x}", 61), "on it").await, 200);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(
+            states().await,
+            [climbing(), climbing()],
+            "two climb: it stops neither"
+        );
+        // the other one ends (a key on its call): the one left is the reply's
+        worker_ladders(&e)
+            .await
+            .ack(
+                "plain-b",
+                ringback::callbacks::ladder::record::Channel::Keypad,
+                "test",
+            )
+            .await
+            .unwrap();
+        assert_eq!(reply(&e, TO, &format!("SM{:032x}", 62), "on it").await, 200);
+        wait_for(
+            SOON,
+            "the one climbing ladder stopped by the reply",
+            || async {
+                let rec = ladder(&e, "plain-a").await;
+                (rec["state"] == "stopped").then_some(())
+            },
+        )
+        .await;
+        worker.stop().await;
+    }
+
+    /// The ladders of `e`'s deployment, for a test that acts as a person would.
+    async fn worker_ladders(e: &Env) -> ringback::callbacks::ladder::record::LadderRecord {
+        let conn =
+            ringback::store::connection::commands(&redis::Client::open(e.redis.url()).unwrap())
+                .await
+                .unwrap();
+        cb::sms_config().ladders(conn)
+    }
+
+    /// A ladder ends after its last call has ended: a key pressed on a call still ringing past
+    /// the step wait answers, and no `unacknowledged` page or `no-answer` comes beside it.
+    #[tokio::test]
+    async fn a_key_pressed_on_a_call_ringing_past_the_step_wait_answers_without_a_page() {
+        let e = cb::env(
+            "ladder-ring-past",
+            &format!(r#"{{"calls":[{{"to":"{TO}","digits":"1","step_ms":1500}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "ring-past-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Deploy build 7?", "expectReply": true,
+            "replyWithin": "2s", "choices": ["YES", "NO"],
+            "ladder": {"callAfter": "1s", "stepWait": "1s", "then": []},
+        });
+        cb::add(&e, &data.to_string()).await;
+        let got = wait_for(SOON, "the key's answer", || async {
+            matched(&e, run).await.remove("answer")
+        })
+        .await;
+        assert_eq!((got.len(), &got[0]["text"]), (1, &"YES".into()));
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert!(
+            jobs(&e, "escalations").await.is_empty(),
+            "no page about an answered question"
+        );
+        let all = matched(&e, run).await;
+        assert!(!all.contains_key("no-answer"), "{all:?}");
+        assert_eq!(
+            (ladder(&e, run).await["acked_by"].as_str(), all.len()),
+            ("keypad", 1)
+        );
+        worker.stop().await;
+    }
+
+    /// A ladder opens wherever its callback is finished: a run whose claim already says sent
+    /// (the legacy worker's, or a retry after the ladder's record was lost) opens it, and the
+    /// recipient is called.
+    #[tokio::test]
+    async fn a_run_found_sent_opens_its_ladder() {
+        let e = cb::env(
+            "ladder-found-sent",
+            &format!(r#"{{"calls":[{{"to":"{TO}"}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "found-sent-1";
+        // the legacy worker took the run and texted it: its claim says `sent`
+        let _: () = e
+            .redis
+            .conn()
+            .await
+            .set(format!("agent-callback:{run}"), "sent")
+            .await
+            .unwrap();
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Run finished.",
+            "ladder": {"callAfter": "1s", "then": []},
+        });
+        cb::add(&e, &data.to_string()).await;
+        wait_for(SOON, "the recipient called", || async {
+            e.sim.calls.to(TO).into_iter().next()
+        })
+        .await;
+        assert_eq!(texts_to(&e, TO), 0, "never texted again");
+        let counted = ringback::telemetry::global()
+            .ladder_steps
+            .get_or_create(&ringback::telemetry::LadderLabels {
+                channel: "ladder",
+                outcome: "legacy_sent",
+            })
+            .get();
+        assert!(counted >= 1, "the legacy worker's text is counted");
+        worker.stop().await;
+    }
+
+    /// A rollback tells a person about every climbing ladder: `drain` refuses while one climbs
+    /// and no worker is alive; `--end-ladders` ends it and escalates it once (`rollback`).
+    #[tokio::test]
+    async fn drain_refuses_while_ladders_climb_and_ends_them_escalated_once_when_asked() {
+        let e = cb::env("ladder-drain", r#"{"callbacks":[{"none":true}]}"#).await;
+        let worker = serve_and_climb(&e).await;
+        let run = "drain-ladder-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Run finished.",
+            "ladder": {"callAfter": "1h", "then": [ONCALL]},
+        });
+        cb::add(&e, &data.to_string()).await;
+        wait_for(SOON, "the ladder open", || async {
+            (ladder(&e, run).await.get("state").map(String::as_str) == Some("climbing"))
+                .then_some(())
+        })
+        .await;
+        worker.stop().await;
+        let drain = |extra: &[&str]| {
+            let mut cmd = cb::ringback_command(&e, "drain", cb::Timings::Production);
+            cmd.args(extra)
+                .args(["--timeout-ms", "20000"])
+                .stderr(std::process::Stdio::piped());
+            cmd.output().unwrap()
+        };
+        let refused = wait_for(SOON, "drain refusing for the ladder", || async {
+            let out = drain(&[]);
+            let why = String::from_utf8_lossy(&out.stderr).to_string();
+            (out.status.code() == Some(3) && why.contains("1 escalation ladder(s) still climb"))
+                .then_some(why)
+        })
+        .await;
+        assert!(refused.contains("--end-ladders"), "{refused}");
+        assert!(jobs(&e, "escalations").await.is_empty());
+        for _ in 0..2 {
+            let out = drain(&["--end-ladders"]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let escalations = jobs(&e, "escalations").await;
+        assert_eq!(escalations.len(), 1, "escalated once: {escalations:?}");
+        assert_eq!(
+            escalations[&format!("escalation:{run}")]["kind"],
+            "rollback"
+        );
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (rec["state"].as_str(), rec["acked_by"].as_str()),
+            ("stopped", "drain")
+        );
+        assert!(e.sim.calls.all().is_empty(), "nobody called");
+    }
+
     /// The next person the ladder texted answers the question by text: their reply is the
     /// question's answer (once, first answer wins) and stops the ladder before their call.
     #[tokio::test]

@@ -33,8 +33,21 @@ pub struct DrainReport {
     pub still_open: Vec<String>,
     /// Stopped by a signal between two attempts (the open attempts stay open).
     pub interrupted: bool,
+    /// Escalation ladders that still climbed, ended and escalated (`rollback`) on request.
+    pub ladders_ended: Vec<String>,
     /// How long the drain took, in milliseconds.
     pub elapsed_ms: u64,
+}
+
+/// What the drain does with escalation ladders that still climb once the workers are gone
+/// (only workers climb them: after a rollback nobody would call, nor tell anyone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ladders {
+    /// Refuse while any climbs ([`DrainError::LaddersClimbing`]).
+    Refuse,
+    /// End each one and escalate it once (kind `rollback`), so a person is told
+    /// (`--end-ladders`).
+    End,
 }
 
 /// Why a drain did not start.
@@ -47,6 +60,11 @@ pub enum DrainError {
         .0.join(", ")
     )]
     LiveWorkers(Vec<String>),
+    /// Escalation ladders still climb and no worker is alive to climb them.
+    #[error(
+        "refusing to drain: {0} escalation ladder(s) still climb and no ringback worker is alive to climb them (their calls and next people would never come); let a worker finish them, or run `ringback drain --end-ladders` to end each and escalate it (kind rollback)"
+    )]
+    LaddersClimbing(usize),
     /// A Redis error that does not pass, or a passing one still failing at the deadline.
     #[error(transparent)]
     Redis(#[from] Error),
@@ -91,10 +109,11 @@ async fn wait_out(
     Ok(())
 }
 
-/// One round: refuse beside a live worker, adopt what the stall limit failed, resolve each
+/// One round: refuse beside a live worker (or climbing ladders, unless asked to end them), adopt what the stall limit failed, resolve each
 /// open attempt; at the deadline, escalate what is still open.
 async fn round(
     processor: &SmsProcessor,
+    ladders: Ladders,
     report: &mut DrainReport,
     started: Instant,
     timeout: Duration,
@@ -110,9 +129,18 @@ async fn round(
     if !live.is_empty() {
         return Err(DrainError::LiveWorkers(live));
     }
+    let climbing = processor.escalator().ladders.climbing().await?;
+    if !climbing.is_empty() && ladders == Ladders::Refuse {
+        return Err(DrainError::LaddersClimbing(climbing.len()));
+    }
     report.adopted += crate::orphans::adopt_stall_failures(processor).await?;
     let open = window.open_runs().await?;
     if open.is_empty() {
+        // the attempts are resolved: a ladder their sends opened is ended with the others
+        for run in climbing {
+            end_ladder(processor, &run).await?;
+            report.ladders_ended.push(run);
+        }
         return Ok(Round::Done);
     }
     if cancel.is_cancelled() {
@@ -152,13 +180,42 @@ async fn round(
     Ok(Round::Again)
 }
 
+/// A climbing ladder after a rollback: escalated once (`rollback`: a person is told that its
+/// next calls and texts will not come), then stopped and its ringing calls ended. Escalated
+/// first: a crash between leaves it climbing, and the next drain escalates nothing twice.
+async fn end_ladder(processor: &SmsProcessor, run: &str) -> Result<(), Error> {
+    use crate::escalation::{Escalation, EscalationKind};
+    let ladders = &processor.escalator().ladders;
+    processor
+        .escalator()
+        .escalate(&Escalation {
+            run_id: run.to_string(),
+            reason: "its escalation ladder was still climbing when ringback was rolled back (`ringback drain --end-ladders`): no further call or text of it will come".into(),
+            last_status: None,
+            error_code: None,
+            kind: EscalationKind::Rollback,
+        })
+        .await?;
+    let ack = ladders
+        .ack(run, crate::ladder::record::Channel::Drain, "ringback drain")
+        .await?;
+    if let crate::ladder::record::Ack::Stopped(ringing) = ack {
+        ringback_shared::telemetry::global().ladder_step("ladder", "ended_by_drain");
+        ladders.hang_up_later(&ringing).await?;
+        processor.climber().hang_up().await?;
+    }
+    Ok(())
+}
+
 /// Drain until no attempt is open, `timeout`, or `cancel` (checked between attempts, never
-/// inside one: a send is never cut between Twilio's answer and its sent marker); `progress`
-/// gets one line per round.
+/// inside one: a send is never cut between Twilio's answer and its sent marker); escalation
+/// ladders still climbing refuse it or are ended, as `ladders` says; `progress` gets one line
+/// per round.
 pub async fn drain(
     processor: &SmsProcessor,
     timeout: Duration,
     cancel: &tokio_util::sync::CancellationToken,
+    ladders: Ladders,
     mut progress: impl FnMut(&str),
 ) -> Result<DrainReport, DrainError> {
     let window = processor.window();
@@ -188,6 +245,7 @@ pub async fn drain(
     loop {
         match round(
             processor,
+            ladders,
             &mut report,
             started,
             timeout,

@@ -37,11 +37,14 @@ pub enum EscalationKind {
     /// The callback's escalation ladder ran out: nobody acknowledged the text, the calls or
     /// the next people's texts and calls.
     Unacknowledged,
+    /// Its escalation ladder was still climbing when ringback was rolled back
+    /// (`ringback drain --end-ladders`): its next calls and texts will not come.
+    Rollback,
 }
 
 impl EscalationKind {
     /// Every kind, in the order of the metric's pre-created `reason` labels.
-    pub const ALL: [EscalationKind; 9] = [
+    pub const ALL: [EscalationKind; 10] = [
         Self::Undelivered,
         Self::Permanent,
         Self::Unknown,
@@ -51,6 +54,7 @@ impl EscalationKind {
         Self::Held,
         Self::Invalid,
         Self::Unacknowledged,
+        Self::Rollback,
     ];
 
     /// The `reason` label of `ringback_escalations_total`, and the job's `kind`.
@@ -65,6 +69,7 @@ impl EscalationKind {
             Self::Invalid => "invalid",
             Self::Drain => "drain",
             Self::Unacknowledged => "unacknowledged",
+            Self::Rollback => "rollback",
         }
     }
 }
@@ -123,6 +128,9 @@ impl EscalationKind {
             }
             Self::Unacknowledged => {
                 "was sent, but nobody acknowledged it: every step of its escalation ladder (calls, the next people's texts and calls) went unanswered"
+            }
+            Self::Rollback => {
+                "was sent, but nobody acknowledged it yet, and its escalation ladder was ended by a rollback: no further call or text of it will come"
             }
             Self::Held => {
                 "is not sent yet: a fault of this deployment (its sender, account or a region it may not text) holds it; ringback sends it once the fault is fixed"

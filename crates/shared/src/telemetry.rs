@@ -92,7 +92,7 @@ pub struct BullmqJobLabels {
 
 /// The `reason` values of `ringback_escalations_total`, pre-created at zero: the labels of the
 /// callback floor's `EscalationKind` (its tests keep the two lists equal).
-pub const ESCALATION_REASONS: [&str; 9] = [
+pub const ESCALATION_REASONS: [&str; 10] = [
     "undelivered",
     "permanent",
     "unknown",
@@ -102,6 +102,7 @@ pub const ESCALATION_REASONS: [&str; 9] = [
     "held",
     "invalid",
     "unacknowledged",
+    "rollback",
 ];
 
 /// The `channel` and `outcome` labels of `ringback_ladder_steps_total`.
@@ -110,12 +111,13 @@ pub struct LadderLabels {
     /// `call`, `text`, or `ladder` for a ladder's end.
     pub channel: &'static str,
     /// `placed`, `skipped`, `queued`, `answered`, `not_answered`, `acknowledged`,
-    /// `unacknowledged`.
+    /// `unacknowledged`, `legacy_sent` (a ladder opened late: the legacy worker sent its text),
+    /// `ended_by_drain`.
     pub outcome: &'static str,
 }
 
 /// The label pairs of `ringback_ladder_steps_total`, pre-created at zero.
-pub const LADDER_OUTCOMES: [(&str, &str); 7] = [
+pub const LADDER_OUTCOMES: [(&str, &str); 9] = [
     ("call", "placed"),
     ("call", "skipped"),
     ("call", "answered"),
@@ -123,6 +125,8 @@ pub const LADDER_OUTCOMES: [(&str, &str); 7] = [
     ("text", "queued"),
     ("ladder", "acknowledged"),
     ("ladder", "unacknowledged"),
+    ("ladder", "legacy_sent"),
+    ("ladder", "ended_by_drain"),
 ];
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;

@@ -336,20 +336,10 @@ async fn send(
                 .into_response());
         }
     }
-    let mut data = json!({"runId": req.run_id, "to": req.to, "body": req.body});
-    if let Some(from) = &req.from {
-        data["from"] = json!(from);
-    }
-    if let Some(within) = req.expect_reply {
-        data["expectReply"] = json!(true);
-        data["replyWithin"] = json!(format!("{}s", within.as_secs()));
-    }
-    if req.urgent {
-        data["urgent"] = json!(true);
-    }
-    if let Some(zone) = &req.time_zone {
-        data["timeZone"] = json!(zone);
-    }
+    // the job carries everything the caller sent, as a producer's job data does (`ladder`,
+    // `choices`, `"ladder": false` included): the worker reads it as it reads any job
+    let mut data: serde_json::Value = serde_json::from_str(text).unwrap_or_else(|_| json!({}));
+    data["runId"] = json!(req.run_id);
     let (job_id, created) = s
         .queue
         .add_job(

@@ -21,7 +21,6 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::callbacks::ladder::plan::{Plan, choice_of};
-use crate::callbacks::ladder::record::Ack;
 use crate::callbacks::ladder::{call_ended, twiml};
 use crate::callbacks::replies::keypad::Keypad;
 
@@ -94,9 +93,10 @@ pub(super) async fn webhook_voice(
         who,
         question: plan.question,
     };
-    let said = match s.replies.keypad(&keypad, s.replies.now()).await? {
-        Ack::Stopped(_) => "Thank you. Goodbye.",
-        _ => "Thank you. This was answered already. Goodbye.",
+    let said = if s.replies.keypad(&keypad, s.replies.now()).await?.took() {
+        "Thank you. Goodbye."
+    } else {
+        "Thank you. This was answered already. Goodbye."
     };
     Ok(xml(twiml::goodbye(said, &s.voice)))
 }

@@ -425,7 +425,8 @@ pub(crate) async fn resend(
     }
 }
 
-/// `ringback drain`: exit 0 drained, 3 refused (live ringback workers), 4 attempts still open at
+/// `ringback drain`: exit 0 drained, 3 refused (live ringback workers, or escalation ladders
+/// still climbing without `--end-ladders`), 4 attempts still open at
 /// the deadline, 2 bad configuration, 1 Redis failed.
 pub(crate) async fn drain(
     queue: QueueArgs,
@@ -433,21 +434,23 @@ pub(crate) async fn drain(
     twilio: TwilioArgs,
     timeout: Duration,
     json: bool,
+    ladders: crate::callbacks::drain::Ladders,
 ) -> ExitCode {
     let shutdown = shutdown_on_signals();
     let processor = match sending_processor("drain", &queue, &sms, &twilio, &shutdown).await {
         Ok(p) => p,
         Err(code) => return code,
     };
-    let report =
-        crate::callbacks::drain::drain(&processor, timeout, &shutdown, |line| eprintln!("{line}"))
-            .await;
+    let report = crate::callbacks::drain::drain(&processor, timeout, &shutdown, ladders, |line| {
+        eprintln!("{line}")
+    })
+    .await;
     match report {
-        Err(crate::callbacks::drain::DrainError::LiveWorkers(w)) => {
-            eprintln!(
-                "ringback drain: {}",
-                crate::callbacks::drain::DrainError::LiveWorkers(w)
-            );
+        Err(
+            e @ (crate::callbacks::drain::DrainError::LiveWorkers(_)
+            | crate::callbacks::drain::DrainError::LaddersClimbing(_)),
+        ) => {
+            eprintln!("ringback drain: {e}");
             ExitCode::from(3)
         }
         Err(e) => {
@@ -465,6 +468,13 @@ pub(crate) async fn drain(
                 );
                 ExitCode::from(4)
             } else if r.still_open.is_empty() {
+                if !r.ladders_ended.is_empty() {
+                    eprintln!(
+                        "drain: ended {} escalation ladder(s), each escalated (kind rollback): {}",
+                        r.ladders_ended.len(),
+                        r.ladders_ended.join(", ")
+                    );
+                }
                 eprintln!(
                     "drain: done: no open attempt left ({} resolved, {} adopted from the failed set, {} ms)",
                     r.resolved.len(),

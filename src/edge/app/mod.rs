@@ -84,7 +84,7 @@ enum Command {
     },
     /// Before a rollback to the legacy worker: resolve every open attempt (receipt, lookup,
     /// reconcile window, send). Run it after the ringback workers are stopped (it refuses while
-    /// one is alive: exit 3). Exit 0 when none is left open; 4 at `--timeout-ms` with attempts
+    /// one is alive, or while escalation ladders climb without `--end-ladders`: exit 3). Exit 0 when none is left open; 4 at `--timeout-ms` with attempts
     /// still open (listed and escalated); progress on stderr.
     Drain {
         #[command(flatten)]
@@ -99,6 +99,11 @@ enum Command {
         /// Print the report as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// End the escalation ladders that still climb, each escalated once (kind `rollback`)
+        /// so a person is told; without it the drain refuses (exit 3) while any climbs, since
+        /// only workers climb them.
+        #[arg(long = "end-ladders")]
+        end_ladders: bool,
     },
     /// Text a run's callback once more, through the window, after a person decided the human
     /// must be told (the runbook's path after an escalation; never a text typed by hand). Goes
@@ -441,9 +446,15 @@ async fn run(cli: Cli, unparsable: Vec<String>) -> ExitCode {
             twilio,
             drain_timeout_ms,
             json,
+            end_ladders,
         } => {
             let timeout = Duration::from_millis(drain_timeout_ms);
-            drain(queue, sms, twilio, timeout, json).await
+            let ladders = if end_ladders {
+                crate::callbacks::drain::Ladders::End
+            } else {
+                crate::callbacks::drain::Ladders::Refuse
+            };
+            drain(queue, sms, twilio, timeout, json, ladders).await
         }
         Command::Status {
             run_id,

@@ -114,7 +114,8 @@ impl Climber {
         Ok(due.len())
     }
 
-    async fn hang_up(&self) -> Result<(), Error> {
+    /// End the calls a stop left ringing (kept by [`LadderRecord::hang_up_later`]).
+    pub async fn hang_up(&self) -> Result<(), Error> {
         for sid in self.record.hangups().await? {
             match self.twilio.end_call(&sid).await {
                 Ok(_) => {

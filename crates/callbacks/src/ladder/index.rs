@@ -124,6 +124,29 @@ impl LadderRecord {
             .await?)
     }
 
+    /// The runs whose ladder still climbs (every run of the due index whose record says
+    /// `climbing`), for `ringback drain`.
+    pub async fn climbing(&self) -> Result<Vec<String>, Error> {
+        let runs: Vec<String> = redis::cmd("ZRANGE")
+            .arg(keys::ladder_due(&self.claim_prefix))
+            .arg(0)
+            .arg(-1)
+            .round_trip(&mut self.conn.clone(), &self.trips)
+            .await?;
+        let mut climbing = vec![];
+        for run in runs {
+            let state: Option<String> = redis::cmd("HGET")
+                .arg(keys::ladder(&self.claim_prefix, &run))
+                .arg("state")
+                .round_trip(&mut self.conn.clone(), &self.trips)
+                .await?;
+            if state.as_deref() == Some("climbing") {
+                climbing.push(run);
+            }
+        }
+        Ok(climbing)
+    }
+
     /// Take `run_id` out of the due index (its ladder ended, or it has none).
     pub async fn unindex(&self, run_id: &str) -> Result<(), Error> {
         redis::cmd("ZREM")

@@ -104,6 +104,8 @@ pub enum Channel {
     Keypad,
     /// A delivered receipt, where no answer was asked.
     Delivered,
+    /// `ringback drain --end-ladders`: no person; the ladder ends with its workers.
+    Drain,
 }
 
 impl Channel {
@@ -112,6 +114,7 @@ impl Channel {
             Channel::Reply => "reply",
             Channel::Keypad => "keypad",
             Channel::Delivered => "delivered",
+            Channel::Drain => "drain",
         }
     }
 }
@@ -127,7 +130,16 @@ pub struct LadderRecord {
     /// How long after the Redis behind a record changed a step claimed looks for its send
     /// first (the window's lost-writes window).
     lost_writes: Duration,
+    /// How long after a call's create the ladder waits for that call's end before running out
+    /// ([`CALL_END_WAIT`] where calls take keys; zero: it runs out at its last due).
+    call_end_wait: Duration,
 }
+
+/// How long a ladder that reached its end waits for a call still ringing (or a create still
+/// unresolved) to end: Twilio rings a call for 60 s, the keypad's questions take about a
+/// minute more, and a status callback may be retried for 15 s. A key pressed on that call
+/// still acknowledges; past the bound, a call whose end never came no longer holds it.
+pub const CALL_END_WAIT: Duration = Duration::from_secs(180);
 
 pub(super) fn ms(d: Duration) -> String {
     d.as_millis().to_string()
@@ -156,6 +168,7 @@ impl LadderRecord {
             topology,
             record_ttl,
             lost_writes: Duration::ZERO,
+            call_end_wait: Duration::ZERO,
         }
     }
 
@@ -163,6 +176,13 @@ impl LadderRecord {
     /// its send first.
     pub fn with_lost_writes_window(mut self, window: Duration) -> Self {
         self.lost_writes = window;
+        self
+    }
+
+    /// The same records, a ladder past its last step waiting up to `wait` after a call's create
+    /// for that call to end before it runs out.
+    pub fn with_call_end_wait(mut self, wait: Duration) -> Self {
+        self.call_end_wait = wait;
         self
     }
 
@@ -268,6 +288,10 @@ impl LadderRecord {
                 "the lost-writes window (ms; window_claim.lua's ARGV[17])",
                 ms(self.lost_writes),
             )
+            .arg(
+                "how long after a call's create the ladder waits for its end before running out (ms;",
+                ms(self.call_end_wait),
+            )
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         let number = |i: usize| reply.get(i).and_then(|n| n.parse::<i64>().ok());
@@ -338,7 +362,10 @@ impl LadderRecord {
             .call()
             .key("ladder record", keys::ladder(&self.claim_prefix, run_id))
             .key_if("ladder due index", self.due_index())
-            .arg("how: \"reply\" | \"keypad\" | \"delivered\"", how.word())
+            .arg(
+                "how: \"reply\" | \"keypad\" | \"delivered\" | \"drain\"",
+                how.word(),
+            )
             .arg("runId", run_id)
             .arg("who (the number that acknowledged)", who)
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)

@@ -36,7 +36,18 @@ impl Replies {
         let mut gone = Vec::new();
         for (run_id, v) in all {
             match serde_json::from_str::<Question>(&v) {
-                Ok(q) if q.until > gone_before => kept.push(q),
+                Ok(mut q) if q.until > gone_before => {
+                    // a copy is judged by its question: answered by anyone, on any channel,
+                    // or ended unanswered, it is closed for every person it was open to
+                    if q.answered_by.is_none() {
+                        q.answered_by = self
+                            .reads
+                            .question_of(&q.run_id)
+                            .await?
+                            .and_then(|canonical| canonical.answered_by);
+                    }
+                    kept.push(q)
+                }
                 _ => gone.push(run_id),
             }
         }

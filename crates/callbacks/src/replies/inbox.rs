@@ -15,6 +15,14 @@ use super::{
 };
 use crate::callback::CALLBACK_JOB_OPTS;
 
+/// How a key pressed on a call names itself where a message names its MessageSid: its answer
+/// claim, its record and its replies-queue job are `call:<CallSid>`.
+pub(super) const KEYPAD_CLAIM: &str = "call:";
+
+/// The answer claim of a question that ended unanswered (`no-answer:<runId>`): once it stands,
+/// every later answer is late.
+pub(super) const NO_ANSWER_CLAIM: &str = "no-answer:";
+
 impl Replies {
     /// Claim `run_id`'s question as answered by `sid` (`SET NX`): the MessageSid that stands,
     /// another's when that message answered it first. A question closes at its first answer even
@@ -29,6 +37,11 @@ impl Replies {
     /// post is older than [`PENDING_GRACE`] (which outlasts a request's timeout), or the sweep
     /// already dropped it as never recorded.
     pub(super) async fn never_recorded(&self, sid: &str) -> Result<bool, Error> {
+        // a key pressed on a call and a question's `no-answer` claim the answer only once they
+        // are kept (the key's pending entry and record come first): never void
+        if sid.starts_with(KEYPAD_CLAIM) || sid.starts_with(NO_ANSWER_CLAIM) {
+            return Ok(false);
+        }
         let recorded: bool = redis::cmd("EXISTS")
             .arg(keys::inbound(&self.claim_prefix, sid))
             .query_async(&mut self.conn())
@@ -183,6 +196,10 @@ impl Replies {
             "ambiguous": match &r.matched { Match::Ambiguous { run_ids } => Some(run_ids), _ => None },
             "optOutType": m.opt_out_type,
         });
+        let mut data = data;
+        if let Match::Late { run_id, .. } = &r.matched {
+            data["firstAnswer"] = self.first_answer(run_id).await?;
+        }
         let once = keys::reply_enqueued(self.queue.keys(), &m.message_sid);
         let (job_id, _) = self
             .queue
@@ -254,31 +271,79 @@ impl Replies {
         Ok(job_id)
     }
 
-    /// A message from a person a ladder reached acknowledges it: the answer's run, and every
-    /// run whose ladder texted or called the sender (a STOP acknowledges nothing). Calls still
-    /// ringing are left for a worker to end.
+    /// What a message acknowledges ([`docs/ladder.md`]'s table): an answer, its own run's
+    /// ladder alone; a message that answers no question (no question is open to the sender),
+    /// the one ladder still climbing that reached them, when it is a plain callback's; a late
+    /// reply, an ambiguous one and an opt-out, none. Calls still ringing are left for a worker
+    /// to end.
     async fn acknowledge(&self, matched: &Match, from: &str) -> Result<(), Error> {
-        if matches!(matched, Match::OptOut) {
+        let run = match matched {
+            Match::Answer { run_id, .. } => Some(run_id.clone()),
+            Match::Unmatched => self.only_plain_ladder_reaching(from).await?,
+            Match::Late { .. } | Match::Ambiguous { .. } | Match::OptOut => None,
+        };
+        let Some(run) = run else {
             return Ok(());
-        }
-        let mut runs = self.ladders.runs_reaching(from).await?;
-        if let Match::Answer { run_id, .. } = matched
-            && !runs.contains(run_id)
-        {
-            runs.push(run_id.clone());
-        }
-        for run in runs {
-            let ack = self
-                .ladders
-                .ack(&run, crate::ladder::record::Channel::Reply, &mask(from))
-                .await?;
-            if let crate::ladder::record::Ack::Stopped(ringing) = ack {
-                ringback_shared::telemetry::global().ladder_step("ladder", "acknowledged");
-                tracing::info!(run_id = %run, "a reply acknowledged the ladder; it stops");
-                self.ladders.hang_up_later(&ringing).await?;
-            }
+        };
+        let ack = self
+            .ladders
+            .ack(&run, crate::ladder::record::Channel::Reply, &mask(from))
+            .await?;
+        if let crate::ladder::record::Ack::Stopped(ringing) = ack {
+            ringback_shared::telemetry::global().ladder_step("ladder", "acknowledged");
+            tracing::info!(run_id = %run, "a reply acknowledged the ladder; it stops");
+            self.ladders.hang_up_later(&ringing).await?;
         }
         Ok(())
+    }
+
+    /// The run of the one ladder still climbing that reached `from`, when there is exactly one
+    /// and it is a plain callback's (a question's ladder is acknowledged by its answer).
+    async fn only_plain_ladder_reaching(&self, from: &str) -> Result<Option<String>, Error> {
+        let mut climbing = vec![];
+        for run in self.ladders.runs_reaching(from).await? {
+            let record = self.ladders.read(&run).await?;
+            if record.get("state").is_some_and(|s| s == "climbing") {
+                let question = record.get("question").is_some_and(|q| q == "1");
+                climbing.push((run, question));
+            }
+        }
+        Ok(match climbing.as_slice() {
+            [(run, false)] => Some(run.clone()),
+            _ => None,
+        })
+    }
+
+    /// Who answered `run_id`'s question first, for a late reply: the answer's id, its sender
+    /// (masked) and channel; `null` when the question is unanswered or ended unanswered.
+    pub(super) async fn first_answer(&self, run_id: &str) -> Result<serde_json::Value, Error> {
+        let Some(sid) = self
+            .reads
+            .question_of(run_id)
+            .await?
+            .and_then(|q| q.answered_by)
+        else {
+            return Ok(serde_json::Value::Null);
+        };
+        if sid.starts_with(NO_ANSWER_CLAIM) {
+            return Ok(json!({"matched": "no-answer"}));
+        }
+        let recorded: Option<String> = redis::cmd("GET")
+            .arg(keys::inbound(&self.claim_prefix, &sid))
+            .query_async(&mut self.conn())
+            .await?;
+        let by = recorded.and_then(|v| serde_json::from_str::<Recorded>(&v).ok());
+        let via = if sid.starts_with(KEYPAD_CLAIM) {
+            "call"
+        } else {
+            "sms"
+        };
+        Ok(json!({
+            "id": sid,
+            "via": via,
+            "from": by.as_ref().map(|r| mask(&r.inbound.from)),
+            "receivedAt": by.as_ref().map(|r| r.inbound.received_at),
+        }))
     }
 
     /// The questions whose time is over, unanswered, and whose ladder (if any) no longer
@@ -320,7 +385,14 @@ impl Replies {
         recipient: Option<&str>,
         steps: usize,
     ) -> Result<(), Error> {
-        let id = format!("no-answer:{run_id}");
+        let id = format!("{NO_ANSWER_CLAIM}{run_id}");
+        // the question's last answer claim: an answer that came first stands (no `no-answer`
+        // beside it), and every answer after this one is late
+        let holder = self.claim_answer(run_id, &id).await?;
+        if holder != id {
+            tracing::info!(%run_id, "question answered before its no-answer; none added");
+            return Ok(());
+        }
         let data = json!({
             "runId": run_id, "matched": "no-answer", "to": recipient.map(mask), "steps": steps,
             "meaning": if steps > 0 {
@@ -339,13 +411,16 @@ impl Replies {
                 self.retention,
             )
             .await?;
+        self.close_everywhere(run_id, &id).await?;
         tracing::info!(%run_id, "question unanswered: no-answer job added");
         Ok(())
     }
 
     /// A key pressed on a ladder's call answers `run_id`'s question as `choice` (the first
     /// answer wins, by text or keypad): one `agent-reply` job (`via: "call"`), and the
-    /// question closes. False when another answer came first.
+    /// question closes. The key is recorded before it claims the answer, as a text is, so no
+    /// later message can take its claim for void. A key after another answer is a `late` reply
+    /// (one job, the same id). False when another answer came first.
     pub async fn keypad_answer(
         &self,
         run_id: &str,
@@ -354,14 +429,51 @@ impl Replies {
         digits: &str,
         from: &str,
     ) -> Result<bool, Error> {
-        let sid = format!("call:{call_sid}");
-        if self.claim_answer(run_id, &sid).await? != sid {
-            return Ok(false);
-        }
-        let data = json!({
-            "runId": run_id, "text": choice, "digits": digits, "from": from, "matched": "answer",
-            "via": "call", "callSid": call_sid, "receivedAt": self.now(),
+        let sid = format!("{KEYPAD_CLAIM}{call_sid}");
+        let code = self
+            .reads
+            .question_of(run_id)
+            .await?
+            .map(|q| q.code)
+            .unwrap_or_default();
+        let record = Recorded {
+            inbound: Inbound {
+                message_sid: sid.clone(),
+                from: from.to_string(),
+                to: String::new(),
+                text: choice.to_string(),
+                media: vec![],
+                messaging_service_sid: None,
+                opt_out_type: None,
+                received_at: self.now(),
+                form: vec![],
+            },
+            matched: Match::Answer {
+                run_id: run_id.to_string(),
+                code: code.clone(),
+            },
+            text: choice.to_string(),
+        };
+        let ikey = keys::inbound(&self.claim_prefix, &sid);
+        let stands = self
+            .set_first(
+                &ikey,
+                &serde_json::to_string(&record).unwrap_or_default(),
+                self.retention,
+            )
+            .await?;
+        let received_at = serde_json::from_str::<Recorded>(&stands)
+            .map_or(record.inbound.received_at, |r| r.inbound.received_at);
+        let first = self.claim_answer(run_id, &sid).await? == sid;
+        let mut data = json!({
+            "runId": run_id, "text": choice, "digits": digits, "from": from,
+            "matched": if first { "answer" } else { "late" },
+            "via": "call", "callSid": call_sid, "receivedAt": received_at,
         });
+        if !first {
+            data["code"] = json!(code);
+            data["firstAnswer"] = self.first_answer(run_id).await?;
+        }
         self.queue
             .add_job_once(
                 Some(&sid),
@@ -372,25 +484,41 @@ impl Replies {
                 self.retention,
             )
             .await?;
-        self.close(run_id, from, &sid).await?;
-        Ok(true)
+        if first {
+            self.close(run_id, from, &sid).await?;
+        }
+        let job = self.queue.keys().job(&sid);
+        let once = keys::reply_enqueued(self.queue.keys(), &sid);
+        self.conn()
+            .confirm_durable(&[ikey.as_str(), job.as_str(), once.as_str()])
+            .await?;
+        Ok(first)
     }
 
     /// The question is answered: no longer open, its code still taken for the person.
     pub(super) async fn close(&self, run_id: &str, from: &str, sid: &str) -> Result<(), Error> {
-        let qkey = keys::question(&self.claim_prefix, run_id);
-        if let Some(mut q) = self.reads.question_of(run_id).await? {
-            if q.answered_by.is_none() {
-                q.answered_by = Some(sid.to_string());
-                let _: Option<String> = redis::cmd("SET")
-                    .arg(&qkey)
-                    .arg(serde_json::to_string(&q).unwrap_or_default())
-                    .arg("XX")
-                    .arg("KEEPTTL")
-                    .query_async(&mut self.conn())
-                    .await?;
-            }
+        self.close_everywhere(run_id, sid).await?;
+        if let Some(q) = self.reads.question_of(run_id).await? {
             self.open(from, &q).await?;
+        }
+        Ok(())
+    }
+
+    /// The question ended (`sid`: its answer, or its `no-answer`): closed for every person it
+    /// is open to, as each person's copy is judged by the question itself.
+    pub(super) async fn close_everywhere(&self, run_id: &str, sid: &str) -> Result<(), Error> {
+        let qkey = keys::question(&self.claim_prefix, run_id);
+        if let Some(mut q) = self.reads.question_of(run_id).await?
+            && q.answered_by.is_none()
+        {
+            q.answered_by = Some(sid.to_string());
+            let _: Option<String> = redis::cmd("SET")
+                .arg(&qkey)
+                .arg(serde_json::to_string(&q).unwrap_or_default())
+                .arg("XX")
+                .arg("KEEPTTL")
+                .query_async(&mut self.conn())
+                .await?;
         }
         Ok(())
     }

@@ -30,19 +30,35 @@ pub struct Keypad {
     pub question: bool,
 }
 
+/// What [`Replies::keypad`] did with a key pressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keyed {
+    /// What the ladder's acknowledgement said.
+    pub ack: Ack,
+    /// The key is its question's answer (the first one); false for a plain callback.
+    pub answered: bool,
+}
+
+impl Keyed {
+    /// The key did what the person meant: it stopped the ladder, or answered the question.
+    pub fn took(&self) -> bool {
+        self.answered || matches!(self.ack, Ack::Stopped(_))
+    }
+}
+
 impl Replies {
-    /// Take a keypad answer received at `at` (ms): kept, then acknowledged and answered. What
-    /// the ladder's acknowledgement said.
-    pub async fn keypad(&self, k: &Keypad, at: i64) -> Result<Ack, Error> {
+    /// What a key pressed did: the ladder's acknowledgement, and for a question whether the
+    /// key is its answer (the first one).
+    pub async fn keypad(&self, k: &Keypad, at: i64) -> Result<Keyed, Error> {
         self.keep_keypad(k, at).await?;
         self.ladder_webhook_recorded();
-        let ack = self.finish_keypad(k).await?;
+        let keyed = self.finish_keypad(k).await?;
         let _: () = redis::cmd("ZREM")
             .arg(keys::keypad_pending(&self.claim_prefix))
             .arg(member(k))
             .query_async(&mut self.conn())
             .await?;
-        Ok(ack)
+        Ok(keyed)
     }
 
     /// Tests (`test-support`): keep a keypad answer as a handler does first, and stop there (as
@@ -66,7 +82,7 @@ impl Replies {
 
     /// The ladder acknowledged (the calls still ringing left for a worker to end, this one
     /// aside: its answer ends it), then the question's answer.
-    async fn finish_keypad(&self, k: &Keypad) -> Result<Ack, Error> {
+    async fn finish_keypad(&self, k: &Keypad) -> Result<Keyed, Error> {
         let ack = self
             .ladders
             .ack(&k.run_id, Channel::Keypad, &mask(&k.who))
@@ -83,14 +99,14 @@ impl Replies {
                 .collect();
             self.ladders.hang_up_later(&others).await?;
         }
-        if k.question
-            && !self
+        let answered = k.question
+            && self
                 .keypad_answer(&k.run_id, &k.call_sid, &k.choice, &k.digits, &k.who)
-                .await?
-        {
-            tracing::info!(run_id = %k.run_id, "keypad answer after the question's first answer; kept out");
+                .await?;
+        if k.question && !answered {
+            tracing::info!(run_id = %k.run_id, "keypad answer after the question's first answer: a late reply");
         }
-        Ok(ack)
+        Ok(Keyed { ack, answered })
     }
 
     /// `serve`'s sweep: finish the keypad answers kept before `now` less [`PENDING_GRACE`]
@@ -121,7 +137,7 @@ impl Replies {
         &self,
         entries: Vec<String>,
         pick: impl Fn(&Keypad) -> bool,
-    ) -> Result<Vec<Ack>, Error> {
+    ) -> Result<Vec<Keyed>, Error> {
         let pending = keys::keypad_pending(&self.claim_prefix);
         let mut done = vec![];
         for entry in entries {

@@ -114,7 +114,18 @@ impl Replies {
             }
         }
         Ok(match open.as_slice() {
-            [] => (Match::Unmatched, m.text.clone(), vec![]),
+            [] => match self.just_answered(m).await? {
+                // an answer after the question's first one, by whoever: late, never a second
+                Some(q) => (
+                    Match::Late {
+                        run_id: q.run_id,
+                        code: q.code,
+                    },
+                    m.text.clone(),
+                    vec![],
+                ),
+                None => (Match::Unmatched, m.text.clone(), vec![]),
+            },
             // the only open question, unless the person may still be talking about another one
             // (answered or closed within the window): then asked back, never guessed
             [q] => {
@@ -150,6 +161,39 @@ impl Replies {
         })
     }
 
+    /// The one question of `m`'s sender that was answered (by anyone, on any channel) while
+    /// it was still open to them: within [`CODELESS_WINDOW`] before `m`, or still inside its
+    /// `replyWithin`. A message without a code and with no question open is its late reply;
+    /// with several such questions it answers none.
+    pub(super) async fn just_answered(&self, m: &Inbound) -> Result<Option<Question>, Error> {
+        let since = m.received_at - CODELESS_WINDOW.as_millis() as i64;
+        let mut found = vec![];
+        for q in self.questions_to(&m.from).await? {
+            let Some(sid) = &q.answered_by else { continue };
+            if q.until > m.received_at || self.answered_at(sid, q.until).await? > since {
+                found.push(q);
+            }
+        }
+        Ok(match found.len() {
+            1 => found.pop(),
+            _ => None,
+        })
+    }
+
+    /// When answer `sid` came: its record's arrival; `m`'s own time for one being recorded
+    /// now, `ended` for a `no-answer`.
+    async fn answered_at(&self, sid: &str, ended: i64) -> Result<i64, Error> {
+        if sid.starts_with(super::inbox::NO_ANSWER_CLAIM) {
+            return Ok(ended);
+        }
+        let v: Option<String> = redis::cmd("GET")
+            .arg(keys::inbound(&self.claim_prefix, sid))
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(v.and_then(|v| serde_json::from_str::<Recorded>(&v).ok())
+            .map_or(i64::MAX, |r| r.inbound.received_at))
+    }
+
     /// The person's other questions (not `open_run`) answered or closed within
     /// [`CODELESS_WINDOW`] before `m` arrived: a message without a code may be about one of
     /// them ("no, wait"), so it is asked back rather than given to the one still open.
@@ -165,15 +209,8 @@ impl Replies {
                 continue;
             }
             let closed_at = match &q.answered_by {
-                Some(sid) => {
-                    let v: Option<String> = redis::cmd("GET")
-                        .arg(keys::inbound(&self.claim_prefix, sid))
-                        .query_async(&mut self.conn())
-                        .await?;
-                    // an answer with no record yet is being recorded now: recent
-                    v.and_then(|v| serde_json::from_str::<Recorded>(&v).ok())
-                        .map_or(m.received_at, |r| r.inbound.received_at)
-                }
+                // an answer with no record yet is being recorded now: recent
+                Some(sid) => self.answered_at(sid, q.until).await?,
                 None if q.until <= m.received_at => q.until,
                 None => continue,
             };

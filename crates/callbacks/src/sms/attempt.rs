@@ -119,6 +119,12 @@ impl SmsProcessor {
                 self.later(self.config.retry_later_default)
             }
             Ok(Claim::Sent(sid)) => {
+                // the text went out (this run's earlier attempt, or the legacy worker): its
+                // ladder is part of what the run owes, also after a Redis that forgot it
+                if let Err(e) = self.open_ladder_of_sent(req, sid.is_none()).await {
+                    tracing::warn!(error = %e, "could not open a sent callback's ladder; will try again");
+                    return Next::Done(self.later(self.config.retry_later_default));
+                }
                 self.stats.record(SmsEvent::Deduplicated);
                 tracing::info!(sid = ?sid, "already sent; not sending again");
                 if let Some(ctx) = ctx {
@@ -218,6 +224,10 @@ impl SmsProcessor {
                 return self.later(self.config.reconcile_poll);
             }
             Ok(_) => {}
+        }
+        if let Err(e) = self.open_ladder_of_sent(req, false).await {
+            tracing::warn!(error = %e, "could not open a found callback's ladder; will try again");
+            return self.later(self.config.reconcile_poll);
         }
         self.stats.record(SmsEvent::Reconciled);
         tracing::info!(%sid, "an earlier attempt's send was found; not sending again");

@@ -36,10 +36,42 @@ impl SmsProcessor {
         Ok(())
     }
 
+    /// A run found sent (its claim `sent`, its send found by its evidence, or a retry after a
+    /// Redis that forgot): its ladder opens now if it has none, since the text it waits on
+    /// went out. `legacy`: the legacy worker sent it (counted: its ladder opens only when
+    /// ringback sees the run, later than asked).
+    pub(super) async fn open_ladder_of_sent(
+        &self,
+        req: &CallbackRequest,
+        legacy: bool,
+    ) -> Result<(), Error> {
+        if legacy && req.ladder.resolve(&self.config.ladder.defaults).is_some() {
+            ringback_shared::telemetry::global().ladder_step("ladder", "legacy_sent");
+            tracing::warn!(run_id = %req.run_id, "the legacy worker texted a callback that asks for a ladder; it opens now");
+        }
+        self.open_ladder(req).await
+    }
+
     /// The ladder sweep of this worker: its Twilio client, queues and settings.
     pub fn climber(&self) -> Climber {
+        let webhooks = self
+            .config
+            .status_callback_url
+            .as_deref()
+            .and_then(crate::ladder::settings::Webhooks::beside);
+        // a call that takes keys may still be answered after the last due: the ladder waits for
+        // it to end before it runs out
+        let call_end_wait = if webhooks.is_some() {
+            crate::ladder::record::CALL_END_WAIT
+        } else {
+            std::time::Duration::ZERO
+        };
         Climber {
-            record: self.escalator.ladders.clone(),
+            record: self
+                .escalator
+                .ladders
+                .clone()
+                .with_call_end_wait(call_end_wait),
             twilio: self.twilio.clone(),
             callbacks: self.escalator.callbacks.clone(),
             callback_job_name: self.escalator.callback_job_name.clone(),
@@ -59,11 +91,7 @@ impl SmsProcessor {
                 }),
                 ..self.config.ladder.clone()
             },
-            webhooks: self
-                .config
-                .status_callback_url
-                .as_deref()
-                .and_then(crate::ladder::settings::Webhooks::beside),
+            webhooks,
             lease: self.twilio.config().timeout + self.config.reconcile_window,
             quiet: self.config.quiet.clone(),
             crash_at: self.config.crash_at,
