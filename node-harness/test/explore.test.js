@@ -1,9 +1,11 @@
-// The explorer: its CI seeds find no violation, a seed draws the same plan every time, and its
-// checks catch a broken fleet (a worker that texts nobody, quiet hours the workers ignore, a
-// serve that refuses Twilio's posts).
+// The explorer: its CI seeds find no violation, a seed draws the same plan every time,
+// `--coverage` counts what the seeds draw without playing them, and its checks catch a broken
+// fleet (a worker that texts nobody, quiet hours the workers ignore, a serve that refuses
+// Twilio's posts).
 'use strict';
 
 const assert = require('node:assert/strict');
+const { execFileSync } = require('node:child_process');
 const path = require('node:path');
 const { describe, it } = require('node:test');
 const { runToEnd } = require('../lib/harness/reaper');
@@ -12,6 +14,7 @@ const { drawPlan, faultClasses, without } = require('../lib/explore/plan');
 const { runTrial } = require('../lib/explore/trial');
 
 const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'explore');
+const EXPLORE = path.join(__dirname, '..', 'bin', 'explore.js');
 // CI's seeds: together they draw both timing profiles, concurrency 1 with idle gaps, the
 // per-slot layout, a real Redis Cluster, quiet hours covering now, the legacy worker alive, receipts through serve,
 // the Python producer and two runs on one key, the live-fleet checks, crashes, kills, Redis
@@ -19,8 +22,11 @@ const SCRIPT = path.join(__dirname, '..', '..', 'scripts', 'explore');
 // and people answering (coded, codeless, strangers, a forged post) while the faults last,
 // Redis restarted from a copy of its AOF with texts in flight (without the claims' look after a
 // change, 30072 texts runs twice), one endpoint with a replica, and a Sentinel set, failed over
-// with texts in flight (the test below checks that they do)
-const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323, 25321, 30072, 40000];
+// with texts in flight (the test below checks that they do); and the people around ladders
+// (34810, 47281 and 30072 draw every class of LADDER_CLASSES between them: without an answer
+// acknowledging only its own run's ladder, 34810 and 47281 stop one by another run's answer)
+const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323, 25321, 30072, 40000, 34810, 47281];
+const LADDER_CLASSES = ['two-next-people', 'shared-oncall-number', 'choices', 'next-person-answers', 'answers-another-question', 'ladder-crash', 'calls-in-quiet-hours', 'ring-past-step-wait', 'rollback-with-ladders'];
 const LAST = /^explore: (\d+) trials, (\d+) faults, (\d+) invariant checks, (\d+) violations$/;
 
 describe('the explorer', () => {
@@ -60,7 +66,18 @@ describe('the explorer', () => {
     for (const c of ['twilio-call-no-answer', 'twilio-call-busy', 'twilio-call-machine', 'twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late', 'twilio-rewrite-trial', 'twilio-auth-refused']) assert.ok(classes.has(c), `fault class ${c}`);
   });
 
-  it("CI's seeds: no violation, and the last line counts trials, faults, checks and violations", { timeout: 480_000 }, async () => {
+  it("--coverage plays nothing and counts the plans of CI's seeds drawing each ladder class", () => {
+    const out = execFileSync(process.execPath, [EXPLORE, '--coverage', '--seeds', CI_SEEDS.join(',')], { encoding: 'utf8', env: { ...process.env, RINGBACK_BIN: '/nonexistent' } });
+    const counts = new Map(out.trim().split('\n').map((line) => {
+      const m = /^(\S+): (\d+) trials$/.exec(line);
+      assert.ok(m, `a line of --coverage: ${line}`);
+      return [m[1], Number(m[2])];
+    }));
+    assert.deepEqual([...counts.keys()], [...counts.keys()].sort(), 'sorted by name');
+    for (const cls of LADDER_CLASSES) assert.ok(counts.get(cls) > 0, `${cls}: ${counts.get(cls) || 0} trials\n${out}`);
+  });
+
+  it("CI's seeds: no violation, and the last line counts trials, faults, checks and violations", { timeout: 720_000 }, async () => {
     // through the command the docs give (RINGBACK_BIN: the binary under test, not a release build)
     const r = await runToEnd(SCRIPT, ['--seeds', CI_SEEDS.join(','), '--replays', '0', '--shrink', '0'], {
       env: { ...process.env, RINGBACK_BIN: ringbackBin() },

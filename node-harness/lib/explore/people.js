@@ -1,6 +1,8 @@
 // The people of a trial: they read the questions ringback texted them and answer by text while
 // the trial's faults last, as Twilio delivers messages to `ringback serve`'s inbound webhook
-// (signed, each message posted 1-3 times and again while no answer comes, some again late);
+// (signed, each message posted 1-3 times and again while no answer comes, some again late); a
+// ladder's recipient drawn silent leaves the answer to a next person, who may answer its text; a
+// person with another question answers it once a ladder reached them (or 15 s on);
 // strangers write too, one texts STOP (and START after it), and a forged post comes. Checked
 // at rest: every message Twilio delivered is on the replies queue once, for the run it answers
 // (or asked back, or unmatched for a stranger, or an opt-out keyword), never another run's; the
@@ -19,6 +21,10 @@ const codeIn = (text) => /\(Start your reply with ([A-Z][0-9]{1,2})\.\)/.exec(te
 /** Posts of one message before Twilio gives up on it (`#rc=5&rp=all` and more). */
 const MAX_POSTS = 8;
 
+/** A next person's text (it quotes the callback's body, its run's tag with it). */
+const STEP_TEXT = /has not answered this yet\./;
+const TAG_ANYWHERE = /\[x(\d+)-(\d+)\]/;
+
 class People {
   /**
    * `plan`: the trial's plan (its `replies` drawn); `serve`: serve's URL (also its public URL);
@@ -30,6 +36,7 @@ class People {
     this.replies = lab.queue(`${queue}-replies`);
     this.messages = []; // {sid, from, body, run (index) | null, stranger, codeless, forged}
     this.answered = new Set();
+    this.seenAt = new Map(); // run index -> when its text to be answered was first seen
     this.tally = { posts: 0, ok: 0, forbidden: 0, gaveUp: 0, late: 0 };
     this.running = false;
     this.n = 0;
@@ -76,22 +83,47 @@ class People {
     this.pending = posts;
   }
 
-  /** Answers every question ringback texted that nobody answered yet. */
+  /**
+   * Answers every question ringback texted that nobody answered yet: the recipient's text, or
+   * the next person's drawn to answer by text when the recipient is silent (`ladder.silent`).
+   */
   async answerWhatArrived() {
     const texts = await fetch(`${this.lab.sim.base}/sim/messages`).then((res) => res.json());
     const r = this.plan.replies;
     for (const t of texts) {
       if (t.from !== this.ourSender) continue;
-      const run = this.runOfText(t.body || '');
-      if (!run || !r.answers[run.i] || this.answered.has(run.i)) continue;
-      this.answered.add(run.i);
+      const step = STEP_TEXT.test(t.body || '');
+      const tag = step ? TAG_ANYWHERE.exec(t.body) : null;
+      const run = step ? (tag && Number(tag[1]) === this.plan.seed ? this.plan.runs.find((x) => x.i === Number(tag[2])) : undefined) : this.runOfText(t.body || '');
+      const key = step ? `next ${run?.i}` : run?.i;
+      if (!run || !r.answers[run.i] || this.answered.has(key)) continue;
+      // a silent recipient leaves it to the next people: by text here, or by key on a call
+      const silent = run.ladder?.silent;
+      if (step ? silent?.by !== 'text' || t.to !== run.ladder.then[silent.upTo] : silent) continue;
       const a = r.answers[run.i];
+      if (a.during !== undefined && !(await this.reached(a.during, run))) continue;
+      this.answered.add(key);
       const code = codeIn(t.body);
       const codeless = a.codeless || !code;
-      const m = { sid: this.sid(), from: run.to, body: codeless ? 'yes, go ahead' : `${code} yes, go ahead`, run: run.i, codeless, lateAgain: a.lateAgain };
+      const words = run.choices ? 'no' : 'yes, go ahead';
+      const m = { sid: this.sid(), from: t.to, body: codeless ? words : `${code} ${words}`, run: run.i, codeless, lateAgain: a.lateAgain };
       this.messages.push(m);
       for (let k = 0; k < a.posts; k += 1) this.pending.push(this.deliver(m));
     }
+  }
+
+  /**
+   * Whether the person of `run` (another question of theirs) may answer now: once the ladder of
+   * run `i` reached them (its text or call to them started) or ended, or 15 s after `run`'s
+   * text came.
+   */
+  async reached(i, run) {
+    if (!this.seenAt.has(run.i)) this.seenAt.set(run.i, Date.now());
+    if (Date.now() - this.seenAt.get(run.i) > 15_000) return true;
+    const ladder = this.plan.runs.find((x) => x.i === i);
+    const k = ladder.ladder.then.indexOf(run.to);
+    const [state, step] = await this.lab.admin.hmget(`ringback:ladder:{${CLAIM_PREFIX}${this.runIdKey(ladder)}}`, 'state', 'step');
+    return (state !== null && state !== 'climbing') || (state === 'climbing' && Number(step) >= (k < 0 ? 0 : 2 + 2 * k));
   }
 
   /** Posts `m` as Twilio does, signed with `token`, again while no answer (or a 5xx) comes. */

@@ -195,11 +195,60 @@ function drawPlan(seed) {
   config.ladders = r.chance(0.35);
   if (config.ladders) {
     for (const run of runs) {
-      if (run.kind === 'plain' && run.name === 'agent-callback' && !run.pythonOnly && r.chance(0.5)) run.ladder = { then: `+1555032${String((seed * 3 + run.i) % 10000).padStart(4, '0')}` };
+      if (run.kind === 'plain' && run.name === 'agent-callback' && !run.pythonOnly && r.chance(0.5)) run.ladder = { then: [`+1555032${String((seed * 3 + run.i) % 10000).padStart(4, '0')}`] };
     }
     faults.calls = r.shuffle(CALL_OUTCOMES).slice(0, r.int(1, 3)).map((c) => ({ ...c, rate: r.pick([0.3, 0.6]) }));
+    drawLadderPeople(r, { seed, config, runs, bursts, faults, drainCheck, replies });
   }
+  // a question's choices (a keypad digit or a reply such as `no` answers it). Drawn last.
+  for (const run of runs) if (run.question && r.chance(0.4)) run.choices = ['YES', 'NO'];
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
+}
+
+/**
+ * The people around the ladders of a plan, as they are: most ladders ask (a delivered receipt
+ * stops a plain callback's ladder before its first call); a second next person; one on-call
+ * number in several ladders at once; the recipient silent (no text answer, the call unanswered)
+ * and the next people up to one of them too, who answers by text or by key, or nobody does; a
+ * question nobody answers by text, over before its ladder runs out; a person the ladder reached
+ * answering another question of theirs while it climbs; calls ringing past the step wait;
+ * workers and `serve` aborting at the ladder's points; and a rollback while ladders climb (the
+ * workers stopped, `ringback drain --end-ladders`, the workers started again). The live-fleet
+ * checks need workers nobody stops.
+ */
+function drawLadderPeople(r, { seed, config, runs, bursts, faults, drainCheck, replies }) {
+  const oncall = `+1555033${String((seed * 11) % 10000).padStart(4, '0')}`;
+  const answer = () => ({ codeless: r.chance(0.3), posts: r.int(1, 3), lateAgain: false });
+  for (const run of runs.filter((x) => x.ladder)) {
+    if (!run.question && r.chance(0.6)) run.question = true;
+    if (r.chance(0.7)) run.ladder.then[0] = oncall;
+    if (r.chance(0.35)) run.ladder.then.push(`+1555034${String((seed * 5 + run.i) % 10000).padStart(4, '0')}`);
+    // `upTo`: the next people before this one are silent too; `by`: how it answers (keys need
+    // `serve`, which takes the calls' webhooks; a text answers a question the people read)
+    if (r.chance(0.55)) {
+      const upTo = r.int(0, run.ladder.then.length - 1);
+      const by = r.chance(0.7) ? r.pick(['text', 'key']) : null;
+      run.ladder.silent = { upTo, by: by === 'key' && !config.receipts ? null : by === 'text' && !(replies && run.question) ? null : by };
+      if (run.ladder.silent.by === 'text' && !replies.answers[run.i]) replies.answers[run.i] = answer();
+    }
+    const textAnswer = replies?.answers[run.i] && (!run.ladder.silent || run.ladder.silent.by === 'text');
+    if (run.question && !textAnswer && r.chance(0.5)) run.replyWithin = '4s';
+    if (replies && run.question && run.ladder.silent && r.chance(0.5)) {
+      const i = Math.max(...runs.map((x) => x.i)) + 1;
+      const to = r.pick([run.to, ...run.ladder.then.slice(0, run.ladder.silent.upTo + 1)]);
+      runs.push({ i, kind: 'plain', runId: runIdOf('plain', seed, i), name: 'agent-callback', to, urgent: run.urgent, zone: run.zone, question: true });
+      replies.answers[i] = { ...answer(), during: run.i };
+      bursts.find((b) => b.adds.includes(run.i)).adds.push(i);
+    }
+  }
+  faults.ringMs = r.chance(0.3) ? r.int(700, 1500) : null;
+  // a worker aborts at one point: the ladder's go to one that has none
+  const free = config.workers.map((w, k) => k).filter((k) => !config.workers[k].crashAt);
+  const crash = !drainCheck && r.chance(0.3)
+    ? { worker: free.length ? r.pick(free) : null, at: `${r.pick(['ladder-after-claim', 'ladder-after-create'])}:${r.pick([0.1, 0.3])}`, serve: config.receipts && r.chance(0.5) ? 'ladder-after-webhook:0.1' : null }
+    : null;
+  faults.ladderCrash = crash && (crash.worker !== null || crash.serve) ? crash : null;
+  faults.rollback = !drainCheck && r.chance(0.3) ? { atMs: r.int(0, 1500) } : null;
 }
 
 /** A Twilio fault's class name: `twilio-server_error-503`. */
@@ -225,7 +274,65 @@ function faultClasses(plan) {
     ...(f.forget ? ['redis-forget'] : []),
     ...(f.failover ? ['sentinel-failover'] : []),
     ...(f.calls || []).map((c) => `twilio-call-${c.outcome}`),
+    ...(f.ringMs ? ['ring-past-step-wait'] : []),
+    ...(f.ladderCrash ? ['ladder-crash'] : []),
+    ...(f.rollback ? ['rollback-with-ladders'] : []),
   ];
+}
+
+/**
+ * What `plan` draws, by class: its features and its fault classes, each named once (for
+ * `--coverage`, and for CI's seeds, which draw every class between them).
+ */
+function planClasses(plan) {
+  const { config: c, runs, replies } = plan;
+  // the ladders that climb: a question's (a delivered receipt stops a plain callback's), not
+  // held by quiet hours covering now; and those that reach the next people
+  const held = (r) => c.quiet?.covers && !r.urgent && r.zone !== 'outside';
+  const ladders = runs.filter((r) => r.ladder && r.question && !held(r));
+  const reaching = ladders.filter((r) => r.ladder.silent);
+  // the next people a silent recipient's ladder reaches: up to the one who answers, or all
+  const reached = (r) => r.ladder.then.slice(0, r.ladder.silent.by ? r.ladder.silent.upTo + 1 : undefined);
+  const byIndex = new Map(runs.map((r) => [r.i, r]));
+  const answers = Object.values(replies?.answers || {});
+  const features = {
+    [`timings-${c.timings}`]: true,
+    [`bullmq-${c.bullmq}`]: true,
+    'layout-per-slot': c.layout === 'per-slot' && !c.cluster,
+    'redis-cluster': c.cluster,
+    [`redis-${c.topology}`]: !c.cluster,
+    'concurrency-1-idle-gap': c.workers.some((w) => w.concurrency === 1) && plan.bursts.some((b) => b.gapBeforeMs > 4000),
+    'quiet-hours-now': c.quiet?.covers,
+    'quiet-hours-later': c.quiet && !c.quiet.covers,
+    'legacy-worker': c.legacy,
+    'receipts-through-serve': c.receipts,
+    'python-producer': plan.bursts.some((b) => b.producer === 'python'),
+    'two-runs-one-key': runs.some((r) => r.kind === 'bignum-twin'),
+    'run-added-twice': plan.bursts.flatMap((b) => b.adds).some((i, k, all) => all.indexOf(i) !== k),
+    'job-of-another-name': runs.some((r) => r.name !== 'agent-callback'),
+    questions: runs.some((r) => r.question),
+    'live-fleet-checks': plan.drainCheck,
+    'answers-coded': answers.some((a) => !a.codeless),
+    'answers-codeless': answers.some((a) => a.codeless),
+    strangers: replies?.strangers > 0,
+    'forged-post': replies?.forged,
+    'opt-out-stop': replies?.optOut && !replies.optOut.restart,
+    'opt-out-stop-start': replies?.optOut?.restart,
+    ladders: runs.some((r) => r.ladder && !held(r)),
+    'ladders-held-by-quiet-hours': runs.some((r) => r.ladder && held(r)),
+    'ladder-runs-out': reaching.some((r) => !r.ladder.silent.by),
+    'question-over-before-ladder': ladders.some((r) => r.replyWithin),
+    'two-next-people': reaching.some((r) => reached(r).length > 1),
+    'shared-oncall-number': reaching.some((r) => reached(r).some((n) => reaching.filter((o) => reached(o).includes(n)).length > 1)),
+    choices: runs.some((r) => r.choices && r.name === 'agent-callback'),
+    'next-person-answers': reaching.some((r) => r.ladder.silent.by),
+    'answers-another-question': Object.entries(replies?.answers || {}).some(([i, a]) => a.during !== undefined && !held(byIndex.get(Number(i))) && reaching.includes(byIndex.get(a.during))),
+    'calls-in-quiet-hours': c.quiet?.covers && ladders.length > 0,
+  };
+  for (const r of runs) if (r.kind !== 'bignum-twin') features[`runid-${r.kind}`] = true;
+  // a ladder's faults, where no ladder opens, are drawn in vain
+  const inVain = ladders.length ? [] : ['ring-past-step-wait', 'ladder-crash', 'rollback-with-ladders'];
+  return [...new Set([...Object.keys(features).filter((k) => features[k]), ...faultClasses(plan).filter((cls) => !inVain.includes(cls))])];
 }
 
 /** The plan without the faults of `cls` (for shrinking). */
@@ -247,7 +354,17 @@ function without(plan, cls) {
   if (cls === 'sentinel-failover') p.faults.failover = null;
   if (cls.startsWith('twilio-call-')) p.faults.calls = p.faults.calls.filter((c) => `twilio-call-${c.outcome}` !== cls);
   if (cls.startsWith('twilio-receipts-')) p.faults.receipts = p.faults.receipts.filter((x) => `twilio-receipts-${x.name}` !== cls);
+  if (cls === 'ring-past-step-wait') p.faults.ringMs = null;
+  if (cls === 'ladder-crash') p.faults.ladderCrash = null;
+  if (cls === 'rollback-with-ladders') p.faults.rollback = null;
   return p;
 }
 
-module.exports = { drawPlan, faultClasses, without, ZONES };
+/** How many of `plans` draw each class, sorted by name: [[class, trials], …]. */
+function coverage(plans) {
+  const per = new Map();
+  for (const p of plans) for (const cls of planClasses(p)) per.set(cls, (per.get(cls) || 0) + 1);
+  return [...per].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+module.exports = { drawPlan, faultClasses, planClasses, coverage, without, ZONES };

@@ -26,8 +26,10 @@ const TRUE_PAGE = {
   // "may have been sent, not sent again": true of a run texted once, when no receipt could link
   // the message to it (receipts off, or serve down when Twilio called)
   unknown_settled: (n) => n === 1,
-  // a ladder run out: checked against its record by checkLadders
+  // a ladder run out, or ended by `ringback drain --end-ladders`: checked against its record by
+  // checkLadders
   unacknowledged: () => true,
+  rollback: () => true,
 };
 
 /**
@@ -102,6 +104,33 @@ const label = (run) => (typeof run.runId === 'object' ? run.runId.json : String(
 /** A run's runId as a Node producer or consumer holds it (a big number: the nearest double). */
 const runIdValue = (run) => JSON.parse(runIdJson(run));
 
+/** A run's ladder record (lua/ladder_start.lua). */
+const ladderKey = (run) => `ringback:ladder:{${CLAIM_PREFIX}${String(runIdValue(run))}}`;
+
+/** A number as ringback records it on a ladder (`acked_who`): the last four digits. */
+const mask = (n) => (n.length <= 4 ? '****' : `${'*'.repeat(n.length - 4)}${n.slice(-4)}`);
+
+/** Where worker `k` of `plan` may abort (RINGBACK_CRASH_AT): a window point, or a ladder's. */
+const crashAtOf = (plan, k) => plan.config.workers[k].crashAt || (plan.faults.ladderCrash?.worker === k ? plan.faults.ladderCrash.at : null);
+
+/** Twilio's retry fragment on a webhook URL, as docs/http-api.md gives it. */
+const OVERRIDES = '#rc=5&rp=ct,rt,5xx';
+
+/**
+ * How the calls of `plan` go (the simulator's call rules; the first that matches applies): the
+ * silent people's unanswered (a ladder's recipient, and its next people up to the one who
+ * answers, or all), then the drawn outcomes at their rates, else answered and 1 pressed; each
+ * step of each call `ringMs` long when drawn (a call still ringing when the next step is due).
+ */
+function callRules(plan) {
+  const silent = plan.runs
+    .filter((r) => r.ladder?.silent)
+    .flatMap((r) => [r.to, ...r.ladder.then.slice(0, r.ladder.silent.by ? r.ladder.silent.upTo : undefined)])
+    .map((to) => ({ to, outcome: 'no-answer' }));
+  const rules = [...silent, ...(plan.faults.calls || [])];
+  return plan.faults.ringMs ? [...rules, {}].map((c) => ({ ...c, step_ms: plan.faults.ringMs })) : rules;
+}
+
 /**
  * The job data a producer sends for `run`, as JSON text (its body tagged so each text is counted
  * per run; a big runId with every digit, for a producer that keeps them).
@@ -110,8 +139,9 @@ function jobData(plan, run, quiet) {
   const rest = { to: run.to, body: `[x${plan.seed}-${run.i}] run finished (${run.kind}): approve the release` };
   if (run.urgent) rest.urgent = true;
   if (quiet?.zones[run.i]) rest.timeZone = quiet.zones[run.i];
-  if (run.question) Object.assign(rest, { expectReply: true, replyWithin: '1h' });
-  if (run.ladder) rest.ladder = { callAfter: '1s', stepWait: '1s', then: [run.ladder.then] };
+  if (run.question) Object.assign(rest, { expectReply: true, replyWithin: run.replyWithin || '1h' });
+  if (run.choices) rest.choices = run.choices;
+  if (run.ladder) rest.ladder = { callAfter: '1s', stepWait: '1s', then: run.ladder.then };
   return `{"runId":${runIdJson(run)},${JSON.stringify(rest).slice(1)}`;
 }
 
@@ -157,13 +187,16 @@ async function addWithPython(lab, jobs) {
 /**
  * The ladders of `plan` at rest: each ended (stopped, or run out with its escalation) or waiting
  * for quiet hours; no call placed twice for a run's step (the call reads the run's tagged body);
- * no next person texted twice for a run; one `unacknowledged` escalation for each ladder run out,
- * none for another.
+ * no next person texted twice for a run; each stopped by its own run's acknowledgement (a key
+ * on its call, its question's answer; for a plain callback also a delivered receipt or a reply
+ * answering no other run, read with `readReplies`); each of a run ringback
+ * texted (`texted(run)`) opened, unless Redis lost writes (`lossy`), and ended once: stopped,
+ * run out with one `unacknowledged` escalation, or ended by a drain with one `rollback`.
  */
-async function checkLadders({ lab, plan, callbacks, quiet, check, label }) {
+async function checkLadders({ lab, plan, callbacks, quiet, check, label, readReplies, texted, lossy }) {
   const ladders = callbacks.filter((r) => r.ladder);
   if (!ladders.length) return;
-  const recordOf = (r) => lab.admin.hgetall(`ringback:ladder:{${CLAIM_PREFIX}${String(runIdValue(r))}}`);
+  const recordOf = (r) => lab.admin.hgetall(ladderKey(r));
   const restful = (rec) => {
     const unmarked = Object.keys(rec).some((k) => k.startsWith('claim:') && rec[k].startsWith('pending:'));
     if (!rec.state) return true; // never opened: its text was held, or the legacy worker sent it
@@ -204,18 +237,76 @@ async function checkLadders({ lab, plan, callbacks, quiet, check, label }) {
     (m) => (tagged(m.body) === null ? null : `${tagged(m.body)} ${m.to}`),
   );
   for (const r of ladders) {
-    for (const to of [r.to, r.ladder.then]) {
+    for (const to of [r.to, ...r.ladder.then]) {
       const n = callsPer.get(`${r.i} ${to}`) || 0;
       check(n <= 1, 'no ladder step sent twice', `${n} calls to ${to}`, label(r));
     }
-    const n = stepTexts.get(`${r.i} ${r.ladder.then}`) || 0;
-    check(n <= 1, 'no ladder step sent twice', `${n} texts to the next person ${r.ladder.then}`, label(r));
+    for (const to of r.ladder.then) {
+      const n = stepTexts.get(`${r.i} ${to}`) || 0;
+      check(n <= 1, 'no ladder step sent twice', `${n} texts to the next person ${to}`, label(r));
+    }
   }
+  // read once the ladders ended: a reply is on the queue before it acknowledges
+  const replies = await readReplies();
+  ladders.forEach((r, k) => {
+    const rec = recs[k];
+    if (rec.state !== 'stopped' || !['reply', 'keypad', 'delivered'].includes(rec.acked_by)) return;
+    const key = String(runIdValue(r));
+    const reached = [r.to, ...r.ladder.then].map(mask).includes(rec.acked_who);
+    const theirs = replies.filter((d) => d.from && mask(d.from) === rec.acked_who);
+    const own = (d) => (d.matched === 'answer' ? String(d.runId) === key : !r.question && (d.matched === 'unmatched' || d.matched === 'ambiguous'));
+    const ok = rec.acked_by === 'delivered' ? !r.question : reached && (rec.acked_by === 'keypad' || (rec.acked_by === 'reply' && theirs.some(own)));
+    check(ok, "no ladder stopped by another run's answer", `${r.question ? 'a question' : 'a plain callback'} acknowledged by ${rec.acked_by} from ${rec.acked_who}${reached ? '' : ', whom it never reached'}; their messages: ${theirs.map((d) => `${d.matched} ${d.runId}`).join(', ') || 'none'}`, label(r));
+  });
   const pages = await lab.queue(ESCALATIONS).getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'], 0, -1);
   ladders.forEach((r, k) => {
-    const unack = pages.filter((p) => p.data?.kind === 'unacknowledged' && String(p.data?.runId) === String(runIdValue(r))).length;
-    check(unack === (recs[k].state === 'exhausted' ? 1 : 0), 'one unacknowledged escalation for each ladder run out, none else', `${unack} for a ladder ${recs[k].state || 'never opened'}`, label(r));
+    const rec = recs[k];
+    const of = (kind) => pages.filter((p) => p.data?.kind === kind && String(p.data?.runId) === String(runIdValue(r))).length;
+    const [unack, rollback] = [of('unacknowledged'), of('rollback')];
+    const held = rec.state === 'climbing' && restful(rec);
+    const ok = !rec.state
+      ? !texted(r) || lossy
+      : held
+        ? unack + rollback === 0
+        : rollback
+          ? rollback === 1 && unack === 0 && rec.state !== 'climbing'
+          : rec.state === 'stopped'
+            ? Boolean(rec.acked_by) && unack === 0
+            : rec.state === 'exhausted' && unack === 1;
+    check(ok, 'every ladder of a texted run opens and ends once', `a ladder ${rec.state || 'never opened'}${rec.acked_by ? ` (acknowledged by ${rec.acked_by})` : ''}, ${unack} unacknowledged and ${rollback} rollback escalation(s), ${texted(r) ? '' : 'not '}texted by ringback`, label(r));
   });
+}
+
+/**
+ * The answers at rest on the replies queue (`replies`: its jobs' data): at most one `answer` per
+ * question, whoever answered it and on whichever channel (a later one is `late`), and no
+ * `no-answer` beside it. `skip(run)`: runs sharing one key.
+ */
+function checkAnswers({ callbacks, replies, check, skip }) {
+  for (const r of callbacks.filter((x) => x.question && !skip(x))) {
+    const key = String(runIdValue(r));
+    const mine = replies.filter((d) => d.runId !== null && d.runId !== undefined && String(d.runId) === key);
+    const answers = mine.filter((d) => d.matched === 'answer');
+    check(answers.length <= 1, 'one answer per question', `${answers.length} answers: ${answers.map((d) => `${d.via || 'text'} from ${mask(d.from || '')} ${JSON.stringify(d.text)}`).join('; ')}`, label(r));
+    const none = mine.filter((d) => d.matched === 'no-answer').length;
+    check(none === 0 || answers.length === 0, 'no no-answer beside an answer', `${none} no-answer job(s) beside ${answers.length} answer(s)`, label(r));
+  }
+}
+
+/**
+ * `ringback drain` as an operator runs it in a rollback, the workers' env and `args` added
+ * (`--end-ladders`); resolves {code, output}.
+ */
+async function drainWith(lab, extra, args) {
+  const env = lab.ringbackEnv(QUEUE, extra);
+  delete env.RINGBACK_CRASH_AT;
+  delete env.RINGBACK_METRICS_LISTEN;
+  const p = lab.track(new WorkerProcess('ringback-drain', lab.bin, ['drain', '--timeout-ms', '30000', ...args], env));
+  const info = await p.waitExit(60_000).catch(async (err) => {
+    await p.destroy();
+    return { code: null, error: err.message };
+  });
+  return { code: info.code, output: p.output() };
 }
 
 // a run's tag at the start of a body (behind a trial account's prefix when Twilio stores one;
@@ -240,8 +331,11 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     if (!ok) violations.push({ invariant, ...(run !== undefined ? { run } : {}), detail });
   };
   const timers = [];
-  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, forgets: 0, failovers: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
+  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, forgets: 0, failovers: 0, rollbacks: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
   let pausedMs = 0;
+  // while a rollback lasts, no worker starts: the supervisors wait on `halted`, until `resume`
+  let halted = null;
+  let resume = () => {};
   try {
     const now = Date.now();
     const quiet = resolveQuiet(plan, now);
@@ -261,7 +355,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       ...(plan.faults.rewrite === 'trial' ? { trial_prefix: true } : {}),
       ...(plan.faults.authRefusedMs ? { auth: { refuse: 'all', for_ms: plan.faults.authRefusedMs } } : {}),
       ...(plan.faults.listLagMs ? { list_lag_ms: plan.faults.listLagMs } : {}),
-      ...(plan.faults.calls?.length ? { calls: plan.faults.calls, ...(plan.faults.sim.length ? { call_create: plan.faults.sim } : {}) } : {}),
+      ...(callRules(plan).length ? { calls: callRules(plan), ...(plan.faults.sim.length ? { call_create: plan.faults.sim } : {}) } : {}),
     };
     if (Object.keys(twilioFaults).length) await lab.sim.putFaults(twilioFaults);
 
@@ -270,8 +364,11 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     if (plan.config.receipts) {
       const port = await freePort();
       const base = `http://127.0.0.1:${port}`;
-      extra.RINGBACK_STATUS_CALLBACK_URL = `${base}/api/notify/webhook/status`;
-      const env = { ...lab.ringbackEnv(QUEUE, extra), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: base, ...(plan.serveEnv || {}) };
+      // a serve that aborts in a ladder's webhook is posted again, as Twilio does with the
+      // retry fragment the docs give
+      const serveCrashAt = plan.faults.ladderCrash?.serve;
+      extra.RINGBACK_STATUS_CALLBACK_URL = `${base}/api/notify/webhook/status${serveCrashAt ? OVERRIDES : ''}`;
+      const env = { ...lab.ringbackEnv(QUEUE, extra), RINGBACK_API_TOKEN: API_TOKEN, RINGBACK_PUBLIC_URL: base, ...(serveCrashAt ? { RINGBACK_CRASH_AT: serveCrashAt } : {}), ...(plan.serveEnv || {}) };
       delete env.RINGBACK_METRICS_LISTEN;
       lab.supervise('serve', (i) => {
         serve = lab.track(new WorkerProcess(`ringback-serve#${i}`, lab.bin, ['serve', '--listen', `127.0.0.1:${port}`], env));
@@ -288,11 +385,13 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     const current = [];
     plan.config.workers.forEach((w, k) => {
       lab.supervise(`ringback-${k}`, (i) => {
+        // (a worker slot left empty while the rollback lasts)
+        if (halted) return { label: `ringback-${k}#${i}`, running: false, exit: halted, output: () => '' };
         const env = lab.ringbackEnv(QUEUE, {
           ...extra,
           RINGBACK_CONCURRENCY: String(w.concurrency),
           RINGBACK_METRICS_LISTEN: `127.0.0.1:${metricsPorts[k]}`,
-          ...(w.crashAt ? { RINGBACK_CRASH_AT: w.crashAt } : {}),
+          ...(crashAtOf(plan, k) ? { RINGBACK_CRASH_AT: crashAtOf(plan, k) } : {}),
           ...(w.clockSkewMs ? { RINGBACK_CLOCK_SKEW_MS: String(w.clockSkewMs) } : {}),
           // what a test changes to prove a check fails (a worker that texts nobody, …): null unsets
           ...(plan.workerEnv || {}),
@@ -396,6 +495,41 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
           tally.failovers += 1;
         })().catch((e) => log(`[explore ${plan.seed}] the failover failed: ${e.message}`))
       : null;
+    // a rollback while ladders climb: once one climbs (or 20 s on), every ringback worker is
+    // stopped (SIGTERM) and none started; `ringback drain` refuses while a ladder climbs, and
+    // `--end-ladders` ends each (escalated once, `rollback`); then the workers start again
+    const rolledBack = new Set(); // the labels of the workers it stopped
+    const rollingBack = plan.faults.rollback
+      ? (async () => {
+          const ladders = plan.runs.filter((r) => r.ladder);
+          const climbing = async () => (await Promise.all(ladders.map((r) => lab.admin.hget(ladderKey(r), 'state')))).filter((st) => st === 'climbing').length;
+          await waitFor(async () => (await climbing()) > 0, 20_000, 'a ladder to climb', 100).catch(() => {});
+          await sleep(plan.faults.rollback.atMs);
+          const stoppedAt = Date.now();
+          halted = new Promise((resolve) => (resume = resolve));
+          const stopping = [...live];
+          for (const p of stopping) {
+            rolledBack.add(p.label);
+            p.kill('SIGTERM');
+          }
+          await Promise.all(stopping.map((p) => p.waitExit(30_000).catch(() => p.destroy())));
+          // a heartbeat outlives a worker killed meanwhile by a few seconds
+          await waitFor(async () => (await lab.heartbeats(3000)).length === 0, 15_000, 'no live heartbeat', 200).catch(() => {});
+          const before = await climbing();
+          const refused = await drainWith(lab, extra, []);
+          const after = await climbing();
+          check(refused.code === 3 ? /ladder/.test(refused.output) : refused.code === 0 && after === 0, 'drain refuses while a ladder climbs', `ringback drain exited ${refused.code} with ${before} ladder(s) climbing before it and ${after} after: ${refused.output.slice(-300)}`);
+          const ended = await drainWith(lab, extra, ['--end-ladders']);
+          check(ended.code === 0, 'drain --end-ladders ends the climbing ladders', `ringback drain --end-ladders exited ${ended.code}: ${ended.output.slice(-300)}`);
+          tally.rollbacks += 1;
+          log(`[explore ${plan.seed}] rollback: ${stopping.length} worker(s) stopped; drain exited ${refused.code} with ${before} ladder(s) climbing, then ${ended.code} with --end-ladders, ${Date.now() - stoppedAt} ms after the workers were told to stop`);
+        })()
+          .catch((e) => log(`[explore ${plan.seed}] the rollback failed: ${e.message}`))
+          .finally(() => {
+            halted = null;
+            resume({ code: null, signal: 'rollback' });
+          })
+      : null;
     // an orphan must not wait past its bound while a worker lives: sampled every second
     const t = lab.t;
     const orphanBoundMs = t.pendingTtlMs + 2 * 200 + 1500;
@@ -451,6 +585,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     // faults stop; the system must come to rest (a drawn restart of Redis happens first)
     await forgetting;
     await failingOver;
+    await rollingBack;
     for (const tm of timers) clearInterval(tm);
     await sleep(Math.max(0, ...plan.faults.pauses.map((p) => p.atMs + p.ms)) - (Date.now() - now));
     await lab.onEveryMaster('CLIENT', 'UNPAUSE').catch(() => {});
@@ -607,9 +742,13 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     }
     // as the legacy worker keys a run: JavaScript's String of the runId it parsed
     const expected = new Set(callbacks.map((r) => `${CLAIM_PREFIX}${String(runIdValue(r))}`));
-    // a ladder's step texts run as `<runId>:ladder:<k>` (steps 2 and 4 at most: texts to the next person)
-    for (const r of callbacks.filter((x) => x.ladder)) for (const k of [1, 2, 3]) expected.add(`${CLAIM_PREFIX}${String(runIdValue(r))}:ladder:${k}`);
-    await checkLadders({ lab, plan, callbacks, quiet, check, label });
+    // a ladder's step texts run as `<runId>:ladder:<k>` (steps 2, 4, …: texts to the next people)
+    for (const r of callbacks.filter((x) => x.ladder)) for (let k = 1; k <= 1 + 2 * r.ladder.then.length; k += 1) expected.add(`${CLAIM_PREFIX}${String(runIdValue(r))}:ladder:${k}`);
+    const repliesQueue = lab.queue(`${QUEUE}-replies`);
+    const readReplies = async () => (await readRetrying(() => repliesQueue.getJobs(['completed', 'failed', 'active', 'wait', 'delayed', 'prioritized'], 0, -1))).map((j) => j.data || {});
+    const texted = (r) => (last.per.get(r.i) || []).some((x) => x.from === OUR_SENDER);
+    await checkLadders({ lab, plan, callbacks, quiet, check, label, readReplies, texted, lossy: last.lossy });
+    if (serve) checkAnswers({ callbacks, replies: await readReplies(), check, skip: sharing });
     // the "which one?" text asking a person back runs under `reply:<MessageSid>`
     for (const m of people?.messages || []) expected.add(`${CLAIM_PREFIX}reply:${m.sid}`);
     for (const key of claimKeys) check(expected.has(key), 'one claim key per run, across both fleets', `claim key ${key} belongs to no run`);
@@ -634,7 +773,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       let m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
       // a worker drawn to abort may do so between the look and the scrape, and its next process
       // listens only once it started: asked again after a second, of the process then current
-      if (m === null && plan.config.workers[k].crashAt) {
+      if (m === null && crashAtOf(plan, k)) {
         await sleep(1000);
         if (!current[k]?.running) continue;
         m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
@@ -648,15 +787,23 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       check(overruns === 0 || twice || last.lossy, 'no alert that is not true', `RingbackWindowOverrun: worker ${k} counted ${overruns} overrun(s), and no run was texted twice`);
     }
     if (serve?.running) {
-      const m = await scrape(`${extra.RINGBACK_STATUS_CALLBACK_URL.replace(/\/api\/.*$/, '')}/metrics`);
+      const metricsUrl = `${extra.RINGBACK_STATUS_CALLBACK_URL.replace(/\/api\/.*$/, '')}/metrics`;
+      let m = await scrape(metricsUrl);
+      // a serve drawn to abort in a ladder's webhook may do so meanwhile: asked again after a second
+      if (m === null && plan.faults.ladderCrash?.serve) {
+        await sleep(1000);
+        m = await scrape(metricsUrl);
+      }
       check(m !== null, 'every live process answers /metrics', 'ringback serve');
       const other = m ? m.sum('ringback_status_callbacks', 'outcome="other"') : 0;
       check(other === 0 || twice, 'no alert that is not true', `RingbackSecondText: serve counted ${other} status callback(s) of a second message, and no run was texted twice`);
     }
-    check(lab.failures.length === 0, 'no worker fails by itself', lab.failures.slice(0, 3).join(' | ').slice(0, 600));
+    // (a worker the rollback stopped exits by itself, as it was asked to)
+    const failures = lab.failures.filter((f) => ![...rolledBack].some((l) => f.startsWith(`${l} `)));
+    check(failures.length === 0, 'no worker fails by itself', failures.slice(0, 3).join(' | ').slice(0, 600));
     // what each process said last, for a violation's report
     const logs = violations.length ? lab.processes.map((p) => `--- ${p.label}\n${p.output().slice(-Number(process.env.EXPLORE_LOG_CHARS || 1500))}`) : [];
-    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses + tally.forgets + tally.failovers;
+    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses + tally.forgets + tally.failovers + tally.rollbacks;
     return {
       seed: plan.seed,
       violations,
@@ -667,6 +814,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       figures: { ...(people ? { replies: people.messages.length, replyPosts: people.tally.posts } : {}), runs: plan.runs.length, held: held.size, jobs: plan.bursts.reduce((k, b) => k + b.adds.length, 0), pages: pages.length, ...tally, crashes: Object.values(lab.crashes).reduce((a, b) => a + b, 0) },
     };
   } finally {
+    resume({ code: null, signal: 'rollback' });
     for (const tm of timers) clearInterval(tm);
     await lab.onEveryMaster('CLIENT', 'UNPAUSE').catch(() => {});
     await lab.stop();
