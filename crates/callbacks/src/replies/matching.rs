@@ -183,7 +183,7 @@ impl Replies {
     /// When answer `sid` came: its record's arrival; `m`'s own time for one being recorded
     /// now, `ended` for a `no-answer`.
     async fn answered_at(&self, sid: &str, ended: i64) -> Result<i64, Error> {
-        if sid.starts_with(super::inbox::NO_ANSWER_CLAIM) {
+        if sid.starts_with(super::answers::NO_ANSWER_CLAIM) {
             return Ok(ended);
         }
         let v: Option<String> = redis::cmd("GET")

@@ -19,6 +19,7 @@
 //! - **Forwarding** ([`forwards`]): a message that answers no question goes on, at least once,
 //!   to whatever handled the number's inbound messages before.
 
+mod answers;
 mod ask;
 pub mod code;
 pub mod forwards;
