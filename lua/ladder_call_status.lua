@@ -3,7 +3,7 @@
   `in-progress`, `completed`, `busy`, `no-answer`, `failed`, `canceled`), ranked: a status
   arriving after a later one, or twice, changes nothing. The call's SID is kept as the step's
   evidence (a create whose answer was lost is found by it), and a call that ended no longer
-  rings.
+  rings (`ended:<step>` keeps that it ended, for a mark that comes after).
 
   KEYS[1] ladder record
 
@@ -26,5 +26,7 @@ local rank = tonumber(rcall("HGET", KEYS[1], "rank:" .. k) or "-1")
 if tonumber(ARGV[4]) <= rank then return {"0", state, step} end
 rcall("HSET", KEYS[1], "rank:" .. k, ARGV[4], "status:" .. k, ARGV[3])
 if ARGV[6] ~= "" then rcall("HSET", KEYS[1], "answered_by:" .. k, ARGV[6]) end
-if ARGV[5] == "1" then rcall("HDEL", KEYS[1], "ringing:" .. k) end
+-- `ended:<k>`: a final status may come before the create's mark, which must not then keep the
+-- call ringing
+if ARGV[5] == "1" then rcall("HDEL", KEYS[1], "ringing:" .. k); rcall("HSET", KEYS[1], "ended:" .. k, ARGV[3]) end
 return {"1", state, step}

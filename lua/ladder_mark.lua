@@ -1,8 +1,8 @@
 --[[
   ladder_mark: a step's text or call was created: its claim becomes `sent:<sid>`. A call is
-  remembered as ringing until its final status; one created after the ladder stopped (the
-  person acknowledged between the claim and the create) is answered "end": the caller hangs
-  it up.
+  remembered as ringing until its final status (unless that came first: `ended:<step>`); one
+  created after the ladder stopped (the person acknowledged between the claim and the create)
+  is answered "end": the caller hangs it up.
 
   KEYS[1] ladder record
 
@@ -16,7 +16,7 @@
 local k = ARGV[1]
 if rcall("HGET", KEYS[1], "claim:" .. k) ~= "pending:" .. ARGV[2] then return "not-ours" end
 rcall("HSET", KEYS[1], "claim:" .. k, "sent:" .. ARGV[3], "sent:" .. k, redisNowMs())
-if ARGV[4] == "call" then
+if ARGV[4] == "call" and rcall("HEXISTS", KEYS[1], "ended:" .. k) == 0 then
   rcall("HSET", KEYS[1], "ringing:" .. k, ARGV[3])
   if rcall("HGET", KEYS[1], "state") == "stopped" then return "end" end
 end

@@ -211,6 +211,82 @@ async fn an_acknowledgement_stops_the_ladder_once_and_no_step_starts_after_it() 
     }
 }
 
+/// A ladder past its last step runs out only once its calls ended: a call still ringing holds
+/// it (looked at again shortly) until its end or the bound; a final status that came before the
+/// create's mark leaves nothing ringing.
+#[tokio::test]
+async fn a_ladder_runs_out_after_its_last_call_ended_or_its_bound() {
+    let server = RedisServer::start();
+    let l = record(&server, Topology::Fused)
+        .await
+        .with_call_end_wait(Duration::from_secs(60));
+    let sid = |n: u32| format!("CA{n:032x}");
+    for (run, status_first) in [("rings", false), ("ended-first", true)] {
+        l.start(run, 1, Duration::ZERO, &plan(1)).await.unwrap();
+        let Advance::Claimed { step, token, .. } = l.advance(run, 0, Duration::ZERO).await.unwrap()
+        else {
+            panic!("{run}: step 1 claimed")
+        };
+        if status_first {
+            // Twilio's final status arrives before the create's answer is marked
+            l.call_status(run, step, &sid(9), "no-answer", None, Some(3))
+                .await
+                .unwrap();
+        }
+        l.mark(
+            run,
+            step,
+            &token,
+            &sid(if status_first { 9 } else { 8 }),
+            true,
+        )
+        .await
+        .unwrap();
+    }
+    // the call still rings: looked at again within 2 s, not exhausted
+    let Advance::Early(at) = l.advance("rings", 1, Duration::ZERO).await.unwrap() else {
+        panic!("a ringing call holds the ladder")
+    };
+    assert!(
+        at <= ringback::clock::now_ms() + 2_500,
+        "looked at again shortly"
+    );
+    assert_eq!(l.read("rings").await.unwrap()["state"], "climbing");
+    l.call_status("rings", 1, &sid(8), "completed", None, Some(4))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(
+        l.advance("rings", 1, Duration::ZERO).await.unwrap(),
+        Advance::Exhausted,
+        "ended once its call ended"
+    );
+    assert_eq!(
+        l.advance("ended-first", 1, Duration::ZERO).await.unwrap(),
+        Advance::Exhausted,
+        "a call whose end came first never rings"
+    );
+    // without keys (no webhooks) the bound is zero: exhausted at the due
+    let plain = record(&server, Topology::Fused).await;
+    plain
+        .start("no-keys", 1, Duration::ZERO, &plan(1))
+        .await
+        .unwrap();
+    let Advance::Claimed { step, token, .. } =
+        plain.advance("no-keys", 0, Duration::ZERO).await.unwrap()
+    else {
+        panic!("step 1 claimed")
+    };
+    plain
+        .mark("no-keys", step, &token, &sid(10), true)
+        .await
+        .unwrap();
+    assert_eq!(
+        plain.advance("no-keys", 1, Duration::ZERO).await.unwrap(),
+        Advance::Exhausted
+    );
+}
+
 #[tokio::test]
 async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait() {
     let server = RedisServer::start();
@@ -1334,7 +1410,7 @@ mod climbing {
             "bull",
             &e.queue,
         );
-        assert!(
+        assert_eq!(
             replies
                 .keypad_answer(
                     "plain-q-2",
@@ -1344,7 +1420,8 @@ mod climbing {
                     TO
                 )
                 .await
-                .unwrap()
+                .unwrap(),
+            ringback::callbacks::replies::Claimed::Ours
         );
         let got = wait_for(SOON, "the no-answer job", || async {
             let j = jobs(&e, "replies").await;

@@ -1433,6 +1433,120 @@ async fn a_claim_no_record_backs_is_void_after_the_grace_period() {
     w.stop().await;
 }
 
+/// A key and a `no-answer` claim a question's answer as a text does: a claim left void by a
+/// text cut before its record (past the grace period) is taken over; one held by a text still
+/// within it is left to settle, the key kept for the sweep, the `no-answer` asked again later;
+/// a key kept and not finished holds the `no-answer` back. Never two outcomes, never none.
+#[tokio::test]
+async fn keys_and_no_answers_take_void_claims_and_wait_for_unsettled_ones() {
+    use ringback::callbacks::replies::{Claimed, Inbound, keypad::Keypad};
+    let e = env("replies-key-claims", "").await;
+    let w = start_worker(&e, sms_config()).await;
+    for run in ["kv1", "kv2", "kv3"] {
+        question(&e, run, TO, &format!("Approve {run}?")).await;
+    }
+    let replies = replies_of(&e).await;
+    replies.read_clock().await.unwrap();
+    let now = replies.now();
+    let text = |sid: &str, code: &str, at: i64| Inbound {
+        message_sid: sid.into(),
+        from: TO.into(),
+        to: OUR_NUMBER.into(),
+        text: format!("{code} yes"),
+        media: vec![],
+        messaging_service_sid: None,
+        opt_out_type: None,
+        received_at: at,
+        form: vec![],
+    };
+    let code = |run: &'static str| {
+        let r = replies.clone();
+        async move { r.reads.question_of(run).await.unwrap().unwrap().code }
+    };
+    // a text claims, then its handler is cut before the record
+    let cut = |m: Inbound| {
+        let cut = replies
+            .clone()
+            .with_hook_before_record(std::sync::Arc::new(|| {
+                panic!("serve killed before the record")
+            }));
+        async move {
+            assert!(
+                tokio::spawn(async move { cut.receive(m).await })
+                    .await
+                    .is_err()
+            );
+        }
+    };
+    // kv1: the text was cut 20 s ago (void): the key takes the claim over and answers
+    cut(text(&sid(71), &code("kv1").await, now - 20_000)).await;
+    let key = |run: &str, call: &str| Keypad {
+        run_id: run.into(),
+        call_sid: call.into(),
+        choice: "YES".into(),
+        digits: "1".into(),
+        who: TO.into(),
+        question: true,
+    };
+    let k1 = replies.keypad(&key("kv1", "CA71"), now).await.unwrap();
+    assert!(k1.answered && !k1.unsettled, "{k1:?}");
+    // kv2: the text was cut a moment ago (it may still be recorded): the key waits, kept
+    cut(text(&sid(72), &code("kv2").await, now)).await;
+    let k2 = replies.keypad(&key("kv2", "CA72"), now).await.unwrap();
+    assert!(k2.unsettled && !k2.answered, "{k2:?}");
+    assert!(
+        !replies.no_answer("kv2", Some(TO), 0).await.unwrap(),
+        "no no-answer while a key is kept"
+    );
+    // past the grace period (its last post aged, as time would) the sweep finishes the kept
+    // key: the text's claim is void, the key answers
+    let _: () = e
+        .redis
+        .conn()
+        .await
+        .zadd(
+            "ringback:inbound-pending:agent-callback:",
+            sid(72),
+            now - 20_000,
+        )
+        .await
+        .unwrap();
+    let done = replies.finish_keypads(now + 60_000).await.unwrap();
+    assert_eq!(done, 1);
+    assert_eq!(
+        replies
+            .keypad_answer("kv2", "CA72", "YES", "1", TO)
+            .await
+            .unwrap(),
+        Claimed::Ours,
+        "the key holds the answer"
+    );
+    // kv3: a void text claim, then the question's time ends: the no-answer takes it over
+    cut(text(&sid(73), &code("kv3").await, now - 20_000)).await;
+    assert!(replies.no_answer("kv3", Some(TO), 0).await.unwrap());
+    let late = replies.keypad(&key("kv3", "CA73"), now).await.unwrap();
+    assert!(!late.answered && !late.unsettled, "{late:?}");
+    let jobs = reply_jobs(&e).await;
+    let of = |run: &str, matched: &str| {
+        jobs.values()
+            .filter(|j| j["runId"] == run && j["matched"] == matched)
+            .count()
+    };
+    assert_eq!(
+        [
+            of("kv1", "answer"),
+            of("kv2", "answer"),
+            of("kv3", "answer")
+        ],
+        [1, 1, 0],
+        "{jobs:?}"
+    );
+    assert_eq!(of("kv3", "late"), 1, "the key after the no-answer is late");
+    assert!(jobs.contains_key("no-answer:kv3"), "{jobs:?}");
+    assert!(!jobs.contains_key("no-answer:kv2"));
+    w.stop().await;
+}
+
 /// A message without a code goes to the one question open to the person only when no other
 /// question of theirs was answered or closed within the window: "no, wait, hold it" a minute
 /// after answering one question is asked back (naming both), never given to the other run.

@@ -46,9 +46,15 @@ impl Climber {
                 }
                 Some(q) if q.until > now => return self.record.reindex(run, q.until).await,
                 _ => {
-                    self.replies
+                    // a key still kept, or an answer still being recorded, is waited for
+                    if !self
+                        .replies
                         .no_answer(run, Some(&plan.recipient), plan.steps.len())
-                        .await?;
+                        .await?
+                    {
+                        let again = now + crate::replies::PENDING_GRACE.as_millis() as i64;
+                        return self.record.reindex(run, again).await;
+                    }
                     self.record.note(run, "no_answer", "added").await?;
                 }
             }

@@ -19,6 +19,17 @@ pub(super) const KEYPAD_CLAIM: &str = "call:";
 /// every later answer is late.
 pub(super) const NO_ANSWER_CLAIM: &str = "no-answer:";
 
+/// Where a question's answer claim stands for a key or a `no-answer` that asked for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claimed {
+    /// It is this one's: the question's answer.
+    Ours,
+    /// Another answer, recorded, came first: this one is late.
+    Another,
+    /// Another message claimed it and may still be recorded: look again later.
+    Unsettled,
+}
+
 impl Replies {
     /// Claim `run_id`'s question as answered by `sid` (`SET NX`): the MessageSid that stands,
     /// another's when that message answered it first. A question closes at its first answer even
@@ -170,9 +181,10 @@ impl Replies {
                     let ladder = self.ladders.read(run).await?;
                     if ladder.get("state").is_some_and(|s| s == "climbing") {
                         Some(now + 30_000)
-                    } else {
-                        self.no_answer(run, None, 0).await?;
+                    } else if self.no_answer(run, None, 0).await? {
                         None
+                    } else {
+                        Some(now + PENDING_GRACE.as_millis() as i64)
                     }
                 }
                 _ => None,
@@ -188,20 +200,27 @@ impl Replies {
 
     /// A question's ladder ran out and its `replyWithin` is over, unanswered (or it had no
     /// ladder): one `no-answer` job on the replies queue (once, whoever adds it and however
-    /// often).
+    /// often). It claims the question's answer as any answer does, after the keys pressed on
+    /// the run's calls that are kept and not yet finished: an answer that came first stands,
+    /// and every answer after it is late. False when it must look again later (a kept key, or
+    /// a message that claimed the answer and may still be recorded).
     pub async fn no_answer(
         &self,
         run_id: &str,
         recipient: Option<&str>,
         steps: usize,
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
         let id = format!("{NO_ANSWER_CLAIM}{run_id}");
-        // the question's last answer claim: an answer that came first stands (no `no-answer`
-        // beside it), and every answer after this one is late
-        let holder = self.claim_answer(run_id, &id).await?;
-        if holder != id {
-            tracing::info!(%run_id, "question answered before its no-answer; none added");
-            return Ok(());
+        if self.keys_kept_for(run_id).await? {
+            return Ok(false);
+        }
+        match self.claim_settled(run_id, &id).await? {
+            Claimed::Ours => {}
+            Claimed::Another => {
+                tracing::info!(%run_id, "question answered before its no-answer; none added");
+                return Ok(true);
+            }
+            Claimed::Unsettled => return Ok(false),
         }
         let data = json!({
             "runId": run_id, "matched": "no-answer", "to": recipient.map(mask), "steps": steps,
@@ -223,14 +242,57 @@ impl Replies {
             .await?;
         self.close_everywhere(run_id, &id).await?;
         tracing::info!(%run_id, "question unanswered: no-answer job added");
-        Ok(())
+        Ok(true)
+    }
+
+    /// Claim `run_id`'s answer for `sid` (a key or a `no-answer`, each kept before it claims):
+    /// a claim left void by a message never recorded is taken over; one held by a message
+    /// still within its grace period is left to settle.
+    pub(super) async fn claim_settled(&self, run_id: &str, sid: &str) -> Result<Claimed, Error> {
+        let mut holder = self.claim_answer(run_id, sid).await?;
+        if holder != sid && self.never_recorded(&holder).await? {
+            holder = match self.take_answer(run_id, &holder, sid).await? {
+                Some(now_holding) => now_holding,
+                // the claim expired meanwhile: claim it afresh
+                None => self.claim_answer(run_id, sid).await?,
+            };
+        }
+        Ok(if holder == sid {
+            Claimed::Ours
+        } else if self.recorded(&holder).await? {
+            Claimed::Another
+        } else {
+            Claimed::Unsettled
+        })
+    }
+
+    /// Whether answer claim `sid` is backed by its record (a key and a `no-answer` always are).
+    pub(super) async fn recorded(&self, sid: &str) -> Result<bool, Error> {
+        if sid.starts_with(KEYPAD_CLAIM) || sid.starts_with(NO_ANSWER_CLAIM) {
+            return Ok(true);
+        }
+        Ok(redis::cmd("EXISTS")
+            .arg(keys::inbound(&self.claim_prefix, sid))
+            .query_async(&mut self.conn())
+            .await?)
+    }
+
+    /// Whether a key pressed on one of `run_id`'s calls is kept and not yet finished.
+    async fn keys_kept_for(&self, run_id: &str) -> Result<bool, Error> {
+        let kept = self
+            .due_members(&keys::keypad_pending(&self.claim_prefix), i64::MAX, 1000)
+            .await?;
+        Ok(kept.iter().any(|k| {
+            serde_json::from_str::<super::keypad::Keypad>(k).is_ok_and(|k| k.run_id == run_id)
+        }))
     }
 
     /// A key pressed on a ladder's call answers `run_id`'s question as `choice` (the first
     /// answer wins, by text or keypad): one `agent-reply` job (`via: "call"`), and the
     /// question closes. The key is recorded before it claims the answer, as a text is, so no
     /// later message can take its claim for void. A key after another answer is a `late` reply
-    /// (one job, the same id). False when another answer came first.
+    /// (one job, the same id). While another message's claim may still be recorded, nothing
+    /// is decided: the kept key is finished later.
     pub async fn keypad_answer(
         &self,
         run_id: &str,
@@ -238,7 +300,7 @@ impl Replies {
         choice: &str,
         digits: &str,
         from: &str,
-    ) -> Result<bool, Error> {
+    ) -> Result<Claimed, Error> {
         let sid = format!("{KEYPAD_CLAIM}{call_sid}");
         let code = self
             .reads
@@ -274,7 +336,11 @@ impl Replies {
             .await?;
         let received_at = serde_json::from_str::<Recorded>(&stands)
             .map_or(record.inbound.received_at, |r| r.inbound.received_at);
-        let first = self.claim_answer(run_id, &sid).await? == sid;
+        let claimed = self.claim_settled(run_id, &sid).await?;
+        if claimed == Claimed::Unsettled {
+            return Ok(claimed);
+        }
+        let first = claimed == Claimed::Ours;
         let mut data = json!({
             "runId": run_id, "text": choice, "digits": digits, "from": from,
             "matched": if first { "answer" } else { "late" },
@@ -302,7 +368,7 @@ impl Replies {
         self.conn()
             .confirm_durable(&[ikey.as_str(), job.as_str(), once.as_str()])
             .await?;
-        Ok(first)
+        Ok(claimed)
     }
 
     /// The question is answered: no longer open, its code still taken for the person.

@@ -9,6 +9,7 @@ use ringback_shared::error::Error;
 use ringback_shared::redact::mask;
 use ringback_store::keys;
 
+use super::answers::Claimed;
 use super::{PENDING_GRACE, Replies};
 use crate::ladder::record::{Ack, Channel};
 
@@ -37,12 +38,15 @@ pub struct Keyed {
     pub ack: Ack,
     /// The key is its question's answer (the first one); false for a plain callback.
     pub answered: bool,
+    /// Another message claimed the question's answer and may still be recorded: the key stays
+    /// kept, and the sweep finishes it once that settles.
+    pub unsettled: bool,
 }
 
 impl Keyed {
     /// The key did what the person meant: it stopped the ladder, or answered the question.
     pub fn took(&self) -> bool {
-        self.answered || matches!(self.ack, Ack::Stopped(_))
+        self.answered || self.unsettled || matches!(self.ack, Ack::Stopped(_))
     }
 }
 
@@ -53,11 +57,13 @@ impl Replies {
         self.keep_keypad(k, at).await?;
         self.ladder_webhook_recorded();
         let keyed = self.finish_keypad(k).await?;
-        let _: () = redis::cmd("ZREM")
-            .arg(keys::keypad_pending(&self.claim_prefix))
-            .arg(member(k))
-            .query_async(&mut self.conn())
-            .await?;
+        if !keyed.unsettled {
+            let _: () = redis::cmd("ZREM")
+                .arg(keys::keypad_pending(&self.claim_prefix))
+                .arg(member(k))
+                .query_async(&mut self.conn())
+                .await?;
+        }
         Ok(keyed)
     }
 
@@ -99,14 +105,22 @@ impl Replies {
                 .collect();
             self.ladders.hang_up_later(&others).await?;
         }
-        let answered = k.question
-            && self
-                .keypad_answer(&k.run_id, &k.call_sid, &k.choice, &k.digits, &k.who)
-                .await?;
-        if k.question && !answered {
+        let claimed = if k.question {
+            Some(
+                self.keypad_answer(&k.run_id, &k.call_sid, &k.choice, &k.digits, &k.who)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        if claimed == Some(Claimed::Another) {
             tracing::info!(run_id = %k.run_id, "keypad answer after the question's first answer: a late reply");
         }
-        Ok(Keyed { ack, answered })
+        Ok(Keyed {
+            ack,
+            answered: claimed == Some(Claimed::Ours),
+            unsettled: claimed == Some(Claimed::Unsettled),
+        })
     }
 
     /// `serve`'s sweep: finish the keypad answers kept before `now` less [`PENDING_GRACE`]
@@ -143,7 +157,14 @@ impl Replies {
         for entry in entries {
             let keypad = serde_json::from_str::<Keypad>(&entry).ok();
             match &keypad {
-                Some(k) if pick(k) => done.push(self.finish_keypad(k).await?),
+                Some(k) if pick(k) => {
+                    let keyed = self.finish_keypad(k).await?;
+                    let unsettled = keyed.unsettled;
+                    done.push(keyed);
+                    if unsettled {
+                        continue;
+                    }
+                }
                 Some(_) => continue,
                 None => {}
             }

@@ -31,7 +31,11 @@ impl Replies {
                         }
                     }
                     if holder != m.message_sid {
-                        self.close(run_id, &m.from, &holder).await?;
+                        // closed on the first answer's behalf only once it is recorded: a
+                        // message cut before its record leaves the question open to the next
+                        if self.recorded(&holder).await? {
+                            self.close(run_id, &m.from, &holder).await?;
+                        }
                         taken.push(run_id.clone());
                         continue;
                     }
@@ -56,7 +60,9 @@ impl Replies {
                             if self.never_recorded(&holder).await? {
                                 continue;
                             }
-                            self.close(run_id, &m.from, &holder).await?;
+                            if self.recorded(&holder).await? {
+                                self.close(run_id, &m.from, &holder).await?;
+                            }
                             taken.push(run_id.clone());
                             claimed = true;
                         }

@@ -20,6 +20,7 @@
 //!   to whatever handled the number's inbound messages before.
 
 mod answers;
+pub use answers::Claimed;
 mod ask;
 pub mod code;
 pub mod forwards;
