@@ -229,9 +229,14 @@ async function ladder({ runs = 12, version = '6', timings = 'compressed', cluste
       const unack = esc.filter((j) => j.data.kind === 'unacknowledged').length;
       const others = esc.filter((j) => j.data.kind !== 'unacknowledged').map((j) => j.data.kind);
       if (unack !== (rec.state === 'exhausted' ? 1 : 0) || others.length) wrong.escalation.push(`${r.runId} (${rec.state}): ${unack} unacknowledged, others ${others.join(',') || 'none'}`);
-      const rs = replies.filter((j) => j.data?.runId === r.runId);
+      const all = replies.filter((j) => j.data?.runId === r.runId);
+      // a key or text after the first answer (a key kept through a crash of serve, finished
+      // after another person's) is a late reply naming the first: never a second answer
+      const late = all.filter((j) => j.data.matched === 'late');
+      const rs = all.filter((j) => j.data.matched !== 'late');
       const via = rs.filter((j) => j.data.via === 'call').length;
       const noAnswer = rs.filter((j) => j.data.matched === 'no-answer').length;
+      if (late.some((j) => !j.data.firstAnswer)) wrong.replies.push(`${r.runId}: a late reply that names no first answer`);
       if (r.question) {
         const byText = (from) => noAnswer === 0 && via === 0 && rs.length === 1 && rs[0].data.matched === 'answer' && rs[0].data.from === from;
         const okReplies = r.kind === 'nobody' ? noAnswer === 1 && via === 0 : r.kind === 'reply' ? byText(r.to) : r.kind === 'oncall-reply' ? byText(r.first) : via === 1 && noAnswer === 0;
