@@ -1109,6 +1109,56 @@ mod climbing {
         worker.stop().await;
     }
 
+    /// A run whose worker died right after its claim, sent by the orphan sweep from the attempt
+    /// record: the ladder its job asked for opens (the record keeps no ladder; the job does).
+    #[tokio::test]
+    async fn an_orphan_sent_by_the_sweep_opens_the_ladder_its_job_asked_for() {
+        let e = cb::env("ladder-orphan", r#"{"callbacks":[{"none":true}]}"#).await;
+        let run = "orphan-ladder-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Run finished.",
+            "ladder": {"callAfter": "1h", "then": [ONCALL]},
+        });
+        cb::add(&e, &data.to_string()).await;
+        let crashed = cb::spawn_binary(&e, Some("after-claim"));
+        let exited = tokio::time::timeout(
+            SOON,
+            tokio::task::spawn_blocking(move || {
+                let mut crashed = crashed;
+                crashed.0.wait().unwrap()
+            }),
+        )
+        .await
+        .expect("the worker exits at its claim")
+        .unwrap();
+        assert!(!exited.success(), "the worker died at its claim");
+        let conn =
+            ringback::store::connection::commands(&redis::Client::open(e.redis.url()).unwrap())
+                .await
+                .unwrap();
+        let p = cb::processor(&e, conn, cb::sms_config());
+        let cancel = Default::default();
+        let resolved = wait_for(SOON, "the orphan swept and sent", || async {
+            let done = ringback::callbacks::orphans::sweep(&p, None, &cancel)
+                .await
+                .unwrap();
+            (!done.is_empty()).then_some(done)
+        })
+        .await;
+        assert_eq!(resolved, [run]);
+        assert_eq!(texts_to(&e, TO), 1);
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            rec.get("state").map(String::as_str),
+            Some("climbing"),
+            "{rec:?}"
+        );
+        assert!(
+            rec["plan"].contains(ONCALL),
+            "the job's own ladder: {rec:?}"
+        );
+    }
+
     /// A rollback tells a person about every climbing ladder: `drain` refuses while one climbs
     /// and no worker is alive; `--end-ladders` ends it and escalates it once (`rollback`).
     #[tokio::test]

@@ -168,10 +168,12 @@ async fn round(
         if cancel.is_cancelled() {
             break;
         }
+        let asked = crate::orphans::job_asks(processor, &run_id).await?;
         let Some(orphan) = window.take(&run_id).await? else {
             continue;
         };
         let (job_id, req) = orphan.job("drain", &run_id);
+        let req = crate::orphans::with_asks(req, asked);
         match processor.attempt(&job_id, &req).await {
             Outcome::Completed(_) | Outcome::Failed(_) => report.resolved.push(run_id),
             Outcome::DelayUntil(at) => window.revisit_at(&run_id, window.to_redis(at)).await?,

@@ -46,10 +46,12 @@ pub async fn sweep(
         if cancel.is_cancelled() {
             break;
         }
+        let asked = job_asks(processor, &run_id).await?;
         let Some(orphan) = window.sweep(&run_id).await? else {
             continue;
         };
         let (job_id, req) = orphan.job("sweep", &run_id);
+        let req = with_asks(req, asked);
         tracing::warn!(run_id = %run_id, "open attempt past its deadline: claim re-fenced, resolving it");
         match processor.attempt(&job_id, &req).await {
             Outcome::Completed(v) => {
@@ -65,6 +67,39 @@ pub async fn sweep(
         }
     }
     Ok(resolved)
+}
+
+/// What an open attempt's own job asked beyond what its attempt record keeps (its ladder, its
+/// choices, whether it is a question), read from the job while the queue holds it: an orphan
+/// that the sweep or the drain sends opens the ladder its job asked for, not the deployment's
+/// default. `None` when the job is gone or was made by a sweep (the default then applies).
+pub(crate) async fn job_asks(
+    processor: &SmsProcessor,
+    run_id: &str,
+) -> Result<Option<CallbackRequest>, ringback_shared::error::Error> {
+    let record = processor.window().attempt_record(run_id).await?;
+    let Some(job) = record.get("job").filter(|j| !j.starts_with("ringback-")) else {
+        return Ok(None);
+    };
+    let Some(data) = processor.escalator().callbacks.job_data(job).await? else {
+        return Ok(None);
+    };
+    Ok(CallbackRequest::parse(&data)
+        .ok()
+        .filter(|asked| asked.run_id == run_id))
+}
+
+/// `req` (from the attempt record) with what its job asked ([`job_asks`]).
+pub(crate) fn with_asks(
+    mut req: CallbackRequest,
+    asked: Option<CallbackRequest>,
+) -> CallbackRequest {
+    if let Some(asked) = asked {
+        req.ladder = asked.ladder;
+        req.choices = asked.choices;
+        req.expect_reply = asked.expect_reply;
+    }
+    req
 }
 
 /// How far below the cursor each scan looks again: a failure's score is the finishing worker's
