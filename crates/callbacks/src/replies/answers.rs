@@ -92,7 +92,7 @@ impl Replies {
             .await?)
     }
 
-    /// What a message acknowledges ([`docs/ladder.md`]'s table): an answer, its own run's
+    /// What a message acknowledges (the table in `docs/ladder.md`): an answer, its own run's
     /// ladder alone; a message that answers no question (no question is open to the sender),
     /// the one ladder still climbing that reached them, when it is a plain callback's; a late
     /// reply, an ambiguous one and an opt-out, none. Calls still ringing are left for a worker
