@@ -771,13 +771,15 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     for (const [k, p] of current.entries()) {
       if (!p?.running) continue;
       let m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
-      // a worker drawn to abort may do so between the look and the scrape, and its next process
-      // listens only once it started: asked again after a second, of the process then current
-      if (m === null && crashAtOf(plan, k)) {
-        await sleep(1000);
-        if (!current[k]?.running) continue;
+      // a worker drawn to abort (or killed) may go between the look and the scrape, and its
+      // next process listens only once it started, which on a Cluster includes noting every
+      // slot's Redis identity (up to 15 s): asked again, of the process then current, until then
+      const startedBy = Date.now() + 20_000;
+      while (m === null && Date.now() < startedBy && current[k]?.running) {
+        await sleep(500);
         m = await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`);
       }
+      if (!current[k]?.running) continue;
       check(m !== null, 'every live process answers /metrics', `worker ${k} on port ${metricsPorts[k]}`);
       if (!m) continue;
       const age = m.max('ringback_open_attempt_oldest_age_seconds');
