@@ -7,9 +7,27 @@
 const { drawPlan, faultClasses, without } = require('./plan');
 const { runTrial } = require('./trial');
 
+// the harness's own Node client meeting a failover it drew (READONLY from a demoted master
+// until its slot map or its primary is read again) breaks the trial, not an invariant
+const harnessFailover = (err) => err.name === 'ReplyError' && /READONLY|CLUSTERDOWN|TRYAGAIN/.test(String(err.message));
+
+/**
+ * Plays `plan` (a first play, a replay or a shrink's): a trial broken by the harness's own
+ * client in a failover is played once more from its seed; a trial that throws (a lab that broke
+ * midway, a reply the harness did not expect, a second failover break) is a violation of its
+ * own, reported with its seed, and the run goes on.
+ */
+async function play(plan, opts) {
+  const broke = (err) => {
+    if (err.name === 'SetupError') throw err;
+    return { seed: plan.seed, violations: [{ invariant: 'the trial runs to its end', detail: String(err.stack || err).slice(0, 600) }], logs: [], checks: 1, faults: 0, ms: 0, figures: { runs: plan.runs.length, jobs: 0, held: 0 } };
+  };
+  return runTrial(plan, opts).catch((err) => (harnessFailover(err) ? runTrial(plan, opts).catch(broke) : broke(err)));
+}
+
 /** Plays `plan` and says whether it broke an invariant. */
 async function fails(plan, opts) {
-  const r = await runTrial(plan, opts);
+  const r = await play(plan, opts);
   return r.violations.length > 0 ? r : null;
 }
 
@@ -74,17 +92,7 @@ async function explore({ seeds, firstSeed = 1, trials = Infinity, minutes = Infi
 async function trial(seed, { totals, replays, shrinkBudget, out, log }) {
   {
     const plan = drawPlan(seed);
-    // a trial that throws (a lab that broke midway, a reply the harness did not expect) is a
-    // violation of its own, reported with its seed; the run goes on
-    const broke = (err) => {
-      if (err.name === 'SetupError') throw err;
-      return { seed, violations: [{ invariant: 'the trial runs to its end', detail: String(err.stack || err).slice(0, 600) }], logs: [], checks: 1, faults: 0, ms: 0, figures: { runs: plan.runs.length, jobs: 0, held: 0 } };
-    };
-    // the harness's own Node client meeting a Cluster failover it drew (READONLY from a demoted
-    // master until its slot map is read again) breaks the trial, not an invariant: the trial
-    // is played once more from its seed, and a second break is reported
-    const harnessFailover = (err) => err.name === 'ReplyError' && /READONLY|CLUSTERDOWN|TRYAGAIN/.test(String(err.message));
-    const r = await runTrial(plan, { log }).catch((err) => (harnessFailover(err) ? runTrial(plan, { log }).catch(broke) : broke(err)));
+    const r = await play(plan, { log });
     totals.trials += 1;
     totals.faults += r.faults;
     totals.checks += r.checks;
