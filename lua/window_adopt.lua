@@ -12,6 +12,7 @@
   ARGV[2] job id       ARGV[5] body
   ARGV[3] to           ARGV[6] record TTL (ms)
   ARGV[7] "1" = urgent, else ""   ARGV[8] time zone ("" = the deployment's)
+  ARGV[9] question and ladder (job data fields as JSON, "" = none asked)
 
   Returns 1 adopted, 2 already open (indexed again), 0 nothing to do (sent or failed for good)
 ]]
@@ -30,6 +31,7 @@ rcall("HSET", KEYS[2], "token", "", "job", ARGV[2], "state", "retry", "since", n
   "to", ARGV[3], "from", ARGV[4], "body", ARGV[5], "adopted_at", now)
 if ARGV[7] == "1" then rcall("HSET", KEYS[2], "urgent", "1") end
 if ARGV[8] and ARGV[8] ~= "" then rcall("HSET", KEYS[2], "tz", ARGV[8]) end
+if ARGV[9] and ARGV[9] ~= "" then rcall("HSET", KEYS[2], "ask", ARGV[9]) end
 rcall("PEXPIRE", KEYS[2], ARGV[6])
 if KEYS[4] then rcall("ZADD", KEYS[4], now, ARGV[1]) end
 return 1

@@ -46,6 +46,9 @@
                                            ARGV[15..16] are kept on the record (fields urgent,
                                            tz) for the paths that rebuild the request from it
                                   ARGV[17] the lost-writes window (ms; KEYS[4])
+                                  ARGV[18] the callback's question and ladder (job data
+                                           fields as JSON, "" = none asked): kept on the
+                                           record (field ask) as ARGV[15..16] are
   ARGV[5] pending TTL (ms)
   ARGV[6] hold (ms): how long a resolver may go without touching the attempt
 

@@ -17,8 +17,9 @@
   ARGV[4] "1" = take it even if not due (`ringback drain`)
 
   Returns {} (not overdue, or settled and dropped from the index), or
-          {generation, token, to, from, body, urgent, tz} (urgent "1" or "", tz "" = the
-          deployment's: what the send decision needs, window_claim.lua's ARGV[15..16])
+          {generation, token, to, from, body, urgent, tz, ask} (urgent "1" or "", tz "" = the
+          deployment's, ask "" = none: what the send decision needs, window_claim.lua's
+          ARGV[15..16] and ARGV[18])
 ]]
 local now, lease, hold = redisNowMs(), tonumber(ARGV[2]), tonumber(ARGV[3])
 local index = KEYS[3]
@@ -26,7 +27,7 @@ if index then
   local due = tonumber(rcall("ZSCORE", index, ARGV[1]))
   if not due or (due > now and ARGV[4] ~= "1") then return {} end
 end
-local rec = rcall("HMGET", KEYS[2], "state", "token", "to", "from", "body", "urgent", "tz")
+local rec = rcall("HMGET", KEYS[2], "state", "token", "to", "from", "body", "urgent", "tz", "ask")
 local state = rec[1]
 if state ~= "claimed" and state ~= "ambiguous" and state ~= "retry" then
   if index then rcall("ZREM", index, ARGV[1]) end
@@ -43,4 +44,4 @@ end
 local generation = rcall("HINCRBY", KEYS[2], "sweeps", 1)
 if index then rcall("ZADD", index, now + math.floor(hold / 2), ARGV[1]) end
 return {tostring(generation), rec[2] or "", rec[3] or "", rec[4] or "", rec[5] or "", rec[6] or "",
-  rec[7] or ""}
+  rec[7] or "", rec[8] or ""}

@@ -56,8 +56,10 @@ local function callbackOf(fields, names)
   local tz = d["timeZone"]
   if tz ~= nil and tz ~= cjson.null and type(tz) ~= "string" then return nil end
   if tz == cjson.null then tz = nil end
+  -- `"ladder": false` is the one ask a fused job may carry (an object or a list is not fused)
   return {runId = runId, to = to, body = body, from = from,
-    urgent = d["urgent"] == true and "1" or "", tz = tz or ""}
+    urgent = d["urgent"] == true and "1" or "", tz = tz or "",
+    ask = d["ladder"] == false and '{"ladder":false}' or ""}
 end
 
 -- A key template ("\1" where the runId goes) filled with `runId`; each template's two halves
@@ -96,7 +98,7 @@ local function finishSentOnce(K, A, now, batch)
   local claim = claimRun({runKey(A[25], req.runId), runKey(A[26], req.runId),
     runKey(A[27], req.runId), nil, K[17], K[22]},
     {A[28], next[2], A[29], "", A[30], A[31], A[21], req.to, req.from, req.body,
-     req.runId, A[32], A[33], nil, req.urgent, req.tz}, now)
+     req.runId, A[32], A[33], nil, req.urgent, req.tz, nil, req.ask}, now)
   table.insert(claim, req.runId)
   return {next, mark, claim}
 end

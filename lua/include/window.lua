@@ -199,11 +199,13 @@ end
 -- record exists (it is replaced).
 -- What a send decision needs of the callback beyond its text, kept on the attempt record for
 -- every path that rebuilds the request from the record alone (the orphan sweep, drain, resend):
--- `urgent` ("1": sent inside quiet hours) and `tz` (the zone its quiet hours are read in).
--- Written only when set, so a plain callback's record is as small as before.
-local function keepQuietFacts(attemptKey, urgent, tz)
+-- `urgent` ("1": sent inside quiet hours), `tz` (the zone its quiet hours are read in) and `ask`
+-- (its question and ladder, as job data fields: an orphan sent without its job opens the ladder
+-- its job asked for). Written only when set, so a plain callback's record is as small as before.
+local function keepSendFacts(attemptKey, urgent, tz, ask)
   if urgent == "1" then rcall("HSET", attemptKey, "urgent", "1") end
   if tz ~= nil and tz ~= "" then rcall("HSET", attemptKey, "tz", tz) end
+  if ask ~= nil and ask ~= "" then rcall("HSET", attemptKey, "ask", ask) end
 end
 
 local function freshAttempt(keys, args, now, token, hadRecord)
@@ -213,7 +215,7 @@ local function freshAttempt(keys, args, now, token, hadRecord)
   if hadRecord then rcall("DEL", attemptKey) end
   rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "claimed",
     "claimed_at", nowS, "since", nowS, "to", args[8], "from", args[9], "body", args[10])
-  keepQuietFacts(attemptKey, args[15], args[16])
+  keepSendFacts(attemptKey, args[15], args[16], args[18])
   rcall("PEXPIRE", attemptKey, args[7])
   -- dead at claimed_at + pending TTL if still claimed: the sweep looks then
   if index then
@@ -311,8 +313,8 @@ local function claimRun(keys, args, now)
     rcall("HSET", attemptKey, "token", token, "job", args[2], "worker", args[3], "state", "ambiguous",
       "since", since, "to", to, "from", from, "body", body, "touched", nowS, "origin", origin)
     -- a record taken over (the legacy worker's claim) learns them from this caller's job
-    if rec["urgent"] == nil then keepQuietFacts(attemptKey, args[15], nil) end
-    if rec["tz"] == nil then keepQuietFacts(attemptKey, nil, args[16]) end
+    keepSendFacts(attemptKey, rec["urgent"] == nil and args[15] or nil,
+      rec["tz"] == nil and args[16] or nil, rec["ask"] == nil and args[18] or nil)
     rcall("PEXPIRE", attemptKey, args[7])
     -- a resolver touches the attempt every poll; half the hold without a touch means it is gone
     if index then rcall("ZADD", index, int(now + math.floor(hold / 2)), runId) end

@@ -1068,6 +1068,78 @@ mod climbing {
         worker.stop().await;
     }
 
+    /// A call whose final status callback never came (lost, or refused for good) holds the
+    /// ladder only while Twilio says the call goes on: past its ring time the call is fetched,
+    /// and once Twilio's record has it ended (and a late key had time to come) the ladder runs
+    /// out, not at its full bound.
+    #[tokio::test]
+    async fn a_call_whose_final_status_never_came_is_fetched_and_ends_the_ladder() {
+        let e = cb::env(
+            "ladder-silent-call",
+            &format!(r#"{{"calls":[{{"to":"{TO}","outcome":"no-answer","no_callbacks":true}}]}}"#),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let run = "silent-call-1";
+        let data = serde_json::json!({
+            "runId": run, "to": TO, "body": "Deploy build 7?", "expectReply": true,
+            "replyWithin": "2s", "choices": ["YES", "NO"],
+            "ladder": {"callAfter": "1s", "stepWait": "1s", "then": []},
+        });
+        cb::add(&e, &data.to_string()).await;
+        let sid = wait_for(SOON, "the call ended at Twilio", || async {
+            let calls = e.sim.calls.to(TO);
+            let call = calls.first()?;
+            (call.call.end_time.is_some()).then(|| call.call.sid.clone())
+        })
+        .await;
+        let rec = ladder(&e, run).await;
+        assert_eq!(rec.get("ringing:1"), Some(&sid), "{rec:?}");
+        // the call still rings by the record, well inside its bound: nothing ends the ladder
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(matched(&e, run).await.is_empty(), "no no-answer yet");
+        assert_eq!(ladder(&e, run).await["state"], "climbing");
+        // as if the call was created 100 s ago and ended 30 s ago
+        let long_ago = |secs: i64| {
+            (chrono::Utc::now() - chrono::Duration::seconds(secs))
+                .format("%a, %d %b %Y %H:%M:%S +0000")
+                .to_string()
+        };
+        assert!(
+            e.sim
+                .calls
+                .update(&sid, |c| c.call.end_time = Some(long_ago(30)))
+        );
+        let sent: i64 = rec["sent:1"].parse().unwrap();
+        let _: () = e
+            .redis
+            .conn()
+            .await
+            .hset(
+                ringback::store::keys::ladder("agent-callback:", run),
+                "sent:1",
+                sent - 100_000,
+            )
+            .await
+            .unwrap();
+        let got = wait_for(SOON, "the no-answer", || async {
+            matched(&e, run).await.remove("no-answer")
+        })
+        .await;
+        assert_eq!(got.len(), 1);
+        let rec = ladder(&e, run).await;
+        assert_eq!(
+            (
+                rec["state"].as_str(),
+                rec.get("status:1").map(String::as_str)
+            ),
+            ("exhausted", Some("no-answer")),
+            "{rec:?}"
+        );
+        assert_eq!(e.sim.calls.to(TO).len(), 1, "called once");
+        worker.stop().await;
+    }
+
     /// A ladder opens wherever its callback is finished: a run whose claim already says sent
     /// (the legacy worker's, or a retry after the ladder's record was lost) opens it, and the
     /// recipient is called.
@@ -1113,13 +1185,25 @@ mod climbing {
     /// record: the ladder its job asked for opens (the record keeps no ladder; the job does).
     #[tokio::test]
     async fn an_orphan_sent_by_the_sweep_opens_the_ladder_its_job_asked_for() {
-        let e = cb::env("ladder-orphan", r#"{"callbacks":[{"none":true}]}"#).await;
-        let run = "orphan-ladder-1";
+        orphan_opens_its_ladder("orphan-ladder-1", false).await;
+    }
+
+    /// The attempt record keeps the question and the ladder: an orphan whose job is gone
+    /// (removed by hand, or its record's job a sweep's own) asks the same question, with its
+    /// choices, and opens the same ladder.
+    #[tokio::test]
+    async fn an_orphan_whose_job_is_gone_asks_its_question_and_opens_its_ladder() {
+        orphan_opens_its_ladder("orphan-ladder-2", true).await;
+    }
+
+    async fn orphan_opens_its_ladder(run: &str, job_gone: bool) {
+        let e = cb::env(run, r#"{"callbacks":[{"none":true}]}"#).await;
         let data = serde_json::json!({
-            "runId": run, "to": TO, "body": "Run finished.",
-            "ladder": {"callAfter": "1h", "then": [ONCALL]},
+            "runId": run, "to": TO, "body": "Deploy?",
+            "expectReply": true, "replyWithin": "2h", "choices": ["YES", "NO"],
+            "ladder": {"callAfter": "1h", "stepWait": "20m", "then": [ONCALL]},
         });
-        cb::add(&e, &data.to_string()).await;
+        let job = cb::add(&e, &data.to_string()).await;
         let crashed = cb::spawn_binary(&e, Some("after-claim"));
         let exited = tokio::time::timeout(
             SOON,
@@ -1132,6 +1216,15 @@ mod climbing {
         .expect("the worker exits at its claim")
         .unwrap();
         assert!(!exited.success(), "the worker died at its claim");
+        if job_gone {
+            let mut c = e.redis.conn().await;
+            let _: () = redis::pipe()
+                .del(e.keys.job(&job))
+                .lrem(e.keys.active(), 0, &job)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+        }
         let conn =
             ringback::store::connection::commands(&redis::Client::open(e.redis.url()).unwrap())
                 .await
@@ -1153,9 +1246,25 @@ mod climbing {
             Some("climbing"),
             "{rec:?}"
         );
+        let plan: serde_json::Value = serde_json::from_str(&rec["plan"]).unwrap();
+        assert_eq!(plan["question"], true, "{plan}");
+        assert_eq!(plan["choices"], serde_json::json!(["YES", "NO"]), "{plan}");
+        assert_eq!(plan["stepWaitMs"], 1_200_000, "{plan}");
+        assert!(plan.to_string().contains(ONCALL), "{plan}");
+        // the first call an hour after the text, not the deployment's default
+        let first_due: f64 = redis::cmd("ZSCORE")
+            .arg(ringback::store::keys::ladder_due("agent-callback:"))
+            .arg(run)
+            .query_async(&mut e.redis.conn().await)
+            .await
+            .unwrap();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as f64;
         assert!(
-            rec["plan"].contains(ONCALL),
-            "the job's own ladder: {rec:?}"
+            first_due > now_ms + 50.0 * 60_000.0,
+            "callAfter 1h kept: due {first_due}, now {now_ms}; {rec:?}"
         );
     }
 

@@ -8,6 +8,7 @@
 pub mod callback;
 pub mod drain;
 pub mod escalation;
+pub mod kept_ask;
 pub mod ladder;
 pub mod layout;
 pub mod orphans;

@@ -133,6 +133,7 @@ pub async fn resend(processor: &SmsProcessor, run_id: &str) -> Result<Resent, Re
     let facts = crate::window::SendFacts::read(
         attempt.get("urgent").map_or("", String::as_str),
         attempt.get("tz").map_or("", String::as_str),
+        "",
     );
     let req = CallbackRequest {
         run_id: resend_run(run_id),

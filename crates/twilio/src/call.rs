@@ -81,6 +81,14 @@ impl Call {
             .and_then(|d| DateTime::parse_from_rfc2822(d).ok())
             .map(|d| d.with_timezone(&Utc))
     }
+
+    /// `end_time` as a time; `None` until the call ended.
+    pub fn ended_at(&self) -> Option<DateTime<Utc>> {
+        self.end_time
+            .as_deref()
+            .and_then(|d| DateTime::parse_from_rfc2822(d).ok())
+            .map(|d| d.with_timezone(&Utc))
+    }
 }
 
 /// Is `sid` a call's id (`CA` and 32 hex digits)?

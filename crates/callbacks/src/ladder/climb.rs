@@ -215,6 +215,15 @@ impl Climber {
                 self.exhausted(run, &read, &plan, now).await?;
                 again().await
             }
+            // past the last step, waiting for a call to end: one whose end never came is
+            // looked up
+            Advance::Early(at) if step as usize >= plan.steps.len() => {
+                let at = self
+                    .silent_call_ends(run, &read, step, now, at)
+                    .await?
+                    .unwrap_or(now);
+                self.record.reindex(run, at).await
+            }
             Advance::Early(at) => self.record.reindex(run, at).await,
             Advance::Moved(_) => Ok(()),
             Advance::Stopped | Advance::Over | Advance::None => {

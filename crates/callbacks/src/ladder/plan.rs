@@ -138,6 +138,35 @@ impl Ask {
     }
 }
 
+impl Ask {
+    /// The job data's `ladder` field that asks this, as [`ask_of`] reads it back (`None`: no
+    /// field, the deployment's default). Durations are written in seconds.
+    pub fn to_field(&self) -> Option<Value> {
+        let secs = |d: &Option<Duration>| d.map(|d| Value::from(format!("{}s", d.as_secs())));
+        match self {
+            Ask::Default => None,
+            Ask::Off => Some(Value::Bool(false)),
+            Ask::Fields {
+                call_after,
+                step_wait,
+                then,
+            } => {
+                let mut o = Map::new();
+                if let Some(v) = secs(call_after) {
+                    o.insert("callAfter".into(), v);
+                }
+                if let Some(v) = secs(step_wait) {
+                    o.insert("stepWait".into(), v);
+                }
+                if let Some(then) = then {
+                    o.insert("then".into(), then.clone().into());
+                }
+                Some(Value::Object(o))
+            }
+        }
+    }
+}
+
 /// Read a callback's `ladder` from its job data with the deployment's defaults: `None` when it
 /// has none. Every broken field is named, all at once.
 pub fn read(

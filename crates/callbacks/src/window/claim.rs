@@ -118,6 +118,10 @@ impl Window {
                     facts.time_zone.as_deref().unwrap_or(""),
                 )
                 .arg("the lost-writes window", ms(self.times.lost_writes_window))
+                .arg(
+                    "the callback's question and ladder",
+                    facts.ask.as_deref().unwrap_or(""),
+                )
                 .run_durably(
                     self.topology,
                     &mut self.conn.clone(),

@@ -339,14 +339,18 @@ pub struct OpenAttempts {
 }
 
 /// What a send decision needs of a callback beyond its text, kept on the attempt record
-/// (fields `urgent`, `tz`) so that every path that rebuilds the request from the record alone
-/// (the orphan sweep, drain, resend) keeps the callback's quiet hours.
+/// (fields `urgent`, `tz`, `ask`) so that every path that rebuilds the request from the record
+/// alone (the orphan sweep, drain, resend) keeps the callback's quiet hours, its question and
+/// its ladder.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SendFacts {
     /// Sent inside quiet hours.
     pub urgent: bool,
     /// The zone its quiet hours are read in (`None`: the deployment's).
     pub time_zone: Option<String>,
+    /// Its question and ladder ([`crate::callback::CallbackRequest::kept_ask`]; `None`: none
+    /// asked, the deployment's default ladder).
+    pub ask: Option<String>,
 }
 
 impl SendFacts {
@@ -355,14 +359,16 @@ impl SendFacts {
         Self {
             urgent: req.urgent,
             time_zone: req.time_zone.clone(),
+            ask: req.kept_ask(),
         }
     }
 
-    /// From an attempt record's fields `urgent` ("1") and `tz` ("" = none).
-    pub fn read(urgent: &str, tz: &str) -> Self {
+    /// From an attempt record's fields `urgent` ("1"), `tz` and `ask` ("" = none).
+    pub fn read(urgent: &str, tz: &str, ask: &str) -> Self {
         Self {
             urgent: urgent == "1",
             time_zone: Some(tz.to_string()).filter(|z| !z.is_empty()),
+            ask: Some(ask.to_string()).filter(|a| !a.is_empty()),
         }
     }
 }
@@ -380,7 +386,8 @@ pub struct Orphan {
     pub from: String,
     /// The text to send, from the attempt record.
     pub body: String,
-    /// Urgency and time zone, so the re-enqueued job keeps the callback's quiet hours.
+    /// Urgency, time zone, question and ladder, so resolving it keeps the callback's quiet hours
+    /// and opens the ladder its job asked for.
     pub facts: SendFacts,
 }
 
@@ -397,6 +404,10 @@ impl Orphan {
             urgent: self.facts.urgent,
             time_zone: self.facts.time_zone,
             ..Default::default()
+        };
+        let req = match self.facts.ask {
+            Some(ask) => req.with_kept_ask(&ask),
+            None => req,
         };
         (job_id, req)
     }

@@ -117,13 +117,13 @@ impl Window {
                 .await?;
         }
         Ok(match reply.as_slice() {
-            [generation, token, to, from, body, urgent, tz] => Some(Orphan {
+            [generation, token, to, from, body, urgent, tz, ask] => Some(Orphan {
                 generation: generation.clone(),
                 token: token.clone(),
                 to: to.clone(),
                 from: from.clone(),
                 body: body.clone(),
-                facts: SendFacts::read(urgent, tz),
+                facts: SendFacts::read(urgent, tz, ask),
             }),
             _ => None,
         })
@@ -180,6 +180,7 @@ impl Window {
             .arg("record TTL (ms)", ms(self.times.sent_ttl))
             .arg("\"1\" = urgent", if req.urgent { "1" } else { "" })
             .arg("time zone", req.time_zone.as_deref().unwrap_or(""))
+            .arg("question and ladder", req.kept_ask().unwrap_or_default())
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         Ok(adopted == Adoption::Now)

@@ -103,7 +103,7 @@ impl Calls {
     }
 
     /// Change the call with this sid; false when there is none.
-    pub(crate) fn update(&self, sid: &str, f: impl FnOnce(&mut SimCall)) -> bool {
+    pub fn update(&self, sid: &str, f: impl FnOnce(&mut SimCall)) -> bool {
         match self.lock().iter_mut().find(|c| c.call.sid == sid) {
             Some(c) => {
                 f(c);
