@@ -8,13 +8,15 @@ use ringback_twilio::PageLimits;
 
 use super::climb::{Climber, Read};
 
-/// How long after its create a call still ringing by the record is fetched from Twilio: its
-/// ring time (Twilio's 60 s) and the retries of a status callback (15 s), with room.
-const SILENT_AFTER_MS: i64 = 90_000;
+/// How long after its create a call still ringing by the record is first fetched from Twilio:
+/// most calls' final status has come by then. A fetch too early costs one request: Twilio says
+/// the call goes on (ringing, or in the keypad's questions) and it is fetched again.
+const SILENT_AFTER_MS: i64 = 30_000;
 
-/// How long after a call ended by Twilio's record its end is taken: a key pressed just before
-/// the hang-up may still be on its way (a webhook retried for 15 s).
-const SETTLED_AFTER_MS: i64 = 20_000;
+/// How long after a call ended by Twilio's record its end is taken: a key's post is made
+/// while the call is still in progress (its answer is the call's next words), so by the end
+/// it was made; this leaves room for its recording.
+const SETTLED_AFTER_MS: i64 = 5_000;
 
 /// How soon a call Twilio says is still going is fetched again.
 const FETCH_AGAIN_MS: i64 = 10_000;
