@@ -217,13 +217,13 @@ impl Collector for WorkerCollector {
             &mut enc,
             "ringback_replica_wait_timeouts",
             "Claims and sent markers whose WAIT came back with fewer replicas than asked for (a failover then could lose them).",
-            crate::store::cluster::replica_wait_timeouts(),
+            crate::store::replicas::replica_wait_timeouts(),
         )?;
         counter(
             &mut enc,
             "ringback_aof_wait_timeouts",
             "Claims not in Redis's append-only file on disk in time (WAITAOF, RINGBACK_REDIS_WAIT_AOF): each one's send was held.",
-            crate::store::cluster::aof_wait_timeouts(),
+            crate::store::replicas::aof_wait_timeouts(),
         )
     }
 }

@@ -433,7 +433,7 @@ async fn migrating_the_queues_slot_loses_no_job_and_finishes_none_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn wait_for_replicas_waits_on_the_keys_master_and_not_without_a_replica() {
-    use ringback::store::cluster::ReplicaWait;
+    use ringback::store::replicas::ReplicaWait;
     use ringback::store::scripts::Survive;
     let cluster = RedisCluster::start();
     let wait = ReplicaWait {

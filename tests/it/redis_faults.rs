@@ -332,11 +332,11 @@ async fn one_endpoint_waits_for_a_connected_replica_by_default_and_counts_a_shor
     // held, not made (a failover now could lose the claim, and the retried job would text
     // again); held past the bound it is escalated `held`; once the replica answers, the run is
     // texted once
-    let short_before = ringback::store::cluster::replica_wait_timeouts();
+    let short_before = ringback::store::replicas::replica_wait_timeouts();
     replica.pause();
     let id = add(&e, &data("rw-paused")).await;
     assert_held(&e, "rw-paused", "replicas did not acknowledge").await;
-    assert!(ringback::store::cluster::replica_wait_timeouts() > short_before);
+    assert!(ringback::store::replicas::replica_wait_timeouts() > short_before);
     replica.resume();
     assert_eq!(finished(&e, &id).await.0, "completed");
     for i in 0..=3 {

@@ -122,8 +122,8 @@ pub struct WorkerConfig {
     pub redis_url: String,
     /// CA and client certificate for `rediss://`.
     pub redis_tls: ringback_store::connection::RedisTls,
-    /// Replicas to `WAIT` for after a claim and a sent marker (see `ringback_store::cluster::ReplicaWait`).
-    pub redis_wait: ringback_store::cluster::ReplicaWait,
+    /// Replicas to `WAIT` for after a claim and a sent marker (see `ringback_store::replicas::ReplicaWait`).
+    pub redis_wait: ringback_store::replicas::ReplicaWait,
     /// BullMQ's key prefix (`bull`; `{bull}` on a Redis Cluster): keys are `<prefix>:<queue>:…`.
     pub prefix: String,
     /// The BullMQ queue name, as the Node producer's `Queue` names it.

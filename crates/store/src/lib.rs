@@ -16,6 +16,7 @@ pub mod group_commit;
 pub mod json;
 pub mod keys;
 pub mod probe;
+pub mod replicas;
 pub mod scripts;
 pub mod sentinel;
 pub mod slots;

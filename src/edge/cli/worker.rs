@@ -75,8 +75,8 @@ impl QueueArgs {
     }
 
     /// The replica wait after a claim and a sent marker.
-    pub fn redis_wait(&self) -> crate::store::cluster::ReplicaWait {
-        crate::store::cluster::ReplicaWait {
+    pub fn redis_wait(&self) -> crate::store::replicas::ReplicaWait {
+        crate::store::replicas::ReplicaWait {
             replicas: self.redis_wait_replicas,
             timeout: Duration::from_millis(self.redis_wait_timeout_ms),
             aof: self.redis_wait_aof,

@@ -14,7 +14,7 @@ use ringback_twilio::TwilioClient;
 pub async fn connect(
     redis_url: &str,
     redis_tls: &ringback_store::connection::RedisTls,
-    redis_wait: ringback_store::cluster::ReplicaWait,
+    redis_wait: ringback_store::replicas::ReplicaWait,
     prefix: &str,
     queue: &str,
     config: SmsConfig,

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::cluster::{Cluster, ReplicaWait};
+use crate::cluster::Cluster;
+use crate::replicas::ReplicaWait;
 use crate::sentinel::Sentinels;
 
 use super::describe;

@@ -8,7 +8,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::{Client, Conn, Link, Target, describe, worker_client_name};
-use crate::cluster::ReplicaWait;
+use crate::replicas::ReplicaWait;
 use crate::sentinel::Followed;
 
 /// Commands must answer within this; our slowest script (a 1000-job age cleanup) is far below.

@@ -12,7 +12,7 @@ use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 
-use crate::cluster::{ReplicaWait, Waiting};
+use crate::replicas::{ReplicaWait, Waiting};
 use crate::scripts::{Durability, Survive};
 use crate::sentinel::Followed;
 
@@ -233,7 +233,7 @@ impl Conn {
             .map_err(redis::RedisError::from)?;
         self.check_acked(key, wanted, acked);
         if fsync_wanted && !fsynced {
-            crate::cluster::note_aof_wait_timeout();
+            crate::replicas::note_aof_wait_timeout();
             tracing::warn!(
                 key,
                 timeout_ms = self.wait.policy.timeout.as_millis() as u64,
@@ -278,7 +278,7 @@ impl Conn {
 
     fn check_acked(&self, key: &str, wanted: usize, acked: usize) {
         if acked < wanted {
-            crate::cluster::note_replica_wait_timeout();
+            crate::replicas::note_replica_wait_timeout();
             self.wait.forget();
             tracing::warn!(
                 key,
