@@ -18,8 +18,8 @@
 
   Returns {} (not overdue, or settled and dropped from the index), or
           {generation, token, to, from, body, urgent, tz, ask} (urgent "1" or "", tz "" = the
-          deployment's, ask "" = none: what the send decision needs, window_claim.lua's
-          ARGV[15..16] and ARGV[18])
+          deployment's, ask "" = none: what the send decision needs, as window_claim.lua keeps
+          them on the record)
 ]]
 local now, lease, hold = redisNowMs(), tonumber(ARGV[2]), tonumber(ARGV[3])
 local index = KEYS[3]
