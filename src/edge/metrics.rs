@@ -219,6 +219,12 @@ impl Collector for WorkerCollector {
             "Claims and sent markers whose WAIT came back with fewer replicas than asked for (a failover then could lose them).",
             crate::store::replicas::replica_wait_timeouts(),
         )?;
+        gauge(
+            &mut enc,
+            "ringback_redis_replicas_silent",
+            "Replicas connected to the Redis endpoint that have not acknowledged its writes within 10 s, as last read: writes do not wait for them, and a failover to one could lose the latest writes.",
+            crate::store::replicas::silent_replicas() as f64,
+        )?;
         counter(
             &mut enc,
             "ringback_aof_wait_timeouts",

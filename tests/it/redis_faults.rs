@@ -477,3 +477,94 @@ async fn a_claim_waits_for_the_disk_where_asked_and_is_held_until_it_is_there() 
         assert!(stderr.contains("Redis refuses WAITAOF"), "{stderr}");
     }
 }
+
+/// A replica listed connected that never acknowledges (a `redis-cli --replica`: it syncs, then
+/// never sends `REPLCONF ACK`), at the defaults (`RINGBACK_REDIS_WAIT_REPLICAS` unset): alone,
+/// it holds texts only until its silence passes the bound (10 s), then it is named in the log,
+/// counted (`ringback_redis_replicas_silent`) and not waited for; beside a real replica, the
+/// writes wait for the real one. Each run texted once.
+#[tokio::test]
+async fn a_replica_that_never_acknowledges_is_named_and_holds_no_text_past_its_bound() {
+    let e = env("silent-replica", "").await;
+    let _silent = Proc(
+        std::process::Command::new("redis-cli")
+            .args(["-p", &e.redis.port.to_string(), "--replica"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-cli runs (the redis-tools package, beside redis-server)"),
+    );
+    let mut primary = e.redis.conn().await;
+    wait_for(T, "the silent replica synced", || {
+        let mut c = primary.clone();
+        async move {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut c)
+                .await
+                .ok()?;
+            info.contains("state=online").then_some(())
+        }
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("worker.log");
+    let addr = free_addr();
+    let mut cmd = ringback_command(&e, "worker", Timings::Compressed);
+    cmd.env("RINGBACK_METRICS_LISTEN", &addr)
+        .stderr(std::fs::File::create(&log_path).unwrap());
+    let _worker = Proc(cmd.spawn().unwrap());
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let _show = ShowOnPanic(&log);
+    let started = std::time::Instant::now();
+    let mut ids = vec![];
+    for i in 0..20 {
+        ids.push(add(&e, &data(&format!("silent-{i}"))).await);
+    }
+    for id in &ids {
+        let (state, _) = finished_within(&e, id, Duration::from_secs(60)).await;
+        assert_eq!(state, "completed", "{id}");
+    }
+    for i in 0..20 {
+        assert_eq!(texts(&e, &format!("silent-{i}")), 1, "silent-{i}");
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(45),
+        "texts flow once the silence passed its bound: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        scrape_sum(&addr, "ringback_redis_replicas_silent").await,
+        1.0
+    );
+    let said = log();
+    assert!(
+        said.contains("has not acknowledged") && said.contains("127.0.0.1:0"),
+        "the silent replica named: {said}"
+    );
+
+    // beside a real replica: writes wait for it, the silent one still named
+    let _replica = replica_of(&e).await;
+    // the worker looks at the endpoint's replicas again within a few seconds
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    let before = waits_answered(&mut primary).await;
+    let mut ids = vec![];
+    for i in 0..3 {
+        ids.push(add(&e, &data(&format!("beside-{i}"))).await);
+    }
+    for id in &ids {
+        assert_eq!(finished(&e, id).await.0, "completed", "{id}");
+    }
+    let waited = waits_answered(&mut primary).await - before;
+    assert!(
+        waited >= 6,
+        "{waited} WAIT(s) for 3 runs: a claim and a marker each"
+    );
+    for i in 0..3 {
+        assert_eq!(texts(&e, &format!("beside-{i}")), 1);
+    }
+    assert_eq!(
+        scrape_sum(&addr, "ringback_redis_replicas_silent").await,
+        1.0
+    );
+}

@@ -26,7 +26,8 @@ use crate::cluster::read_topology;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicaWait {
     /// Replicas that must acknowledge each claim and sent marker (`RINGBACK_REDIS_WAIT_REPLICAS`);
-    /// `None`: 1 while the key's master has a connected replica, else 0.
+    /// `None`: 1 while the key's master has a connected replica that acknowledged within
+    /// [`ACK_WITHIN`] (on one endpoint), else 0.
     pub replicas: Option<usize>,
     /// How long a `WAIT` or `WAITAOF` may block (`RINGBACK_REDIS_WAIT_TIMEOUT_MS`, 500 ms).
     pub timeout: Duration,
@@ -48,6 +49,23 @@ impl Default for ReplicaWait {
 /// a replica (one `CLUSTER SLOTS`): after a failover, the new master has none until the old
 /// one comes back as its replica, and a `WAIT 1` would time out on every write meanwhile.
 const TOPOLOGY_TTL: Duration = Duration::from_secs(5);
+
+/// The default wait ([`ReplicaWait::replicas`] `None`) on one endpoint counts a replica only
+/// while it acknowledged the primary within this bound (`INFO replication`'s `lag`, seconds
+/// since its last acknowledgement; a replica acknowledges every second). One that does not (a
+/// `redis-cli --replica`, a backup tool syncing, a replica whose link went silent) is named in
+/// the log and counted ([`silent_replicas`]), not waited for: obeyed, it would hold every text
+/// of the deployment. `RINGBACK_REDIS_WAIT_REPLICAS` set waits for any replica, as it says.
+pub const ACK_WITHIN: Duration = Duration::from_secs(10);
+
+/// Replicas listed connected whose acknowledgements stopped, as last read on one endpoint.
+static SILENT_REPLICAS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many replicas the endpoint lists connected that have not acknowledged within
+/// [`ACK_WITHIN`], as last read (the default wait leaves them out).
+pub fn silent_replicas() -> u64 {
+    SILENT_REPLICAS.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// `WAIT`s that came back with fewer replicas than asked for, in this process.
 static REPLICA_WAIT_TIMEOUTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -100,9 +118,9 @@ impl Waiting {
         }
     }
 
-    /// One endpoint: the replicas to wait for after a write, by `INFO replication`'s
-    /// `connected_slaves` (read again when the cached count is older than a few seconds);
-    /// 0 when it cannot be read (the write stands either way).
+    /// One endpoint: the replicas to wait for after a write, by `INFO replication`'s replicas
+    /// that acknowledged within [`ACK_WITHIN`] (read again when the cached count is older than
+    /// a few seconds); 0 when it cannot be read (the write stands either way).
     pub(crate) async fn wanted_on_endpoint<C: redis::aio::ConnectionLike + Send>(
         &self,
         conn: &mut C,
@@ -120,7 +138,9 @@ impl Waiting {
         self.read_endpoint(conn).await.min(1)
     }
 
-    /// Read the endpoint's connected replicas now (`INFO replication`) and cache the count.
+    /// Read the endpoint's acknowledging replicas now (`INFO replication`) and cache the
+    /// count; a replica listed connected that stopped acknowledging is named in the log when
+    /// the silent ones change, and counted ([`silent_replicas`]).
     pub(crate) async fn read_endpoint<C: redis::aio::ConnectionLike + Send>(
         &self,
         conn: &mut C,
@@ -128,7 +148,25 @@ impl Waiting {
         let mut info = redis::cmd("INFO");
         info.arg("replication");
         let n = match info.query_async::<String>(conn).await {
-            Ok(text) => connected_replicas(&text),
+            Ok(text) => {
+                let (n, silent) = acknowledging_replicas(&text, ACK_WITHIN);
+                let was =
+                    SILENT_REPLICAS.swap(silent.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                if !silent.is_empty() && was != silent.len() as u64 {
+                    tracing::warn!(
+                        silent = %silent.join(", "),
+                        acknowledging = n,
+                        "a replica connected to Redis has not acknowledged its writes for over {} s: writes do not wait for it (RINGBACK_REDIS_WAIT_REPLICAS=1 would wait for any replica); a failover to it could lose the latest writes",
+                        ACK_WITHIN.as_secs()
+                    );
+                } else if silent.is_empty() && was > 0 {
+                    tracing::info!(
+                        acknowledging = n,
+                        "every replica connected to Redis acknowledges again"
+                    );
+                }
+                n
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "cannot read INFO replication; not waiting for a replica");
                 0
@@ -198,13 +236,51 @@ impl Waiting {
     }
 }
 
-/// `connected_slaves:<n>` of `INFO replication` (0 when absent: a replica itself, or a server
-/// that hides it).
-fn connected_replicas(info: &str) -> usize {
-    info.lines()
+/// The replicas of `INFO replication` that acknowledged within `within`: each listed replica
+/// (`slave<n>:ip=…,port=…,state=online,offset=…,lag=<s>`) online with a `lag` (seconds since
+/// its last acknowledgement) inside the bound; and the others listed, as `ip:port (state, lag
+/// s)`. A server that counts replicas (`connected_slaves`) but lists none (a proxy's view)
+/// has its count taken as it is. 0 when absent: a replica itself, or a server that hides it.
+fn acknowledging_replicas(info: &str, within: Duration) -> (usize, Vec<String>) {
+    let connected = info
+        .lines()
         .find_map(|l| l.trim().strip_prefix("connected_slaves:"))
         .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+        .unwrap_or(0);
+    let listed: Vec<&str> = info
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| {
+            let (name, fields) = l.split_once(':')?;
+            let n = name.strip_prefix("slave")?;
+            (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(fields)
+        })
+        .collect();
+    if listed.is_empty() {
+        return (connected, vec![]);
+    }
+    let mut acking = 0;
+    let mut silent = vec![];
+    for fields in listed {
+        let field = |k: &str| {
+            fields
+                .split(',')
+                .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
+        };
+        let state = field("state").unwrap_or("unknown");
+        let lag = field("lag").and_then(|l| l.parse::<u64>().ok());
+        if state == "online" && lag.is_some_and(|l| l <= within.as_secs()) {
+            acking += 1;
+        } else {
+            silent.push(format!(
+                "{}:{} ({state}, lag {} s)",
+                field("ip").unwrap_or("?"),
+                field("port").unwrap_or("?"),
+                lag.map_or("?".to_string(), |l| l.to_string())
+            ));
+        }
+    }
+    (acking, silent)
 }
 
 fn replicas_in(ranges: &[(u16, u16, usize)], slot: u16) -> usize {
@@ -217,12 +293,22 @@ fn replicas_in(ranges: &[(u16, u16, usize)], slot: u16) -> usize {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn connected_replicas_are_read_from_info() {
-        let info = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=1\r\n";
-        assert_eq!(super::connected_replicas(info), 2);
-        assert_eq!(
-            super::connected_replicas("# Replication\r\nrole:slave\r\n"),
-            0
-        );
+    fn acknowledging_replicas_are_read_from_info() {
+        let within = super::ACK_WITHIN;
+        let read = |info: &str| super::acknowledging_replicas(info, within);
+        let info = "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n\
+            slave0:ip=10.0.0.2,port=6379,state=online,offset=120,lag=0\r\n\
+            slave1:ip=127.0.0.1,port=0,state=online,offset=0,lag=18\r\n\
+            master_failover_state:no-failover\r\n";
+        let (n, silent) = read(info);
+        assert_eq!(n, 1);
+        assert_eq!(silent, ["127.0.0.1:0 (online, lag 18 s)"]);
+        // still syncing: not acknowledging yet
+        let (n, silent) =
+            read("connected_slaves:1\r\nslave0:ip=a,port=1,state=wait_bgsave,offset=0,lag=0\r\n");
+        assert_eq!((n, silent.len()), (0, 1));
+        // counted but not listed (a proxy's view): the count
+        assert_eq!(read("connected_slaves:2\r\n"), (2, vec![]));
+        assert_eq!(read("# Replication\r\nrole:slave\r\n"), (0, vec![]));
     }
 }
