@@ -64,7 +64,7 @@ async fn climb(l: LadderRecord, run: String) -> (Vec<u32>, usize, Vec<Marked>) {
                 tokio::task::yield_now().await;
                 let sid = format!("CA{step:032x}");
                 marks.push(
-                    l.mark(&run, step, &token, &sid, step % 2 == 1)
+                    l.mark(&run, step, &token, &sid, step % 2 == 1, false)
                         .await
                         .unwrap(),
                 );
@@ -239,6 +239,7 @@ async fn a_ladder_runs_out_after_its_last_call_ended_or_its_bound() {
             &token,
             &sid(if status_first { 9 } else { 8 }),
             true,
+            false,
         )
         .await
         .unwrap();
@@ -278,7 +279,7 @@ async fn a_ladder_runs_out_after_its_last_call_ended_or_its_bound() {
         panic!("step 1 claimed")
     };
     plain
-        .mark("no-keys", step, &token, &sid(10), true)
+        .mark("no-keys", step, &token, &sid(10), true, false)
         .await
         .unwrap();
     assert_eq!(
@@ -332,11 +333,15 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
     );
     let sid = format!("CA{:032x}", 7);
     assert_eq!(
-        l.mark("late-call", 1, &token, &sid, true).await.unwrap(),
+        l.mark("late-call", 1, &token, &sid, true, false)
+            .await
+            .unwrap(),
         Marked::End
     );
     assert_eq!(
-        l.mark("late-call", 1, "other", &sid, true).await.unwrap(),
+        l.mark("late-call", 1, "other", &sid, true, false)
+            .await
+            .unwrap(),
         Marked::NotOurs
     );
 
@@ -349,7 +354,9 @@ async fn a_call_created_after_the_stop_is_hung_up_and_early_or_moved_steps_wait(
         panic!()
     };
     assert_eq!(
-        l.mark("ringing", 1, &token, &sid, true).await.unwrap(),
+        l.mark("ringing", 1, &token, &sid, true, false)
+            .await
+            .unwrap(),
         Marked::Marked
     );
     assert_eq!(
@@ -1068,6 +1075,139 @@ mod climbing {
         worker.stop().await;
     }
 
+    /// Two questions whose ladders call one on-call number O, O pressing 1 on every call; the
+    /// first call create to O answers 503 (`created`: the call was made anyway). While one
+    /// step's call is unconfirmed, the other ladder neither creates a call to O nor takes one it
+    /// finds for its own: each step rings O once, each with its own call, each question
+    /// answered by its own key.
+    async fn two_ladders_to_one_number(name: &str, created: bool) {
+        let e = cb::env(
+            name,
+            &format!(
+                r#"{{"call_create":[{{"to":"{ONCALL}","fault":"server_error","status":503,"created":{created},"times":1}}],"calls":[{{"to":"{ONCALL}","digits":"1"}}]}}"#
+            ),
+        )
+        .await;
+        let worker = serve_and_climb(&e).await;
+        let runs = [format!("{name}-a"), format!("{name}-b")];
+        for run in &runs {
+            let data = serde_json::json!({
+                "runId": run, "to": ONCALL, "body": "Deploy build 7?", "expectReply": true,
+                "replyWithin": "1h", "choices": ["YES", "NO"],
+                "ladder": {"callAfter": "1s", "stepWait": "1h", "then": []},
+            });
+            cb::add(&e, &data.to_string()).await;
+        }
+        for run in &runs {
+            let got = wait_for(SOON, "each question's key", || async {
+                matched(&e, run).await.remove("answer")
+            })
+            .await;
+            assert_eq!(
+                (got.len(), &got[0]["via"], &got[0]["text"]),
+                (1, &"call".into(), &"YES".into()),
+                "{run}: {got:?}"
+            );
+        }
+        let calls = e.sim.calls.to(ONCALL);
+        assert_eq!(calls.len(), 2, "O rang once per step: {calls:?}");
+        let mut sids = vec![];
+        for run in &runs {
+            let rec = ladder(&e, run).await;
+            let sid = rec["claim:1"]
+                .strip_prefix("sent:")
+                .unwrap_or_else(|| panic!("{run}: {rec:?}"))
+                .to_string();
+            // the step's call is the one whose webhooks name the step
+            let call = calls
+                .iter()
+                .find(|c| c.call.sid == sid)
+                .unwrap_or_else(|| panic!("{run}: {sid} among {calls:?}"));
+            assert!(
+                call.status_callback
+                    .as_deref()
+                    .is_some_and(|u| u.contains(run.as_str())),
+                "{run}'s step marked another ladder's call: {call:?}"
+            );
+            sids.push(sid);
+        }
+        assert_ne!(sids[0], sids[1]);
+        assert!(
+            e.sim.calls.all().iter().all(|c| !c.gathered.is_empty()),
+            "each call rang to its key, none ended by the other ladder"
+        );
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        for run in &runs {
+            let all = matched(&e, run).await;
+            assert!(!all.contains_key("no-answer"), "{run}: {all:?}");
+        }
+        worker.stop().await;
+    }
+
+    /// A step whose sender stopped between its mark and giving its number back holds the
+    /// number no longer than the next step that needs it: that step gives it back on its
+    /// behalf, with its call confirmed, and calls.
+    #[tokio::test]
+    async fn a_number_left_held_by_a_marked_step_is_given_back_by_the_next_step() {
+        let e = cb::env(
+            "one-number-left",
+            &format!(r#"{{"calls":[{{"to":"{ONCALL}","digits":"1"}}]}}"#),
+        )
+        .await;
+        let ghost_sid = format!("CA{}", "7".repeat(32));
+        let mut c = e.redis.conn().await;
+        let _: () = redis::pipe()
+            .set(
+                ringback::store::keys::ladder_number("agent-callback:", ONCALL),
+                "ghost-run 1",
+            )
+            .hset(
+                ringback::store::keys::ladder("agent-callback:", "ghost-run"),
+                "claim:1",
+                format!("sent:{ghost_sid}"),
+            )
+            .query_async(&mut c)
+            .await
+            .unwrap();
+        let worker = serve_and_climb(&e).await;
+        let run = "one-number-left-a";
+        let data = serde_json::json!({
+            "runId": run, "to": ONCALL, "body": "Deploy build 7?", "expectReply": true,
+            "replyWithin": "1h", "choices": ["YES", "NO"],
+            "ladder": {"callAfter": "1s", "stepWait": "1h", "then": []},
+        });
+        cb::add(&e, &data.to_string()).await;
+        let got = wait_for(SOON, "the key's answer", || async {
+            matched(&e, run).await.remove("answer")
+        })
+        .await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(e.sim.calls.to(ONCALL).len(), 1);
+        let confirmed: Vec<String> = c
+            .zrange(
+                ringback::store::keys::ladder_number_calls("agent-callback:", ONCALL),
+                0,
+                -1,
+            )
+            .await
+            .unwrap();
+        assert!(
+            confirmed.contains(&format!("{ghost_sid} ghost-run 1")),
+            "{confirmed:?}"
+        );
+        worker.stop().await;
+    }
+
+    #[tokio::test]
+    async fn two_ladders_calling_one_number_through_a_503_each_ring_it_once_with_their_own_call() {
+        two_ladders_to_one_number("one-number", false).await;
+    }
+
+    #[tokio::test]
+    async fn two_ladders_calling_one_number_through_a_503_that_made_the_call_each_ring_it_once() {
+        two_ladders_to_one_number("one-number-made", true).await;
+    }
+
     /// A call whose final status callback never came (lost, or refused for good) holds the
     /// ladder only while Twilio says the call goes on: past its ring time the call is fetched,
     /// and once Twilio's record has it ended (and a late key had time to come) the ladder runs
@@ -1697,7 +1837,7 @@ mod climbing {
                 else {
                     panic!("{run}: the first step is not claimed");
                 };
-                l.mark(run, step, &token, sid, true).await.unwrap();
+                l.mark(run, step, &token, sid, true, false).await.unwrap();
             }
         };
 

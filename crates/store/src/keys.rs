@@ -194,6 +194,24 @@ pub fn ladder_hangups(claim_prefix: &str) -> String {
     format!("ringback:ladder-hangups:{claim_prefix}")
 }
 
+/// The ladder step whose call to `number` is unconfirmed (`ladder_number.lua`), in the slot of
+/// the number's own tag, as [`ladder_number_calls`].
+pub fn ladder_number(claim_prefix: &str, number: &str) -> String {
+    format!(
+        "ringback:ladder-number:{}",
+        crate::slots::slot_tag(&format!("{claim_prefix}{number}"))
+    )
+}
+
+/// ZSET of the ladder calls to `number` confirmed as a step's (CallSid → when, ms): the
+/// evidence of another step's unconfirmed call passes over them.
+pub fn ladder_number_calls(claim_prefix: &str, number: &str) -> String {
+    format!(
+        "ringback:ladder-number-calls:{}",
+        crate::slots::slot_tag(&format!("{claim_prefix}{number}"))
+    )
+}
+
 /// The calls placed to `number` in the hour `hour` (hours since the epoch): the cap's count.
 pub fn ladder_calls(claim_prefix: &str, number: &str, hour: i64) -> String {
     format!("ringback:ladder-calls:{claim_prefix}:{number}:{hour}")

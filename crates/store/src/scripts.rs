@@ -112,6 +112,8 @@ scripts! {
     ladder_adopt => "ladder_adopt.lua",
     /// Keep a ladder call's status callback, ranked.
     ladder_call_status => "ladder_call_status.lua",
+    /// Take or give back a number's one unconfirmed ladder call.
+    ladder_number => "ladder_number.lua",
     /// Hand a question's answer claim over from a message that never answered it.
     question_answer_take => "question_answer_take.lua",
     /// The single-Redis SMS finish: sent marker, completion, fetch and the next run's claim.

@@ -150,6 +150,7 @@ impl Climber {
         let step = read.num("step").unwrap_or(0) as u32;
         let mut unmarked = false;
         for k in 1..=step {
+            self.give_back_left(run, &read, &plan, k).await?;
             if let Some(token) = read
                 .get(&format!("claim:{k}"))
                 .and_then(|c| c.strip_prefix("pending:"))
@@ -287,7 +288,7 @@ impl Climber {
                 } else {
                     "none:stopped".to_string()
                 };
-                self.record.mark(run, k, token, &sent, false).await?;
+                self.record.mark(run, k, token, &sent, false, false).await?;
                 return Ok(());
             }
             return self.text(run, plan, k, token, &step.to).await;
@@ -296,6 +297,7 @@ impl Climber {
             return self
                 .skip(
                     run,
+                    plan,
                     k,
                     token,
                     "no-caller-id",
@@ -303,14 +305,26 @@ impl Climber {
                 )
                 .await;
         };
+        // one unconfirmed call per number: while another ladder's call to it is unconfirmed,
+        // this step neither looks for its call nor creates one (it is resolved by adoption
+        // once its lease is over), so the call it finds or makes is its own
+        if !self.take_number(&step.to, run, k).await? {
+            tracing::info!(run_id = %run, step = k, "another ladder's call to this number is unconfirmed; the step waits for it");
+            let at = self.replies.now() + self.lease.as_millis() as i64 + 500;
+            return self.record.reindex(run, at).await;
+        }
         if let Some((since, stopped)) = adopted {
             match self.find_call(run, k, &step.to, from, since).await? {
-                Found::Call(sid) => return self.marked(run, k, token, &sid).await,
+                Found::Call(sid) => return self.marked(run, k, token, &step.to, &sid).await,
                 Found::Unsure => return Ok(()),
                 Found::None if stopped => {
-                    self.record
-                        .mark(run, k, token, "none:stopped", false)
+                    let marked = self
+                        .record
+                        .mark(run, k, token, "none:stopped", false, true)
                         .await?;
+                    if marked != Marked::NotOurs {
+                        self.give_number(run, k, &step.to, None).await?;
+                    }
                     return Ok(());
                 }
                 Found::None => {}
@@ -322,6 +336,7 @@ impl Climber {
             return self
                 .skip(
                     run,
+                    plan,
                     k,
                     token,
                     "cap",
@@ -358,12 +373,13 @@ impl Climber {
                 self.crash(crate::sms::CrashPoint::LadderAfterCreate, run);
                 ringback_shared::telemetry::global().ladder_step("call", "placed");
                 tracing::info!(run_id = %run, step = k, sid = %c.sid, "ladder call placed");
-                self.marked(run, k, token, &c.sid).await
+                self.marked(run, k, token, &step.to, &c.sid).await
             }
             SendOutcome::Permanent(e) | SendOutcome::AuthRefused(e) => {
                 let code = e.code.map_or("refused".to_string(), |c| c.to_string());
                 self.skip(
                     run,
+                    plan,
                     k,
                     token,
                     &code,
@@ -375,6 +391,7 @@ impl Climber {
                 let code = error.code.map_or("held".to_string(), |c| c.to_string());
                 self.skip(
                     run,
+                    plan,
                     k,
                     token,
                     &code,
@@ -392,26 +409,12 @@ impl Climber {
         }
     }
 
-    /// A step's call is `sid`: mark it; a call made after the stop is ended.
-    async fn marked(&self, run: &str, k: u32, token: &str, sid: &str) -> Result<(), Error> {
-        match self.record.mark(run, k, token, sid, true).await? {
-            Marked::Marked => Ok(()),
-            Marked::End => {
-                tracing::info!(run_id = %run, step = k, "the person acknowledged meanwhile; ending the call");
-                self.record.hang_up_later(&[sid.to_string()]).await?;
-                self.hang_up().await
-            }
-            Marked::NotOurs => {
-                tracing::warn!(run_id = %run, step = k, "ladder step's claim changed hands; its call stands");
-                Ok(())
-            }
-        }
-    }
-
-    /// Skip step `k` (recorded as `none:<what>`), and climb on at once.
+    /// Skip step `k` (recorded as `none:<what>`; a call step's number given back), and climb
+    /// on at once.
     async fn skip(
         &self,
         run: &str,
+        plan: &Plan,
         k: u32,
         token: &str,
         what: &str,
@@ -419,9 +422,15 @@ impl Climber {
     ) -> Result<(), Error> {
         tracing::warn!(run_id = %run, step = k, reason = %why, "ladder step skipped");
         ringback_shared::telemetry::global().ladder_step("call", "skipped");
-        self.record
-            .mark(run, k, token, &format!("none:{what}"), false)
+        let marked = self
+            .record
+            .mark(run, k, token, &format!("none:{what}"), false, true)
             .await?;
+        if marked != Marked::NotOurs
+            && let Some(step) = plan.step(k)
+        {
+            self.give_number(run, k, &step.to, None).await?;
+        }
         self.record.climb(run, Some(k), why).await?;
         Ok(())
     }
@@ -461,7 +470,7 @@ impl Climber {
         ringback_shared::telemetry::global().ladder_step("text", "queued");
         match self
             .record
-            .mark(run, k, token, &format!("run:{step_run}"), false)
+            .mark(run, k, token, &format!("run:{step_run}"), false, false)
             .await?
         {
             Marked::NotOurs => {

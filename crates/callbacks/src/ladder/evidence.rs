@@ -23,7 +23,7 @@ const FETCH_AGAIN_MS: i64 = 10_000;
 
 impl Climber {
     /// Look for step `k`'s call: its status callback, then Twilio's list for `to` since the
-    /// claim (from our caller ID).
+    /// claim (from our caller ID), passing over the calls confirmed as other steps'.
     pub(super) async fn find_call(
         &self,
         run: &str,
@@ -39,17 +39,18 @@ impl Climber {
         let Some(after) = chrono::DateTime::from_timestamp_millis(since - 1000) else {
             return Ok(Found::Unsure);
         };
+        // the step holds its number ([`LadderRecord::take_number`]): a call to it not confirmed
+        // as another step's is this step's
+        let others = self.record.others_calls(to, run, k).await?;
         match self
             .twilio
             .list_calls_since(to, after, PageLimits::default())
             .await
         {
             Ok(search) => {
-                if let Some(c) = search
-                    .calls
-                    .iter()
-                    .find(|c| c.from.as_deref().is_none_or(|f| f == from))
-                {
+                if let Some(c) = search.calls.iter().find(|c| {
+                    c.from.as_deref().is_none_or(|f| f == from) && !others.contains(&c.sid)
+                }) {
                     return Ok(Found::Call(c.sid.clone()));
                 }
                 Ok(if search.complete {

@@ -9,6 +9,7 @@ pub mod climb;
 mod evidence;
 mod exhausted;
 mod index;
+pub mod number;
 pub mod plan;
 pub mod record;
 pub mod settings;

@@ -328,7 +328,10 @@ impl LadderRecord {
         Ok(out)
     }
 
-    /// Record the send of `step` (claimed under `token`) as `sid`; `call` for a voice call.
+    /// Record the send of `step` (claimed under `token`) as `sid`; `call` for a voice call;
+    /// `holds_number` for a call step holding its number (`give:<step>` kept until
+    /// [`LadderRecord::given`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn mark(
         &self,
         run_id: &str,
@@ -336,6 +339,7 @@ impl LadderRecord {
         token: &str,
         sid: &str,
         call: bool,
+        holds_number: bool,
     ) -> Result<Marked, Error> {
         let reply: String = scripts()
             .ladder_mark
@@ -345,6 +349,10 @@ impl LadderRecord {
             .arg("the step's token", token)
             .arg("sid (the MessageSid or CallSid)", sid)
             .arg("\"call\" | \"text\"", if call { "call" } else { "text" })
+            .arg(
+                "\"1\" = the step holds its number",
+                if holds_number { "1" } else { "" },
+            )
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
             .await?;
         match reply.as_str() {
