@@ -1725,3 +1725,52 @@ async fn a_message_its_replica_did_not_acknowledge_is_answered_503_then_kept_onc
         .collect();
     assert_eq!(of_it.len(), 1, "{jobs:?}");
 }
+
+/// With `RINGBACK_REDIS_WAIT_AOF`, an inbound message is taken (and Twilio answered 200) only
+/// once it is in the append-only file on disk, as a claim is: a restart from that file must not
+/// forget a message its sender was told was taken. Not on disk in time, the receive fails as a
+/// transient error (Twilio hears 503 and posts it again); once the disk keeps up, the repost is
+/// taken, one job for the two posts.
+#[tokio::test]
+async fn a_message_waits_for_the_disk_where_asked_and_is_refused_until_it_is_there() {
+    let mut e = env_on(common::RedisServer::start_valkey(), "reply-aof", "").await;
+    e.redis.append_only().await;
+    let admin = e.redis.conn().await;
+    let fsync = |policy: &'static str| {
+        let mut c = admin.clone();
+        async move {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg("appendfsync")
+                .arg(policy)
+                .query_async(&mut c)
+                .await
+                .unwrap();
+        }
+    };
+    fsync("no").await;
+    let client =
+        ringback::store::connection::Client::from(redis::Client::open(e.redis.url()).unwrap())
+            .with_wait(ringback::store::replicas::ReplicaWait {
+                aof: true,
+                ..Default::default()
+            });
+    let conn = ringback::store::connection::commands(client).await.unwrap();
+    let replies = sms_config().replies(conn, "bull", &e.queue);
+    let now = replies.now();
+    let refused = replies
+        .receive(stranger("SM00000000000000000000000000000aof", now))
+        .await
+        .expect_err("not on disk: not taken");
+    assert!(
+        refused.is_transient() && refused.to_string().contains("on disk"),
+        "{refused}"
+    );
+    fsync("always").await;
+    replies
+        .receive(stranger("SM00000000000000000000000000000aof", now))
+        .await
+        .expect("on disk: taken");
+    let jobs = reply_jobs(&e).await;
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+}

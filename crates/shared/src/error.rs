@@ -137,6 +137,14 @@ pub enum Error {
         /// Replicas that acknowledged the write before the `WAIT` timed out.
         acked: usize,
     },
+    /// A write a person or Twilio is told about (an answer, an escalation) was not in the
+    /// append-only file on disk in time (`WAITAOF`, `RINGBACK_REDIS_WAIT_AOF`): transient, as
+    /// [`Error::Unacknowledged`], since a restart now could lose it.
+    #[error("Redis did not have {key} on disk in time (WAITAOF)")]
+    NotOnDisk {
+        /// The written key whose `WAITAOF` fell short.
+        key: String,
+    },
     /// The records on this Redis have a layout this build does not read
     /// (`ringback_callbacks::layout`): refused before any record is read or written.
     #[error(
@@ -170,7 +178,7 @@ impl Error {
                         ) | redis::ErrorKind::MasterNameNotFoundBySentinel
                     )
             }
-            Error::Unacknowledged { .. } => true,
+            Error::Unacknowledged { .. } | Error::NotOnDisk { .. } => true,
             _ => false,
         }
     }

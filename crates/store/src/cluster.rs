@@ -238,14 +238,21 @@ pub(crate) async fn wait(
     key: &str,
     wait: redis::Cmd,
 ) -> redis::RedisResult<usize> {
+    redis::from_redis_value(on_key_master(conn, key, wait).await?).map_err(Into::into)
+}
+
+/// `cmd` on the master serving `key`'s slot, over the connection that took its writes.
+pub(crate) async fn on_key_master(
+    conn: &mut redis::cluster_async::ClusterConnection,
+    key: &str,
+    cmd: redis::Cmd,
+) -> redis::RedisResult<Value> {
     let route = Route::new(crate::slots::slot(key.as_bytes()), SlotAddr::Master);
-    let reply = conn
-        .route_command(
-            wait,
-            RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
-        )
-        .await?;
-    Ok(redis::from_redis_value(reply)?)
+    conn.route_command(
+        cmd,
+        RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route)),
+    )
+    .await
 }
 
 #[cfg(test)]

@@ -159,7 +159,9 @@ impl Conn {
     /// their own (an inbound message and its replies job, an escalation): `WAIT` on each node
     /// that took one (once on one endpoint, where one `WAIT` covers every earlier write of the
     /// connection); a short count is [`Error::Unacknowledged`](ringback_shared::error::Error::Unacknowledged)
-    /// for the caller to answer as transient. Costs nothing without a wait.
+    /// for the caller to answer as transient. With `RINGBACK_REDIS_WAIT_AOF`, each also waits
+    /// for the disk (`WAITAOF`), as a claim does; short, [`Error::NotOnDisk`](ringback_shared::error::Error::NotOnDisk).
+    /// Costs nothing without a wait.
     pub async fn confirm_durable(
         &mut self,
         keys: &[&str],
@@ -171,15 +173,22 @@ impl Conn {
         };
         for key in keys {
             let wanted = self.replicas_wanted(key).await;
-            if wanted == 0 {
-                continue;
+            if wanted > 0 {
+                let acked = self.wait_for_replicas(key).await?;
+                if acked < wanted {
+                    return Err(ringback_shared::error::Error::Unacknowledged {
+                        key: key.to_string(),
+                        wanted,
+                        acked,
+                    });
+                }
             }
-            let acked = self.wait_for_replicas(key).await?;
-            if acked < wanted {
-                return Err(ringback_shared::error::Error::Unacknowledged {
+            // where asked, on disk too, as a claim is: a restart from the append-only file
+            // must not forget what a person was told was taken
+            if self.wait.policy.aof && !self.on_disk(key).await? {
+                crate::replicas::note_aof_wait_timeout();
+                return Err(ringback_shared::error::Error::NotOnDisk {
                     key: key.to_string(),
-                    wanted,
-                    acked,
                 });
             }
         }
@@ -249,6 +258,23 @@ impl Conn {
                 fsynced,
             },
         ))
+    }
+
+    /// `WAITAOF 1 0` on the node that took `key`'s write: whether it is in that node's
+    /// append-only file on disk within the wait's timeout.
+    async fn on_disk(&mut self, key: &str) -> Result<bool, ringback_shared::error::Error> {
+        let mut waitaof = redis::cmd("WAITAOF");
+        waitaof
+            .arg(1)
+            .arg(0)
+            .arg(self.wait.policy.timeout.as_millis().max(1) as u64);
+        let reply = match &mut self.link {
+            Link::Cluster(c) => crate::cluster::on_key_master(c, key, waitaof).await?,
+            link => link.req_packed_command(&waitaof).await?,
+        };
+        let (local, _replicas): (usize, usize) =
+            redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
+        Ok(local >= 1)
     }
 
     /// How many replicas to wait for after a write to `key` (see [`ReplicaWait`]).
