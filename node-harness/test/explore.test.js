@@ -21,8 +21,9 @@ const EXPLORE = path.join(__dirname, '..', 'bin', 'explore.js');
 // pauses, Twilio's faults, its list sorted by DateSent and receipts shuffled, late or missing,
 // and people answering (coded, codeless, strangers, a forged post) while the faults last,
 // Redis restarted from a copy of its AOF with texts in flight (without the claims' look after a
-// change, 30072 texts runs twice), one endpoint with a replica, and a Sentinel set, failed over
-// with texts in flight (the test below checks that they do); and the people around ladders
+// change, 30072 texts runs twice), one endpoint with a replica, a replica that never
+// acknowledges, and a Sentinel set, failed over with texts in flight (the test below checks
+// that they do); and the people around ladders
 // (34810, 47281 and 30072 draw every class of LADDER_CLASSES between them: without an answer
 // acknowledging only its own run's ladder, 34810 and 47281 stop one by another run's answer)
 const CI_SEEDS = [25325, 25316, 25303, 25304, 25311, 25308, 25326, 25323, 25321, 30072, 40000, 34810, 47281];
@@ -61,7 +62,7 @@ describe('the explorer', () => {
     assert.ok(some((p) => p.replies && (p.faults.pauses.length || p.faults.serveKillEveryMs)), 'answers while Redis pauses or serve dies');
     const classes = new Set(plans.flatMap(faultClasses));
     for (const t of ['replica', 'sentinel']) assert.ok(some((p) => p.config.topology === t), `Redis as ${t}`);
-    for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'redis-forget', 'sentinel-failover', 'clock-skew']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
+    for (const c of ['crash-at', 'sigkill', 'serve-kill', 'client-kill', 'script-flush', 'redis-pause', 'redis-forget', 'sentinel-failover', 'clock-skew', 'silent-replica']) assert.ok(classes.has(c), `fault class ${c}: ${[...classes]}`);
     assert.ok([...classes].some((c) => c.startsWith('twilio-server')), 'a Twilio fault');
     for (const c of ['twilio-call-no-answer', 'twilio-call-busy', 'twilio-call-machine', 'twilio-list-date_sent', 'twilio-receipts-shuffled', 'twilio-receipts-none', 'twilio-receipts-late', 'twilio-rewrite-trial', 'twilio-auth-refused']) assert.ok(classes.has(c), `fault class ${c}`);
   });

@@ -850,8 +850,8 @@ async fn every_script_runs_after_script_flush() {
         .await
         .unwrap();
     assert_eq!(taken, None);
-    // the escalation ladder's seven: open, start a step, mark it, its call's status, climb,
-    // adopt (nothing to take), stop
+    // the escalation ladder's eight: open, start a step, mark it, its call's status, climb,
+    // adopt (nothing to take), stop, take its number
     let ladder = ["ringback:ladder:{flush}", "ringback:ladder-due:flush"];
     let s = ringback::store::scripts::scripts();
     let opened: i64 = s
@@ -914,6 +914,20 @@ async fn every_script_runs_after_script_flush() {
         .run(&mut c, &trips, &ladder, &["reply", "flush", "+15550000001"])
         .await
         .unwrap();
+    let took: String = s
+        .ladder_number
+        .run(
+            &mut c,
+            &trips,
+            &[
+                "ringback:ladder-number:{flush+15550000001}",
+                "ringback:ladder-number-calls:{flush+15550000001}",
+            ],
+            &["take", "flush 1", "60000", "7200000"],
+        )
+        .await
+        .unwrap();
+    assert_eq!(took, "", "the number taken");
     assert!(opened > 0, "opened, due at {opened}");
     assert_eq!(
         (advanced[0].as_str(), marked.as_str(), status[0].as_str()),

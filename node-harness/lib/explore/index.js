@@ -55,7 +55,7 @@ function describePlan(plan) {
     `config: timings ${c.timings}, bullmq ${c.bullmq}, layout ${c.cluster ? 'a real Cluster' : c.layout}, drainDelay ${c.drainDelayMs} ms, workers [${workers}], legacy ${c.legacy ? 'alive' : 'none'}, quiet ${c.quiet ? `${c.quiet.covers ? 'covering now' : 'not now'} in ${c.quiet.tz}` : 'none'}`,
     `runs: ${plan.runs.map((r) => `${r.i}:${r.kind}${r.name !== 'agent-callback' ? `(${r.name})` : ''}${r.urgent ? '!' : ''}${r.question ? '?' : ''}${r.zone !== 'default' ? `@${r.zone}` : ''}${r.ladder ? ` ladder[${r.ladder.then.join(',')}]${r.ladder.silent ? ` silent to ${r.ladder.silent.upTo}, answered by ${r.ladder.silent.by || 'nobody'}` : ''}` : ''}`).join(' ')}`,
     `arrivals: ${plan.bursts.map((b) => `+${b.gapBeforeMs}ms ${b.producer === 'python' ? 'py' : ''}[${b.adds.join(',')}]`).join(' ')}`,
-    `faults: ${faultClasses(plan).join(', ') || 'none'}${plan.faults.sigkillEveryMs ? `; SIGKILL every ${plan.faults.sigkillEveryMs} ms` : ''}${plan.faults.pauses.length ? `; pauses ${plan.faults.pauses.map((p) => `${p.ms} ms at +${p.atMs}`).join(', ')}` : ''}`,
+    `faults: ${faultClasses(plan).join(', ') || 'none'}${plan.faults.sigkillEveryMs ? `; SIGKILL every ${plan.faults.sigkillEveryMs} ms` : ''}${plan.faults.pauses.length ? `; pauses ${plan.faults.pauses.map((p) => `${p.ms} ms at +${p.atMs}`).join(', ')}` : ''}${plan.faults.silentReplica ? `; silent replica ${plan.faults.silentReplica.atMs === null ? 'before the workers' : `${plan.faults.silentReplica.atMs} ms after the first burst`}` : ''}`,
   ];
 }
 

@@ -202,6 +202,14 @@ function drawPlan(seed) {
   }
   // a question's choices (a keypad digit or a reply such as `no` answers it). Drawn last.
   for (const run of runs) if (run.question && r.chance(0.4)) run.choices = ['YES', 'NO'];
+  // a replica that never acknowledges (`redis-cli --replica`: it syncs, then stays silent)
+  // attached to the one Redis for the whole trial, before the workers start (`atMs` null) or
+  // `atMs` after the first burst's adds: ringback's default wait counts only the replicas that
+  // acknowledged within 10 s, so texts may be held that long after its sync, and must flow
+  // after. Not on a Cluster, nor on a Redis restarted from its AOF (the restart cuts the
+  // replica's link), nor on a Sentinel set (its sentinels would take it for one of their
+  // master's replicas: another fault). Drawn last.
+  faults.silentReplica = !config.cluster && !faults.forget && config.topology !== 'sentinel' && r.chance(0.15) ? { atMs: r.chance(0.5) ? r.int(0, 3000) : null } : null;
   return { seed, config, runs, bursts, faults, drainCheck, replies, workerEnv: {} };
 }
 
@@ -277,6 +285,7 @@ function faultClasses(plan) {
     ...(f.ringMs ? ['ring-past-step-wait'] : []),
     ...(f.ladderCrash ? ['ladder-crash'] : []),
     ...(f.rollback ? ['rollback-with-ladders'] : []),
+    ...(f.silentReplica ? ['silent-replica'] : []),
   ];
 }
 
@@ -357,6 +366,7 @@ function without(plan, cls) {
   if (cls === 'ring-past-step-wait') p.faults.ringMs = null;
   if (cls === 'ladder-crash') p.faults.ladderCrash = null;
   if (cls === 'rollback-with-ladders') p.faults.rollback = null;
+  if (cls === 'silent-replica') p.faults.silentReplica = null;
   return p;
 }
 

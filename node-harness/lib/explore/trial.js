@@ -4,7 +4,7 @@
 // run (or one sample of the fleet); a violation names the invariant, the run and what was seen.
 'use strict';
 
-const { Lab, API_TOKEN } = require('../drill/lab');
+const { Lab, API_TOKEN, SetupError } = require('../drill/lab');
 const { freePort } = require('../harness/redis');
 const { WorkerProcess } = require('../harness/subject');
 const { JOB_OPTIONS, CLAIM_PREFIX } = require('../legacy');
@@ -309,6 +309,36 @@ async function drainWith(lab, extra, args) {
   return { code: info.code, output: p.output() };
 }
 
+/** A replica Redis lists online that the lab did not start: `redis-cli --replica` (port 0). */
+const SILENT_ONLINE = /slave\d+:ip=[^,]*,port=0,state=online/;
+/** ringback's default wait counts a replica that acknowledged within this (`lag`, whole seconds). */
+const ACK_WITHIN_MS = 10_000;
+
+/**
+ * A replica that never acknowledges on the lab's one Redis: `redis-cli --replica` syncs, then
+ * never sends REPLCONF ACK again, while Redis lists it online with its `lag` growing. Tracked
+ * by the lab, so that its stop ends it, on an error too. Resolves {process, syncedAt} once
+ * Redis lists it online: its silence counts from then.
+ */
+async function attachSilentReplica(lab) {
+  const { spawnSync } = require('node:child_process');
+  const cli = process.env.REDIS_CLI || 'redis-cli';
+  const probe = spawnSync(cli, ['--version'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0) throw new SetupError(`redis-cli not found or not runnable (${cli}); a silent replica is a redis-cli --replica`);
+  // what it prints is every write Redis passes on: not kept (exec: the process killed is redis-cli)
+  const p = lab.track(new WorkerProcess('redis-cli --replica', 'sh', ['-c', 'exec "$0" -p "$1" --replica >/dev/null', cli, String(lab.redis.port)], process.env));
+  await waitFor(
+    async () => {
+      if (!p.running) throw new Error(`redis-cli --replica exited (${JSON.stringify(p.exitInfo)}): ${p.output().slice(-300)}`);
+      return SILENT_ONLINE.test(await lab.admin.call('INFO', 'replication'));
+    },
+    30_000,
+    'the silent replica in sync',
+    100,
+  );
+  return { process: p, syncedAt: Date.now() };
+}
+
 // a run's tag at the start of a body (behind a trial account's prefix when Twilio stores one;
 // an ask-back quoting a question's text is not the run's text)
 const TAG = /^(?:Sent from your Twilio trial account - )?\[x(\d+)-(\d+)\]/;
@@ -331,7 +361,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     if (!ok) violations.push({ invariant, ...(run !== undefined ? { run } : {}), detail });
   };
   const timers = [];
-  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, forgets: 0, failovers: 0, rollbacks: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
+  const tally = { sigkills: 0, serveKills: 0, clientKills: 0, scriptFlushes: 0, pauses: 0, forgets: 0, failovers: 0, rollbacks: 0, silentReplicas: 0, drains: 0, heartbeatSamples: 0, orphanSamples: 0 };
   let pausedMs = 0;
   // while a rollback lasts, no worker starts: the supervisors wait on `halted`, until `resume`
   let halted = null;
@@ -358,6 +388,19 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       ...(callRules(plan).length ? { calls: callRules(plan), ...(plan.faults.sim.length ? { call_create: plan.faults.sim } : {}) } : {}),
     };
     if (Object.keys(twilioFaults).length) await lab.sim.putFaults(twilioFaults);
+
+    // a silent replica drawn before the workers: synced before any process of ringback starts,
+    // so that the first texts are the ones it holds; drawn later, attached after the first
+    // burst (`attaching`), where what breaks it is the invariant's to report
+    let silent = null;
+    let silentError = null;
+    let attaching = null;
+    const attachSilent = async () => {
+      silent = await attachSilentReplica(lab);
+      tally.silentReplicas += 1;
+      log(`[explore ${plan.seed}] a silent replica (redis-cli --replica, pid ${silent.process.pid}) synced`);
+    };
+    if (plan.faults.silentReplica && plan.faults.silentReplica.atMs === null) await attachSilent();
 
     // receipts: `ringback serve` takes Twilio's status callbacks, restarted when it is killed
     let serve = null;
@@ -580,12 +623,19 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const jobs = burst.adds.map((i) => ({ name: byIndex.get(i).name, data: jobData(plan, byIndex.get(i), quiet), opts: { ...JOB_OPTIONS } }));
       if (burst.producer === 'python') await addWithPython(lab, jobs);
       else await addRetrying(() => q.addBulk(jobs.map((j) => ({ ...j, data: JSON.parse(j.data) }))));
+      if (b === 0 && plan.faults.silentReplica && plan.faults.silentReplica.atMs !== null) {
+        attaching = sleep(plan.faults.silentReplica.atMs)
+          .then(attachSilent)
+          .catch((e) => (silentError = e));
+      }
       log(`[explore ${plan.seed}] burst ${b + 1}/${plan.bursts.length}: ${burst.adds.length} add(s) by the ${burst.producer} producer`);
     }
     // faults stop; the system must come to rest (a drawn restart of Redis happens first)
     await forgetting;
     await failingOver;
     await rollingBack;
+    await attaching;
+    if (silentError?.name === 'SetupError') throw silentError;
     for (const tm of timers) clearInterval(tm);
     await sleep(Math.max(0, ...plan.faults.pauses.map((p) => p.atMs + p.ms)) - (Date.now() - now));
     await lab.onEveryMaster('CLIENT', 'UNPAUSE').catch(() => {});
@@ -787,6 +837,18 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
       const overruns = m.sum('ringback_window_overruns');
       // a sent marker written over a claim Redis forgot is an overrun indeed
       check(overruns === 0 || twice || last.lossy, 'no alert that is not true', `RingbackWindowOverrun: worker ${k} counted ${overruns} overrun(s), and no run was texted twice`);
+      if (plan.faults.silentReplica) {
+        // the worker reads Redis's replicas every sweep: the replica is silent to it once its
+        // lag passed 10 s (a whole second more, as INFO counts it) and the worker looked again
+        const namedBy = silent ? silent.syncedAt + ACK_WITHIN_MS + 1000 + 5000 : 0;
+        let named = m.max('ringback_redis_replicas_silent');
+        while (named < 1 && Date.now() < namedBy && current[k]?.running) {
+          await sleep(500);
+          named = (await scrape(`http://127.0.0.1:${metricsPorts[k]}/metrics`))?.max('ringback_redis_replicas_silent') ?? named;
+        }
+        const replica = !silent ? `never synced: ${silentError?.message || 'not attached'}`.slice(0, 300) : `synced ${Date.now() - silent.syncedAt} ms ago${silent.process.running ? '' : `, exited since (${JSON.stringify(silent.process.exitInfo)})`}`;
+        check(named >= 1, 'a silent replica is named', `worker ${k} reports ringback_redis_replicas_silent ${named} at rest; the redis-cli --replica ${replica}`);
+      }
     }
     if (serve?.running) {
       const metricsUrl = `${extra.RINGBACK_STATUS_CALLBACK_URL.replace(/\/api\/.*$/, '')}/metrics`;
@@ -805,7 +867,7 @@ async function runTrial(plan, { log = () => {}, bin } = {}) {
     check(failures.length === 0, 'no worker fails by itself', failures.slice(0, 3).join(' | ').slice(0, 600));
     // what each process said last, for a violation's report
     const logs = violations.length ? lab.processes.map((p) => `--- ${p.label}\n${p.output().slice(-Number(process.env.EXPLORE_LOG_CHARS || 1500))}`) : [];
-    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses + tally.forgets + tally.failovers + tally.rollbacks;
+    const faults = faultClasses(plan).length + tally.sigkills + tally.serveKills + tally.clientKills + tally.scriptFlushes + tally.pauses + tally.forgets + tally.failovers + tally.rollbacks + tally.silentReplicas;
     return {
       seed: plan.seed,
       violations,

@@ -42,14 +42,15 @@ pub struct QueueArgs {
     #[arg(long, env = "RINGBACK_SENTINEL_TLS")]
     pub sentinel_tls: Option<bool>,
     /// Replicas that must acknowledge a claim and a sent marker (`WAIT`). Unset: 1 while the
-    /// key's master has a connected replica (or the sentinels list one), else 0.
+    /// key's master has a connected replica that acknowledged within 10 s (or the sentinels list
+    /// one), else 0.
     #[arg(long, env = "RINGBACK_REDIS_WAIT_REPLICAS")]
     pub redis_wait_replicas: Option<usize>,
     /// How long such a `WAIT` may take; a claim not acknowledged by then is not sent on (held).
     #[arg(long, env = "RINGBACK_REDIS_WAIT_TIMEOUT_MS", default_value_t = 500)]
     pub redis_wait_timeout_ms: u64,
-    /// Each claim waits for the append-only file on disk before its text (`WAITAOF`: Redis 7.2+,
-    /// Valkey).
+    /// Each claim, inbound message and key waits for the append-only file on disk (`WAITAOF`:
+    /// Redis 7.2+, Valkey).
     #[arg(
         long,
         env = "RINGBACK_REDIS_WAIT_AOF",
