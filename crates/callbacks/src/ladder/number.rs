@@ -24,19 +24,18 @@ const CONFIRMED_FOR: Duration = Duration::from_secs(2 * 3600);
 /// gone for good with no sweep after it): the claim is adopted and resolved well inside it.
 pub const NUMBER_HOLD: Duration = Duration::from_secs(600);
 
-/// `ladder_number.lua`'s ARGV[3], a take's hold or a give's SID.
-const ARG_3: &str = "take: the hold (ms) | give: the confirmed call's SID";
-
 impl LadderRecord {
-    /// Take `number` for step `k` of `run_id`; `Err(holder)` names the step holding it
-    /// (`<runId> <step>`).
-    pub async fn take_number(
+    /// `ladder_number.lua`'s `op` ("take" or "give") for step `k` of `run_id` on `number`;
+    /// `arg`: a take's hold (ms) or a give's SID.
+    async fn number_script<T: redis::FromRedisValue>(
         &self,
         number: &str,
+        op: &str,
         run_id: &str,
         k: u32,
-    ) -> Result<Result<(), String>, Error> {
-        let holder: String = scripts()
+        arg: &str,
+    ) -> Result<T, Error> {
+        Ok(scripts()
             .ladder_number
             .call()
             .key(
@@ -47,15 +46,27 @@ impl LadderRecord {
                 "the number's confirmed calls",
                 keys::ladder_number_calls(&self.claim_prefix, number),
             )
-            .arg("\"take\" | \"give\"", "take")
+            .arg("\"take\" | \"give\"", op)
             .arg("the step", format!("{run_id} {k}"))
-            .arg(ARG_3, NUMBER_HOLD.as_millis().to_string())
+            .arg("take: the hold (ms) | give: the confirmed call's SID", arg)
             .arg(
                 "how long a confirmed call is kept (ms)",
                 CONFIRMED_FOR.as_millis().to_string(),
             )
             .run_in(self.topology, &mut self.conn.clone(), &self.trips)
-            .await?;
+            .await?)
+    }
+
+    /// Take `number` for step `k` of `run_id`; `Err(holder)` names the step holding it
+    /// (`<runId> <step>`).
+    pub async fn take_number(
+        &self,
+        number: &str,
+        run_id: &str,
+        k: u32,
+    ) -> Result<Result<(), String>, Error> {
+        let hold = NUMBER_HOLD.as_millis().to_string();
+        let holder: String = self.number_script(number, "take", run_id, k, &hold).await?;
         Ok(if holder.is_empty() {
             Ok(())
         } else {
@@ -72,25 +83,8 @@ impl LadderRecord {
         k: u32,
         sid: Option<&str>,
     ) -> Result<(), Error> {
-        let _: i64 = scripts()
-            .ladder_number
-            .call()
-            .key(
-                "the number's call claim",
-                keys::ladder_number(&self.claim_prefix, number),
-            )
-            .key(
-                "the number's confirmed calls",
-                keys::ladder_number_calls(&self.claim_prefix, number),
-            )
-            .arg("\"take\" | \"give\"", "give")
-            .arg("the step", format!("{run_id} {k}"))
-            .arg(ARG_3, sid.unwrap_or_default())
-            .arg(
-                "how long a confirmed call is kept (ms)",
-                CONFIRMED_FOR.as_millis().to_string(),
-            )
-            .run_in(self.topology, &mut self.conn.clone(), &self.trips)
+        let _: i64 = self
+            .number_script(number, "give", run_id, k, sid.unwrap_or_default())
             .await?;
         Ok(())
     }
